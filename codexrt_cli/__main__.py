@@ -1,0 +1,3 @@
+from codexrt_cli._main import main
+
+raise SystemExit(main())
