@@ -1,0 +1,205 @@
+"""Spawn the real native ``codex app-server`` over stdio for *raw* tests (no codexrt API).
+
+Why a separate, thread-based helper: the raw harness tests must observe the server's verbatim
+stdout lines, independent of codexrt's own connection layer (which they help to check). One
+reader thread per pipe feeds a queue (stdout) and a bounded tail (stderr); every wait takes a
+timeout; :meth:`RawAppServer.close` escalates stdin EOF → SIGTERM → SIGKILL and always reaps.
+
+Usage::
+
+    with spawn_app_server(codex_bin, env) as srv:
+        srv.initialize()
+        tid = srv.call("thread/start", {...})["thread"]["id"]
+        note = srv.wait_for(lambda m: m.get("method") == "turn/completed", timeout=20)
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import json
+import os
+import queue
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+__all__ = ["RawAppServer", "spawn_app_server", "RawServerError", "DEFAULT_TIMEOUT"]
+
+DEFAULT_TIMEOUT = 20.0
+STDERR_TAIL = 400
+
+
+class RawServerError(AssertionError):
+    """The raw harness did not see what it waited for (timeout, EOF, error response)."""
+
+
+_EOF = object()
+
+
+class RawAppServer:
+    """A running ``codex app-server`` child with line-level access to its stdio."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], argv: Sequence[str]) -> None:
+        self.proc = proc
+        self.argv = list(argv)
+        #: every stdout line, verbatim (bytes without the newline), in arrival order
+        self.raw_lines: list[bytes] = []
+        #: decoded messages already taken off the queue but not matched by a wait
+        self.backlog: list[dict[str, Any]] = []
+        #: every decoded message, in arrival order
+        self.seen: list[dict[str, Any]] = []
+        self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL)
+        self._q: queue.Queue[Any] = queue.Queue()
+        self._ids = itertools.count(1)
+        self._write_lock = threading.Lock()
+        self._eof = False
+        self._threads = [
+            threading.Thread(target=self._read_stdout, name="raw-stdout", daemon=True),
+            threading.Thread(target=self._read_stderr, name="raw-stderr", daemon=True),
+        ]
+        for t in self._threads:
+            t.start()
+
+    # -- pipes -------------------------------------------------------------------------------
+
+    def _read_stdout(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            line = line.rstrip(b"\n")
+            self.raw_lines.append(line)
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                msg = {"__unparsed__": line.decode("utf-8", "replace")}
+            self._q.put(msg)
+        self._q.put(_EOF)
+
+    def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.stderr_tail.append(line.decode("utf-8", "replace").rstrip("\n"))
+
+    def send(self, obj: Mapping[str, Any]) -> None:
+        """Write one JSON object as one line."""
+        self.send_raw(json.dumps(obj, separators=(",", ":")).encode())
+
+    def send_raw(self, line: bytes) -> None:
+        assert self.proc.stdin is not None
+        with self._write_lock:
+            self.proc.stdin.write(line + b"\n")
+            self.proc.stdin.flush()
+
+    # -- waiting -----------------------------------------------------------------------------
+
+    def _next(self, deadline: float) -> dict[str, Any]:
+        if self._eof:
+            raise RawServerError(self._explain("stdout EOF"))
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        try:
+            item = self._q.get(timeout=left)
+        except queue.Empty:
+            raise TimeoutError from None
+        if item is _EOF:
+            self._eof = True
+            raise RawServerError(self._explain("stdout EOF"))
+        self.seen.append(item)
+        return item
+
+    def wait_for(self, pred: Callable[[dict[str, Any]], bool], timeout: float = DEFAULT_TIMEOUT,
+                 what: str = "a matching message") -> dict[str, Any]:
+        """The first message (backlog first, then new ones) matching ``pred``; others are kept."""
+        for i, m in enumerate(self.backlog):
+            if pred(m):
+                return self.backlog.pop(i)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                m = self._next(deadline)
+            except TimeoutError:
+                raise RawServerError(self._explain(f"timed out after {timeout}s waiting for {what}")) from None
+            if pred(m):
+                return m
+            self.backlog.append(m)
+
+    def wait_method(self, method: str, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+        """The next notification or server request with ``method``."""
+        return self.wait_for(lambda m: m.get("method") == method, timeout, what=repr(method))
+
+    def request(self, method: str, params: Any = None, *, id: Any = None) -> Any:
+        """Send a client request; return its id (default: a fresh integer)."""
+        rid = next(self._ids) if id is None else id
+        self.send({"id": rid, "method": method, "params": {} if params is None else params})
+        return rid
+
+    def response(self, rid: Any, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+        """The response envelope for request id ``rid``."""
+        return self.wait_for(lambda m: "method" not in m and m.get("id") == rid and ("result" in m or "error" in m),
+                             timeout, what=f"response to id {rid!r}")
+
+    def call(self, method: str, params: Any = None, timeout: float = DEFAULT_TIMEOUT) -> Any:
+        """Request + wait; return ``result`` or raise :class:`RawServerError` on an error response."""
+        rid = self.request(method, params)
+        resp = self.response(rid, timeout)
+        if "error" in resp:
+            raise RawServerError(f"{method} failed: {resp['error']}")
+        return resp["result"]
+
+    def initialize(self, *, name: str = "codexrt-tests", version: str = "0.0.1",
+                   capabilities: Mapping[str, Any] | None = None, timeout: float = DEFAULT_TIMEOUT) -> Any:
+        """The handshake: ``initialize`` → result, then the ``initialized`` notification."""
+        caps = {"experimentalApi": True, **(capabilities or {})}
+        result = self.call("initialize", {"clientInfo": {"name": name, "title": name, "version": version},
+                                          "capabilities": caps}, timeout)
+        self.send({"method": "initialized"})
+        return result
+
+    def _explain(self, why: str) -> str:
+        tail = "\n".join(list(self.stderr_tail)[-30:])
+        return f"{why}; rc={self.proc.poll()}; stderr tail:\n{tail}"
+
+    # -- shutdown ----------------------------------------------------------------------------
+
+    def close(self, timeout: float = 5.0) -> int:
+        """Close stdin, then SIGTERM, then SIGKILL, each bounded; reap; return the exit code."""
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+        for step in ("eof", "term", "kill"):
+            try:
+                rc = self.proc.wait(timeout=timeout)
+                break
+            except subprocess.TimeoutExpired:
+                if step == "eof":
+                    self.proc.terminate()
+                elif step == "term":
+                    self.proc.kill()
+        else:
+            rc = self.proc.wait(timeout=timeout)
+        for t in self._threads:
+            t.join(timeout=timeout)
+        for f in (self.proc.stdout, self.proc.stderr):
+            if f is not None:
+                f.close()
+        return rc
+
+    def __enter__(self) -> "RawAppServer":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def spawn_app_server(codex_bin: str | os.PathLike[str], env: Mapping[str, str], *,
+                     cwd: str | os.PathLike[str] | None = None, args: Sequence[str] = ()) -> RawAppServer:
+    """Start ``<codex_bin> app-server [args]`` with stdio pipes and ``env`` (see ``codex_home.codex_env``)."""
+    argv = [os.fspath(codex_bin), "app-server", *args]
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=dict(env), cwd=os.fspath(cwd) if cwd is not None else None)
+    return RawAppServer(proc, argv)
