@@ -1,0 +1,541 @@
+"""The Trio driver of one JSON-RPC connection to an app-server.
+
+Who owns what
+-------------
+``open_connection(transport, sink=…)`` is an ``async with`` that owns a nursery with three
+tasks, and nothing outside it:
+
+* the **reader** — reads the transport, frames lines, feeds :class:`~codexrt._sansio._rpc.RpcCore`,
+  wakes the caller waiting for each response, and hands every other event to ``sink``;
+* the **writer** — the only task that writes; it takes whole lines from a queue, so a line is
+  never interleaved or cut by a cancelled caller (cancelling a ``call`` withdraws its line if it
+  was not yet being written, else the request counts as ``writtenUnconfirmed``);
+* the **stderr drain** — keeps a bounded, redacted tail of the child's stderr (R-WIRE-9) and
+  never lets a chatty stderr fill its pipe and stall the child.
+
+``sink`` is called on the reader and must neither block nor raise: it files events into
+buffers (the runtime's router does exactly that). User code — approval handlers, consumers —
+never runs on the reader, so the reader never waits for a human or a slow consumer.
+
+Waits: every ``call`` has a deadline (default 30 s, R-WIRE-4); ``reply`` waits only for its
+line to be written (bounded too). End of stream settles every pending call exactly once with
+``CHILD_EXITED`` carrying the real exit status, and later calls fail at once (R-WIRE-6).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import math
+from typing import Any, AsyncIterator, Callable, Container, Deque, Union
+
+import attrs
+import trio
+from msgspec import Raw
+
+import codexrt
+from codexrt._errors import (
+    ChildExited,
+    ClosedError,
+    CodexError,
+    HandshakeError,
+    LocalProtocolError,
+    RpcError,
+    RpcTimeout,
+    ServerOverloaded,
+)
+from codexrt._sansio._framing import DEFAULT_MAX_LINE, LineBuffer, OversizedLine
+from codexrt._sansio._redact import Redactor
+from codexrt._sansio._rpc import (
+    SERVER_OVERLOADED,
+    CallFailed,
+    CallSucceeded,
+    LateResponse,
+    OutboundCall,
+    Phase,
+    ProtocolViolation,
+    RpcCore,
+    UnsupportedServerRequest,
+)
+from codexrt._sansio._wire import Notification, RequestId, ServerRequest, decode_json
+from codexrt._transport import ExitStatus, Transport
+from codexrt._util import unwrap_single_group
+
+__all__ = [
+    "ClientInfo",
+    "Connection",
+    "ConnectionClosed",
+    "ConnectionEvent",
+    "open_connection",
+    "DEFAULT_RPC_TIMEOUT",
+]
+
+log = logging.getLogger("codexrt.connection")
+
+DEFAULT_RPC_TIMEOUT = 30.0
+STARTUP_FAILURE_MARKER = "codex app-server failed to start"
+
+
+@attrs.frozen
+class ClientInfo:
+    """``initialize.clientInfo`` (the real server uses ``name`` as its user-agent prefix)."""
+
+    name: str = "codexrt"
+    title: str | None = "codexrt"
+    version: str = attrs.field(factory=lambda: codexrt.__version__)
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "version": self.version}
+        if self.title is not None:
+            out["title"] = self.title
+        return out
+
+
+@attrs.frozen
+class ConnectionClosed:
+    """Last event of a connection: ``error`` is the settle error (``ChildExited``), or None
+    when we closed it ourselves."""
+
+    error: CodexError | None
+    status: ExitStatus | None
+
+
+ConnectionEvent = Union[
+    Notification, ServerRequest, LateResponse, ProtocolViolation, UnsupportedServerRequest, ConnectionClosed
+]
+
+
+@attrs.define(eq=False)
+class _Frame:
+    data: bytes
+    call: OutboundCall | None = None
+    state: str = "queued"  # queued | writing | written | withdrawn | failed
+    done: trio.Event = attrs.field(factory=trio.Event)
+
+
+@attrs.define(eq=False)
+class _Waiter:
+    event: trio.Event = attrs.field(factory=trio.Event)
+    outcome: CallSucceeded | CallFailed | CodexError | None = None
+
+
+class Connection:
+    """One JSON-RPC connection. Create it with :func:`open_connection`."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        sink: Callable[[ConnectionEvent], None],
+        supported_server_requests: Container[str] | Callable[[str], bool] = frozenset(),
+        client_info: ClientInfo | None = None,
+        capabilities: dict[str, Any] | None = None,
+        rpc_timeout: float = DEFAULT_RPC_TIMEOUT,
+        handshake_timeout: float = DEFAULT_RPC_TIMEOUT,
+        max_line: int = DEFAULT_MAX_LINE,
+        stderr_tail_lines: int = 200,
+        redactor: Redactor | None = None,
+        exit_wait: float = 5.0,
+    ) -> None:
+        self.transport = transport
+        self._sink = sink
+        self.core = RpcCore(supported_server_requests)
+        self.client_info = client_info or ClientInfo()
+        caps = {"experimentalApi": True}
+        caps.update(capabilities or {})
+        self.capabilities = caps
+        self.rpc_timeout = rpc_timeout
+        self.handshake_timeout = handshake_timeout
+        self._framer = LineBuffer(max_line)
+        self._redact = redactor or Redactor()
+        self._stderr_tail: Deque[str] = collections.deque(maxlen=stderr_tail_lines)
+        self._stderr_done = trio.Event()
+        self._exit_wait = exit_wait
+        self._queue: Deque[_Frame] = collections.deque()
+        self._queue_nonempty = trio.Event()
+        self._waiters: dict[int, _Waiter] = {}
+        self._handshake_started = False
+        self._handshake_done = trio.Event()
+        self._handshake_error: CodexError | None = None
+        self.initialize_result: dict[str, Any] | None = None
+        self._final: CodexError | None = None
+        self.exit_status: ExitStatus | None = None
+        self.closed = trio.Event()
+        self._closing = False
+        self._nursery: trio.Nursery | None = None
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed.is_set() else ("ready" if self.ready else "open")
+        return f"<Connection {state} pid={self.transport.pid} {self.core!r}>"
+
+    # -- state ---------------------------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        return self._handshake_done.is_set() and self._handshake_error is None
+
+    @property
+    def pid(self) -> int | None:
+        return self.transport.pid
+
+    def stderr_tail(self) -> list[str]:
+        """The last lines of the child's stderr, already redacted (R-WIRE-9)."""
+        return list(self._stderr_tail)
+
+    def statistics(self) -> dict[str, int]:
+        return {
+            "pendingCalls": len(self.core.outbound),
+            "pendingServerRequests": len(self.core.inbound),
+            "queuedWrites": len(self._queue),
+        }
+
+    # -- tasks ---------------------------------------------------------------------------
+
+    async def _run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            nursery.start_soon(self._writer)
+            if self.transport.stderr_stream is not None:
+                nursery.start_soon(self._stderr_drain)
+            else:
+                self._stderr_done.set()
+            task_status.started()
+            await self._reader()
+            nursery.cancel_scope.cancel()
+
+    async def _reader(self) -> None:
+        stream = self.transport.receive_stream
+        try:
+            while True:
+                data = await stream.receive_some(65536)
+                if not data:
+                    break
+                for frame in self._framer.feed(data):
+                    self._on_frame(frame)
+            for frame in self._framer.close():
+                self._on_frame(frame)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        await self._settle_end()
+
+    def _on_frame(self, frame: bytes | OversizedLine) -> None:
+        events = self.core.receive_line(frame)
+        for data in self.core.data_to_send():
+            self._enqueue(_Frame(data), front=True)
+        for ev in events:
+            if isinstance(ev, (CallSucceeded, CallFailed)):
+                waiter = self._waiters.pop(ev.call.id, None)
+                if waiter is not None:
+                    waiter.outcome = ev
+                    waiter.event.set()
+                continue
+            if isinstance(ev, Notification) and ev.method == "serverRequest/resolved":
+                rid = ev.params.get("requestId") if isinstance(ev.params, dict) else None
+                if isinstance(rid, (int, str)) and not isinstance(rid, bool):
+                    self.core.forget_inbound(rid)
+            if isinstance(ev, ProtocolViolation):
+                log.warning("protocol violation from app-server: %s", ev.reason)
+            elif isinstance(ev, UnsupportedServerRequest):
+                log.info("answered unsupported server request %s with -32601", ev.method)
+            self._emit(ev)
+
+    def _emit(self, ev: ConnectionEvent) -> None:
+        try:
+            self._sink(ev)
+        except Exception:  # the sink must not raise; never let it kill the reader
+            log.exception("connection sink raised on %r", type(ev).__name__)
+
+    async def _writer(self) -> None:
+        stream = self.transport.send_stream
+        while True:
+            while not self._queue:
+                self._queue_nonempty = trio.Event()
+                await self._queue_nonempty.wait()
+            frame = self._queue.popleft()
+            if frame.state != "queued":
+                continue
+            frame.state = "writing"
+            if frame.call is not None:
+                self.core.mark_written(frame.call)
+            try:
+                await stream.send_all(frame.data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                # The peer is gone; the reader's EOF settles everyone. Fail what is queued.
+                log.debug("write failed: %r", exc)
+                frame.state = "failed"
+                frame.done.set()
+                for f in self._queue:
+                    f.state = "failed"
+                    f.done.set()
+                self._queue.clear()
+                await trio.sleep_forever()
+            frame.state = "written"
+            frame.done.set()
+
+    async def _stderr_drain(self) -> None:
+        stream = self.transport.stderr_stream
+        assert stream is not None
+        buf = LineBuffer(max_line=64 * 1024)
+        try:
+            while True:
+                data = await stream.receive_some(65536)
+                if not data:
+                    break
+                for line in buf.feed(data):
+                    self._on_stderr_line(line)
+            for line in buf.close():
+                self._on_stderr_line(line)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            self._stderr_done.set()
+
+    def _on_stderr_line(self, line: bytes | OversizedLine) -> None:
+        if isinstance(line, OversizedLine):
+            text = f"[stderr line of {line.size} bytes omitted]"
+        else:
+            text = self._redact(line.decode("utf-8", "replace").rstrip("\r")[:2000])
+        self._stderr_tail.append(text)
+        log.debug("app-server stderr: %s", text)
+
+    def _enqueue(self, frame: _Frame, *, front: bool = False) -> _Frame:
+        if self._final is not None or self._closing:
+            frame.state = "failed"
+            frame.done.set()
+            return frame
+        if front:
+            self._queue.appendleft(frame)
+        else:
+            self._queue.append(frame)
+        self._queue_nonempty.set()
+        return frame
+
+    async def _settle_end(self) -> None:
+        """End of stream: learn the exit status (bounded), then fail everything once."""
+        with trio.CancelScope(shield=True):
+            status: ExitStatus | None
+            with trio.move_on_after(self._exit_wait) as cs:
+                status = await self.transport.wait_exit()
+            if cs.cancelled_caught:
+                status = await self.transport.aclose()
+            with trio.move_on_after(1.0):
+                await self._stderr_done.wait()
+        self.exit_status = status
+        if self._closing:
+            error: CodexError = ClosedError("connection closed by its owner")
+            event_error: CodexError | None = None
+        else:
+            details: dict[str, Any] = {
+                "stderrTail": self.stderr_tail()[-50:],
+                "command": self._redact(self.transport.description),
+            }
+            if not self.ready:
+                details["startupFailure"] = STARTUP_FAILURE_MARKER
+            error = ChildExited(status.returncode if status else None, status.signal if status else None, details=details)
+            event_error = error
+        self._final = error
+        calls, _requests = self.core.close()
+        for call in calls:
+            waiter = self._waiters.pop(call.id, None)
+            if waiter is not None:
+                waiter.outcome = error
+                waiter.event.set()
+        for f in self._queue:
+            f.state = "failed"
+            f.done.set()
+        self._queue.clear()
+        if not self._handshake_done.is_set():
+            self._handshake_error = error
+            self._handshake_done.set()
+        self._emit(ConnectionClosed(event_error, status))
+        self.closed.set()
+
+    # -- calls ---------------------------------------------------------------------------
+
+    def _fresh_final(self) -> CodexError:
+        """A new exception object with the final error's data (never re-raise one instance
+        from many tasks: tracebacks would pile up)."""
+        e = self._final
+        assert e is not None
+        if isinstance(e, ChildExited):
+            return ChildExited(e.returncode, e.signal, phase=Phase.NOT_WRITTEN.value, details=e.details)
+        return type(e)(e.message, code=e.code, details=e.details, phase=Phase.NOT_WRITTEN.value)
+
+    async def initialize(self) -> dict[str, Any]:
+        """Run the handshake once (R-WIRE-3): ``initialize`` → response → ``initialized``.
+        Concurrent callers share the one handshake; each waits at most the handshake timeout.
+        Cancelling a caller does not cancel the shared handshake."""
+        if not self._handshake_started:
+            self._handshake_started = True
+            assert self._nursery is not None, "use open_connection()"
+            self._nursery.start_soon(self._do_handshake)
+        with trio.move_on_after(self.handshake_timeout + 1.0):
+            await self._handshake_done.wait()
+        if not self._handshake_done.is_set():  # pragma: no cover - the task bounds itself
+            raise HandshakeError("handshake did not finish", details={"reason": "timeout"})
+        if self._handshake_error is not None:
+            raise self._copy(self._handshake_error)
+        assert self.initialize_result is not None
+        return self.initialize_result
+
+    @staticmethod
+    def _copy(e: CodexError) -> CodexError:
+        if isinstance(e, ChildExited):
+            return ChildExited(e.returncode, e.signal, phase=e.phase, details=e.details)
+        return type(e)(e.message, code=e.code, phase=e.phase, details=e.details)
+
+    async def _do_handshake(self) -> None:
+        params = {"clientInfo": self.client_info.to_wire(), "capabilities": self.capabilities}
+        try:
+            result = await self._call("initialize", params, timeout=self.handshake_timeout)
+            await self._write_and_wait(self.core.encode_notification("initialized"), self.handshake_timeout)
+            self.initialize_result = result if isinstance(result, dict) else {}
+        except ChildExited as exc:
+            self._handshake_error = exc
+        except RpcTimeout as exc:
+            self._handshake_error = HandshakeError(
+                f"initialize was not answered within {self.handshake_timeout:g}s",
+                phase=exc.phase,
+                details={"reason": "timeout", "stderrTail": self.stderr_tail()[-20:]},
+            )
+        except RpcError as exc:
+            self._handshake_error = HandshakeError(
+                f"initialize was refused: {exc.message}",
+                details={"reason": "refused", "rpcCode": exc.rpc_code},
+            )
+        except CodexError as exc:
+            self._handshake_error = exc
+        finally:
+            self._handshake_done.set()
+
+    async def call(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
+        """Send a request and return its decoded ``result``.
+
+        Raises :class:`RpcError` (server error), :class:`RpcTimeout` (our wait ran out; the
+        request's ``phase`` says whether it was written), :class:`ChildExited` (the peer is
+        gone), or the handshake's error when it failed — in which case nothing was written
+        (R-WIRE-3). Cancelling the caller withdraws an unwritten request; a written one may
+        still be answered later, which surfaces as a :class:`LateResponse` event.
+        """
+        if method == "initialize":
+            raise LocalProtocolError("use Connection.initialize() for the handshake")
+        timeout = self.rpc_timeout if timeout is None else timeout
+        deadline = trio.current_time() + timeout
+        if self._final is not None:
+            raise self._fresh_final()
+        if not self.ready:
+            with trio.move_on_at(deadline):
+                await self.initialize()
+            if not self.ready:
+                if self._handshake_error is not None:
+                    raise self._copy(self._handshake_error)
+                raise RpcTimeout(
+                    f"{method} timed out after {timeout:g}s waiting for the handshake",
+                    phase=Phase.NOT_WRITTEN.value,
+                    details={"method": method},
+                )
+        return await self._call(method, params, timeout=max(0.0, deadline - trio.current_time()))
+
+    async def _call(self, method: str, params: Any, *, timeout: float) -> Any:
+        if self._final is not None:
+            raise self._fresh_final()
+        call = self.core.start_request(method, params)
+        waiter = _Waiter()
+        self._waiters[call.id] = waiter
+        frame = self._enqueue(_Frame(call.data, call))
+        finished = False
+        try:
+            with trio.move_on_after(timeout if math.isfinite(timeout) else math.inf):
+                await waiter.event.wait()
+            finished = waiter.event.is_set()
+        finally:
+            if not finished:
+                self._waiters.pop(call.id, None)
+                if frame.state == "queued":
+                    frame.state = "withdrawn"
+                self.core.abandon(call)
+        if not finished:
+            phase = Phase.WRITTEN_UNCONFIRMED if frame.state in ("writing", "written") else Phase.NOT_WRITTEN
+            raise RpcTimeout(
+                f"{method} timed out after {timeout:g}s ({phase.value})",
+                phase=phase.value,
+                details={"method": method, "requestId": call.id},
+            )
+        outcome = waiter.outcome
+        if isinstance(outcome, CallSucceeded):
+            return decode_json(outcome.result_raw)
+        if isinstance(outcome, CallFailed):
+            err = outcome.error
+            cls = ServerOverloaded if err.code == SERVER_OVERLOADED else RpcError
+            raise cls(err.message, rpc_code=err.code, method=method, data=err.data,
+                      phase=Phase.WRITTEN_UNCONFIRMED.value)
+        assert isinstance(outcome, CodexError)
+        phase = Phase.WRITTEN_UNCONFIRMED if frame.state in ("writing", "written") else Phase.NOT_WRITTEN
+        raise (ChildExited(outcome.returncode, outcome.signal, phase=phase.value, details=outcome.details)
+               if isinstance(outcome, ChildExited) else self._copy(outcome))
+
+    async def _write_and_wait(self, data: bytes, timeout: float) -> None:
+        frame = self._enqueue(_Frame(data))
+        with trio.move_on_after(timeout):
+            await frame.done.wait()
+        if frame.state == "queued":
+            frame.state = "withdrawn"
+        if frame.state != "written":
+            if self._final is not None:
+                raise self._fresh_final()
+            raise RpcTimeout(f"write not done within {timeout:g}s", phase=Phase.NOT_WRITTEN.value)
+
+    async def notify(self, method: str, params: Any = None, *, timeout: float | None = None) -> None:
+        """Send a notification (waits only until it is written)."""
+        await self._write_and_wait(self.core.encode_notification(method, params),
+                                   self.rpc_timeout if timeout is None else timeout)
+
+    async def reply(self, request_id: RequestId, result: Any, *, timeout: float | None = None) -> None:
+        """Answer server request ``request_id`` with ``result`` (R-WIRE-8). Raises
+        :class:`LocalProtocolError` when it is not pending (duplicate answer, or the server
+        already resolved it)."""
+        if self._final is not None:
+            raise self._fresh_final()
+        await self._write_and_wait(self.core.reply(request_id, result),
+                                   self.rpc_timeout if timeout is None else timeout)
+
+    async def reply_error(self, request_id: RequestId, code: int, message: str, data: Any = None,
+                          *, timeout: float | None = None) -> None:
+        if self._final is not None:
+            raise self._fresh_final()
+        await self._write_and_wait(self.core.reply_error(request_id, code, message, data),
+                                   self.rpc_timeout if timeout is None else timeout)
+
+    async def aclose(self) -> ExitStatus | None:
+        """Close the transport (escalating for a child) and wait until everything is settled.
+        Idempotent; shielded from cancellation."""
+        with trio.CancelScope(shield=True):
+            if not self.closed.is_set() and self._final is None:
+                self._closing = True
+            status = await self.transport.aclose()
+            with trio.move_on_after(self._exit_wait + 2):
+                await self.closed.wait()
+            return self.exit_status or status
+
+    def kill(self) -> None:
+        """Kill the child at once (last resort of a stop, R-OP-5). The reader then settles."""
+        kill = getattr(self.transport, "kill", None)
+        if kill is not None:
+            kill()
+
+
+@contextlib.asynccontextmanager
+async def open_connection(transport: Transport, **kwargs: Any) -> AsyncIterator[Connection]:
+    """``async with open_connection(transport, sink=…) as conn:`` — owns the connection's
+    tasks; leaving the block closes the transport (reaping a child) and cancels them. An
+    exception from the body propagates as itself, not wrapped in an exception group."""
+    conn = Connection(transport, **kwargs)
+    async with unwrap_single_group():
+        async with trio.open_nursery() as nursery:
+            await nursery.start(conn._run)
+            try:
+                yield conn
+            finally:
+                await conn.aclose()
+                nursery.cancel_scope.cancel()

@@ -1,0 +1,105 @@
+"""Line framing for the app-server's newline-delimited JSON (no I/O).
+
+Theory of operation: bytes arrive in arbitrary chunks (a frame split over several reads, or
+several frames in one read). :class:`LineBuffer` keeps the unfinished tail and hands back every
+complete line. A line longer than ``max_line`` is a protocol error, not a crash and not an
+unbounded buffer: the buffer switches to *discarding* until the next newline and reports one
+:class:`OversizedLine` for it (R-WIRE-5). The default limit is 16 MiB — far above the 64 KiB
+``readline`` limit that breaks other clients on long command output.
+
+Memory is bounded by ``max_line`` plus one chunk.
+"""
+
+from __future__ import annotations
+
+from typing import Union
+
+import attrs
+
+__all__ = ["LineBuffer", "OversizedLine", "DEFAULT_MAX_LINE"]
+
+DEFAULT_MAX_LINE = 16 * 1024 * 1024
+
+
+@attrs.frozen
+class OversizedLine:
+    """A line that exceeded the limit; ``size`` is how many bytes it had (complete)."""
+
+    size: int
+    limit: int
+
+
+Frame = Union[bytes, OversizedLine]
+
+
+class LineBuffer:
+    """Split a byte stream into lines (without the trailing ``\\n``; a ``\\r`` before it is kept
+    and left to the JSON decoder, which treats it as whitespace)."""
+
+    __slots__ = ("max_line", "_buf", "_discarding", "_discarded")
+
+    def __init__(self, max_line: int = DEFAULT_MAX_LINE) -> None:
+        if max_line < 1:
+            raise ValueError("max_line must be positive")
+        self.max_line = max_line
+        self._buf = bytearray()
+        self._discarding = False
+        self._discarded = 0
+
+    def feed(self, data: bytes) -> list[Frame]:
+        """Add ``data``; return every line it completed, in order."""
+        out: list[Frame] = []
+        start = 0
+        n = len(data)
+        while start < n:
+            nl = data.find(b"\n", start)
+            if nl < 0:
+                self._append_partial(data, start, n)
+                break
+            if self._discarding:
+                size = self._discarded + (nl - start)
+                out.append(OversizedLine(size, self.max_line))
+                self._discarding = False
+                self._discarded = 0
+            elif self._buf:
+                self._buf += data[start:nl]
+                if len(self._buf) > self.max_line:
+                    out.append(OversizedLine(len(self._buf), self.max_line))
+                else:
+                    out.append(bytes(self._buf))
+                self._buf.clear()
+            elif nl - start > self.max_line:
+                out.append(OversizedLine(nl - start, self.max_line))
+            else:
+                out.append(data[start:nl])
+            start = nl + 1
+        return out
+
+    def _append_partial(self, data: bytes, start: int, end: int) -> None:
+        if self._discarding:
+            self._discarded += end - start
+            return
+        self._buf += data[start:end]
+        if len(self._buf) > self.max_line:
+            self._discarding = True
+            self._discarded = len(self._buf)
+            self._buf = bytearray()
+
+    def close(self) -> list[Frame]:
+        """At EOF: the unterminated tail, if any, as a final line (the peer may omit the last
+        newline). An oversized tail is reported as such."""
+        if self._discarding:
+            self._discarding = False
+            size, self._discarded = self._discarded, 0
+            return [OversizedLine(size, self.max_line)]
+        if self._buf:
+            tail = bytes(self._buf)
+            self._buf.clear()
+            if tail.strip():
+                return [tail]
+        return []
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held for an unfinished line."""
+        return len(self._buf)

@@ -1,0 +1,180 @@
+"""Envelope classification of app-server lines (R-WIRE-1), no I/O.
+
+The app-server speaks JSON-RPC 2.0 *without* the ``jsonrpc`` field. One line is one object:
+
+=========================  ==========================================
+shape                      meaning
+=========================  ==========================================
+``{id, method, params?}``  server → client request
+``{method, params?}``      notification (the real server adds ``emittedAtMs``)
+``{id, result}``           response to one of our requests
+``{id, error}``            error response to one of our requests
+anything else              a protocol violation (reported, not fatal)
+=========================  ==========================================
+
+Classification is by structure only, never by guessing from method names. The envelope is
+decoded once with a prebuilt msgspec decoder; payloads stay :class:`msgspec.Raw` until someone
+asks for them (the msgspec "decode the envelope first" pattern), so a delta flood costs one
+envelope decode per line. ``id`` keeps its JSON type: ``3`` and ``"3"`` are different ids
+(R-WIRE-2); a float or boolean id is a violation.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Union
+
+import attrs
+import msgspec
+from msgspec import UNSET, Raw, UnsetType
+
+__all__ = [
+    "RequestId",
+    "Notification",
+    "ServerRequest",
+    "Response",
+    "ErrorResponse",
+    "Violation",
+    "Envelope",
+    "decode_envelope",
+    "encode_json",
+    "decode_json",
+    "ErrorObject",
+]
+
+RequestId = Union[int, str]
+
+
+class ErrorObject(msgspec.Struct):
+    code: int
+    message: str = ""
+    data: Any = None
+
+
+class _Envelope(msgspec.Struct):
+    id: Union[int, str, None, UnsetType] = UNSET
+    method: Union[str, UnsetType] = UNSET
+    params: Raw = Raw()
+    result: Raw = Raw()
+    error: Raw = Raw()
+    emittedAtMs: Union[int, float, None, UnsetType] = UNSET
+
+
+_envelope_decoder = msgspec.json.Decoder(_Envelope)
+_error_decoder = msgspec.json.Decoder(ErrorObject)
+_any_decoder = msgspec.json.Decoder()
+_encoder = msgspec.json.Encoder()
+
+
+def encode_json(obj: Any) -> bytes:
+    """Encode one JSON value (no newline)."""
+    return _encoder.encode(obj)
+
+
+def decode_json(data: bytes | Raw) -> Any:
+    """Decode a JSON value to plain Python (dict/list/str/…); ``Raw()`` (absent) → None."""
+    if isinstance(data, Raw) and len(data) == 0:
+        return None
+    return _any_decoder.decode(data)
+
+
+class _LazyParams:
+    """Mixin: ``params`` decoded on first access, from ``params_raw``."""
+
+    params_raw: Raw
+
+    @property
+    def params(self) -> Any:
+        cache = self.__dict__.get("_params", UNSET) if hasattr(self, "__dict__") else UNSET
+        if cache is UNSET:
+            cache = decode_json(self.params_raw)
+            if cache is None:
+                cache = {}
+            object.__setattr__(self, "_params", cache)
+        return cache
+
+
+@attrs.define(eq=False, slots=False)
+class Notification(_LazyParams):
+    """A server notification. ``params`` is decoded lazily (plain dict)."""
+
+    method: str
+    params_raw: Raw = attrs.field(repr=False)
+    emitted_at_ms: float | None = None
+
+
+@attrs.define(eq=False, slots=False)
+class ServerRequest(_LazyParams):
+    """A server → client request awaiting exactly one reply with the same ``id`` (R-WIRE-8)."""
+
+    id: RequestId
+    method: str
+    params_raw: Raw = attrs.field(repr=False)
+
+
+@attrs.frozen
+class Response:
+    """A successful response to one of our requests."""
+
+    id: RequestId
+    result_raw: Raw = attrs.field(repr=False)
+
+    @property
+    def result(self) -> Any:
+        return decode_json(self.result_raw)
+
+
+@attrs.frozen
+class ErrorResponse:
+    """An error response to one of our requests (``id`` may be null for a parse error)."""
+
+    id: RequestId | None
+    error: ErrorObject
+
+
+@attrs.frozen
+class Violation:
+    """A line that is not JSON, or JSON of no known shape (R-WIRE-5). ``excerpt`` is at most
+    200 bytes of the line, for diagnostics."""
+
+    reason: str
+    excerpt: bytes = attrs.field(repr=False, default=b"")
+
+
+Envelope = Union[Notification, ServerRequest, Response, ErrorResponse, Violation]
+
+
+def _excerpt(line: bytes) -> bytes:
+    return bytes(line[:200])
+
+
+def decode_envelope(line: bytes) -> Envelope:
+    """Classify one line by structure. Never raises on bad input: returns a :class:`Violation`."""
+    try:
+        env = _envelope_decoder.decode(line)
+    except msgspec.DecodeError as exc:  # includes ValidationError
+        return Violation(f"invalid message: {exc}", _excerpt(line))
+    has_id = env.id is not UNSET
+    if env.method is not UNSET:
+        if has_id:
+            if env.id is None:
+                return Violation("server request with a null id", _excerpt(line))
+            return ServerRequest(env.id, env.method, env.params)  # type: ignore[arg-type]
+        emitted = None if env.emittedAtMs is UNSET else env.emittedAtMs
+        return Notification(env.method, env.params, emitted)  # type: ignore[arg-type]
+    if not has_id:
+        return Violation("message has neither id nor method", _excerpt(line))
+    has_result = len(env.result) > 0
+    has_error = len(env.error) > 0
+    if has_result and has_error:
+        return Violation("response has both result and error", _excerpt(line))
+    if has_error:
+        try:
+            err = _error_decoder.decode(env.error)
+        except msgspec.DecodeError as exc:
+            return Violation(f"malformed error object: {exc}", _excerpt(line))
+        return ErrorResponse(env.id, err)  # type: ignore[arg-type]
+    if has_result:
+        if env.id is None:
+            return Violation("result response with a null id", _excerpt(line))
+        return Response(env.id, env.result)  # type: ignore[arg-type]
+    return Violation("response has neither result nor error", _excerpt(line))
