@@ -49,7 +49,6 @@ import re
 import select
 import signal
 import socket
-import sys
 import threading
 import time
 from pathlib import Path
@@ -669,8 +668,8 @@ def main(argv: list[str] | None = None) -> int:
         print(mock.base_url, flush=True)
         if not ns.no_stdin_watch:
             def watch() -> None:
-                try:
-                    while sys.stdin.buffer.read1(4096):  # type: ignore[attr-defined]
+                try:  # raw fd reads: a daemon thread must not hold sys.stdin's buffer lock at exit
+                    while os.read(0, 4096):
                         pass
                 except (OSError, ValueError):
                     pass
