@@ -24,9 +24,10 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-__all__ = ["RawAppServer", "spawn_app_server", "RawServerError", "DEFAULT_TIMEOUT"]
+__all__ = ["RawAppServer", "spawn_app_server", "RawServerError", "DEFAULT_TIMEOUT", "record_session"]
 
 DEFAULT_TIMEOUT = 20.0
 STDERR_TAIL = 400
@@ -203,3 +204,114 @@ def spawn_app_server(codex_bin: str | os.PathLike[str], env: Mapping[str, str], 
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=dict(env), cwd=os.fspath(cwd) if cwd is not None else None)
     return RawAppServer(proc, argv)
+
+
+# -- recording a real session -------------------------------------------------------------------
+
+
+def record_session(codex_bin: str | os.PathLike[str], workdir: str | os.PathLike[str]) -> list[bytes]:
+    """Drive one real session through the shapes codexrt decodes; return the server's stdout
+    lines verbatim.
+
+    Client request ids are strings ``"<method>#<n>"`` (the server echoes ids exactly), so a
+    reader of the recording knows which method each response answers. Steps: handshake; a plain
+    streamed turn; a reasoning turn; a command approval (accept); a file-change approval (accept,
+    workspace-write); a command approval declined; a hanging stream interrupted; an approval left
+    pending and interrupted (closed by ``serverRequest/resolved``); a settings update; a failed
+    turn (``response.failed``); then thread/read, thread/list, thread/turns/list, thread/items/list.
+    """
+    # imported here so the module stays importable without the sibling modules on sys.path
+    from peer_fixtures.codex_home import codex_env, make_codex_home
+    from peer_fixtures.mock_responses import MockResponsesServer
+
+    work = Path(workdir)
+    cwd = work / "workspace"
+    cwd.mkdir(parents=True, exist_ok=True)
+    counter = itertools.count(1)
+
+    with MockResponsesServer() as mock:
+        home = make_codex_home(work / "codex-home", mock.base_url)
+        with spawn_app_server(codex_bin, codex_env(home), cwd=cwd) as srv:
+
+            def call(method: str, params: Any) -> Any:
+                rid = f"{method}#{next(counter)}"
+                srv.request(method, params, id=rid)
+                resp = srv.response(rid, 30)
+                if "error" in resp:
+                    raise RawServerError(f"{method}: {resp['error']}")
+                return resp["result"]
+
+            def turn(tid: str, text: str, **extra: Any) -> str:
+                return call("turn/start", {"threadId": tid, "input": [
+                    {"type": "text", "text": text, "text_elements": []}], **extra})["turn"]["id"]
+
+            def completed(turn_id: str) -> dict[str, Any]:
+                return srv.wait_for(lambda m: m.get("method") == "turn/completed"
+                                    and m["params"]["turn"]["id"] == turn_id, 30, what="turn/completed")
+
+            call("initialize", {"clientInfo": {"name": "codexrt-record", "title": "codexrt recorder",
+                                               "version": "0.0.1"}, "capabilities": {"experimentalApi": True}})
+            srv.send({"method": "initialized"})
+            tid = call("thread/start", {"cwd": str(cwd), "approvalPolicy": "untrusted",
+                                        "sandbox": "workspace-write"})["thread"]["id"]
+            srv.wait_method("thread/started")
+            completed(turn(tid, "Say hello [[mock:deltas:5]]", clientUserMessageId="client-msg-1"))
+            completed(turn(tid, "Think first [[mock:reasoning]][[mock:text:Thought about it.]]"))
+            t = turn(tid, "Run it [[mock:exec:python3 -c 'print(6*7)']]")
+            req = srv.wait_method("item/commandExecution/requestApproval", 30)
+            srv.send({"id": req["id"], "result": {"decision": "accept"}})
+            completed(t)
+            t = turn(tid, "Write it [[mock:patch:hello.txt:hello world]]")
+            req = srv.wait_method("item/fileChange/requestApproval", 30)
+            srv.send({"id": req["id"], "result": {"decision": "accept"}})
+            completed(t)
+            t = turn(tid, "Try this [[mock:exec:touch declined.txt]]")
+            req = srv.wait_method("item/commandExecution/requestApproval", 30)
+            srv.send({"id": req["id"], "result": {"decision": "decline"}})
+            completed(t)
+            t = turn(tid, "Wait forever [[mock:hang]]")
+            srv.wait_method("turn/started", 30)
+            mock_deadline = time.monotonic() + 10
+            while not any(r.outcome is None for r in mock.model_requests()) and time.monotonic() < mock_deadline:
+                time.sleep(0.01)  # the hanging request must be in flight before the interrupt
+            call("turn/interrupt", {"threadId": tid, "turnId": t})
+            completed(t)
+            t = turn(tid, "Pending [[mock:exec:echo pending]]")
+            srv.wait_method("item/commandExecution/requestApproval", 30)
+            call("turn/interrupt", {"threadId": tid, "turnId": t})
+            completed(t)
+            srv.wait_method("serverRequest/resolved", 30)
+            call("thread/settings/update", {"threadId": tid, "model": "mock-model-b", "approvalPolicy": "on-request"})
+            srv.wait_method("thread/settings/updated", 30)
+            completed(turn(tid, "Fail please [[mock:fail]]"))
+            call("thread/read", {"threadId": tid})
+            call("thread/list", {"limit": 5})
+            call("thread/turns/list", {"threadId": tid, "limit": 3})
+            call("thread/items/list", {"threadId": tid, "limit": 5})
+            srv.close()
+            return list(srv.raw_lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m peer_fixtures.real_server --record OUT [--version V]``: record a real session."""
+    import argparse
+    import tempfile
+
+    from peer_fixtures.codex_bin import native_binary
+
+    ap = argparse.ArgumentParser(prog="python -m peer_fixtures.real_server")
+    ap.add_argument("--record", required=True, help="write the server's stdout lines (JSONL) here")
+    ap.add_argument("--version", default=None, help="codex version (default: the pinned one)")
+    ns = ap.parse_args(argv)
+    binary = native_binary(ns.version)
+    if binary is None:
+        raise SystemExit("codex binary not found; run .ci/setup")
+    with tempfile.TemporaryDirectory(prefix="codexrt-record-") as d:
+        lines = record_session(binary, d)
+    Path(ns.record).write_bytes(b"".join(line + b"\n" for line in lines))
+    print(f"{len(lines)} lines -> {ns.record}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
