@@ -1,0 +1,195 @@
+"""``codexrt doctor``: which Codex CLI would codexrt use, and why (R-CLI-1…7).
+
+Discovery itself is filesystem-only; the doctor then makes the one explicit, bounded
+``--version`` probe per candidate (R-CLI-7) — that is the point of asking for a report. The
+chosen CLI is the first candidate, in discovery order, whose probe succeeds: the same order the
+runtime tries them in (R-CLI-5). Exit status 0 when one is usable, 1 otherwise (2 for usage
+errors, from argparse). ``--json`` prints one JSON object instead of the table.
+
+Nothing secret is printed: discovery and the probe read no config or auth, the login shell is
+only asked for its ``PATH`` (``--login-shell``) and its stderr is discarded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, TextIO
+
+import trio
+
+from codexrt._discovery import (
+    OVERRIDE_ENV_VARS,
+    Attempt,
+    Candidate,
+    DiscoveryResult,
+    ProbeResult,
+    discover_cli,
+    format_unavailable,
+    probe_version_detailed,
+    read_login_shell_path,
+)
+from codexrt._errors import CliUnavailable
+
+__all__ = ["add_parser", "run_doctor"]
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "doctor",
+        help="show the Codex CLI candidates codexrt finds, their versions, and which one it uses",
+        description=(
+            "List every Codex CLI candidate (explicit path, CODEX_BIN/CODEX_PATH/CODEX_CLI_PATH, PATH, "
+            "home and common install dirs), probe each with `--version`, and show which one codexrt "
+            "would use. Exit status 1 when none is usable."
+        ),
+    )
+    p.add_argument("--cli", metavar="PATH", help="explicit CLI path to check first (like CODEX_BIN)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    p.add_argument(
+        "--timeout", type=float, default=5.0, metavar="SECONDS", help="budget of each `--version` probe (default 5)"
+    )
+    p.add_argument(
+        "--login-shell",
+        action="store_true",
+        help="if nothing else is found, also search the PATH of your login shell (runs `$SHELL -l` once)",
+    )
+    p.set_defaults(func=_main)
+    return p
+
+
+def _main(args: argparse.Namespace) -> int:
+    return run_doctor(
+        explicit=args.cli, as_json=args.json, timeout=args.timeout, login_shell=args.login_shell, out=sys.stdout
+    )
+
+
+async def _probe_all(cands: list[Candidate], timeout: float) -> list[ProbeResult]:
+    results: list[ProbeResult | None] = [None] * len(cands)
+
+    async def one(i: int, c: Candidate) -> None:
+        results[i] = await probe_version_detailed(c, timeout=timeout)
+
+    limiter = trio.CapacityLimiter(4)
+
+    async def limited(i: int, c: Candidate) -> None:
+        async with limiter:
+            await one(i, c)
+
+    async with trio.open_nursery() as nursery:
+        for i, c in enumerate(cands):
+            nursery.start_soon(limited, i, c)
+    return [r for r in results if r is not None]
+
+
+async def _shell_path(timeout: float) -> str | None:
+    return await read_login_shell_path(timeout=timeout)
+
+
+def run_doctor(
+    *,
+    explicit: str | None = None,
+    as_json: bool = False,
+    timeout: float = 5.0,
+    login_shell: bool = False,
+    env: dict[str, str] | None = None,
+    out: TextIO | None = None,
+) -> int:
+    """Discover, probe, report. Returns the exit status (0 usable CLI found, 1 none)."""
+    out = sys.stdout if out is None else out
+    env = dict(os.environ) if env is None else env
+    override_error: CliUnavailable | None = None
+    search_explicit, search_env = explicit, env
+    try:
+        result = discover_cli(explicit=explicit, env=env)
+    except CliUnavailable as exc:
+        # A stale override is an error (R-CLI-3); still show what else exists, for context.
+        override_error = exc
+        search_explicit = None
+        search_env = {k: v for k, v in env.items() if k.upper() not in OVERRIDE_ENV_VARS}
+        result = discover_cli(env=search_env)
+    if login_shell and not result.candidates:
+        shell_path = trio.run(_shell_path, 3.0)
+        if shell_path:
+            result = discover_cli(explicit=search_explicit, env=search_env, login_shell_path=lambda: shell_path)
+    probes = trio.run(_probe_all, result.candidates, timeout) if result.candidates else []
+    chosen = None
+    if override_error is None:
+        chosen = next((i for i, p in enumerate(probes) if p.version is not None), None)
+    report = _report(result, probes, chosen, override_error)
+    if as_json:
+        out.write(json.dumps(report, indent=2) + "\n")
+    else:
+        _print_table(report, out)
+    return 0 if chosen is not None else 1
+
+
+def _report(
+    result: DiscoveryResult, probes: list[ProbeResult], chosen: int | None, override_error: CliUnavailable | None
+) -> dict[str, Any]:
+    rows = []
+    for i, (c, p) in enumerate(zip(result.candidates, probes, strict=True)):
+        row = c.to_dict()
+        row.update(
+            version=p.version.version if p.version else None,
+            probe=p.outcome,
+            probeDetail=p.detail,
+            chosen=i == chosen,
+        )
+        rows.append(row)
+    report: dict[str, Any] = {
+        "ok": chosen is not None,
+        "chosen": rows[chosen] if chosen is not None else None,
+        "candidates": rows,
+        "rejected": [r.to_dict() for r in result.rejected],
+    }
+    if override_error is not None:
+        report["error"] = override_error.to_dict()
+    elif chosen is None:
+        attempts = [Attempt(c, f"--version: {p.detail}") for c, p in zip(result.candidates, probes, strict=True)]
+        message, diag = format_unavailable(result, attempts)
+        report["error"] = {"code": "CODEX_CLI_UNAVAILABLE", "message": message, "details": diag}
+    return report
+
+
+def _print_table(report: dict[str, Any], out: TextIO) -> None:
+    headers = ["", "CANDIDATE", "SOURCE", "KIND", "CONFIRMED", "VERSION", "CHOSEN"]
+    rows = []
+    for i, r in enumerate(report["candidates"], 1):
+        rows.append(
+            [
+                str(i),
+                r["path"],
+                r["source"],
+                r["kind"],
+                "yes" if r["confirmed"] else "no",
+                r["version"] or f"({r['probe']})",
+                "*" if r["chosen"] else "",
+            ]
+        )
+    if rows:
+        widths = [max(len(h), *(len(row[k]) for row in rows)) for k, h in enumerate(headers)]
+        out.write("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip() + "\n")
+        for row in rows:
+            out.write("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() + "\n")
+        notes = [(i, r) for i, r in enumerate(report["candidates"], 1) if r["note"] or r["probe"] != "ok" or r["alsoFound"]]
+        for i, r in notes:
+            if r["note"]:
+                out.write(f"  {i}: {r['note']}\n")
+            if r["probe"] != "ok":
+                out.write(f"  {i}: {r['probeDetail']}\n")
+            for s in r["alsoFound"]:
+                out.write(f"  {i}: also found at {s['path']} ({s['source']})\n")
+    else:
+        out.write("No Codex CLI candidate found.\n")
+    if report["rejected"]:
+        out.write("Rejected:\n")
+        for r in report["rejected"]:
+            out.write(f"  {r['path']} [{r['source']}]: {r['reason']}\n")
+    if report["chosen"] is not None:
+        c = report["chosen"]
+        out.write(f"Using {c['path']} (codex-cli {c['version']}, from {c['source']}).\n")
+    elif "error" in report:
+        out.write(report["error"]["message"] + "\n")
