@@ -45,6 +45,7 @@ Invariants
 
 from __future__ import annotations
 
+import enum
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -69,6 +70,9 @@ __all__ = [
     "build_context",
     "apply_text_convention",
     "text_convention_prefix",
+    "ContextDelivery",
+    "PreparedInput",
+    "prepare_input",
 ]
 
 #: First line of the official fallback convention (R-CTX-4).
@@ -534,3 +538,70 @@ def apply_text_convention(
     text_len = _utf8_len(user_text)
     shifted = [_shift_element(e, shift, text_len) for e in text_elements]
     return prefix + user_text, list(images), shifted
+
+
+# --------------------------------------------------------------------------- delivery
+
+
+class ContextDelivery(enum.Enum):
+    """How one send's context travels, as the capability probe decided (R-CTX-2)."""
+
+    #: no context: nothing probed, nothing added
+    NONE = "none"
+    #: ``turn/start.additionalContext`` beside the raw user input (R-CTX-3)
+    ADDITIONAL_CONTEXT = "additionalContext"
+    #: the ``# Context from my IDE setup:`` text convention (R-CTX-4)
+    TEXT_CONVENTION = "textConvention"
+
+
+@attrs.frozen
+class PreparedInput:
+    """What goes into ``turn/start`` for one send.
+
+    ``additional_context`` is the ``TurnStartParams.additionalContext`` map or ``None``
+    (then the field must be omitted). :meth:`input_items` gives ``TurnStartParams.input``.
+    """
+
+    text: str
+    images: tuple[Any, ...]
+    text_elements: tuple[dict[str, Any], ...]
+    additional_context: dict[str, dict[str, str]] | None
+    delivery: ContextDelivery
+
+    def input_items(self) -> list[Any]:
+        """``[{"type": "text", "text", "text_elements"}, *images]`` — images keep their order."""
+        item: dict[str, Any] = {
+            "type": "text",
+            "text": self.text,
+            "text_elements": [dict(e) for e in self.text_elements],
+        }
+        return [item, *self.images]
+
+
+def prepare_input(
+    user_text: str,
+    fragments: ContextFragments,
+    delivery: ContextDelivery,
+    *,
+    images: Sequence[Any] = (),
+    text_elements: Sequence[Mapping[str, Any]] = (),
+) -> PreparedInput:
+    """Apply a delivery decision to one send (R-CTX-1, R-CTX-3, R-CTX-4).
+
+    ``ADDITIONAL_CONTEXT`` keeps the raw text, images and elements and returns the map;
+    ``TEXT_CONVENTION`` wraps the text and shifts the elements; empty ``fragments`` (or
+    ``NONE``) change nothing. ``NONE`` with non-empty fragments is a caller bug: the probe
+    only answers ``NONE`` for empty context.
+    """
+    if not fragments or delivery is ContextDelivery.NONE:
+        if fragments:
+            raise LocalProtocolError("non-empty context needs a delivery decision (R-CTX-2)")
+        _, imgs, els = apply_text_convention(user_text, fragments, images=images, text_elements=text_elements)
+        return PreparedInput(user_text, tuple(imgs), tuple(els), None, ContextDelivery.NONE)
+    if delivery is ContextDelivery.ADDITIONAL_CONTEXT:
+        _, imgs, els = apply_text_convention(
+            user_text, ContextFragments(), images=images, text_elements=text_elements
+        )
+        return PreparedInput(user_text, tuple(imgs), tuple(els), fragments.to_additional_context(), delivery)
+    text, imgs, els = apply_text_convention(user_text, fragments, images=images, text_elements=text_elements)
+    return PreparedInput(text, tuple(imgs), tuple(els), None, delivery)
