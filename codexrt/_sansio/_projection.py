@@ -1,0 +1,1621 @@
+"""One projection from native thread items and rollout records to display records (R-H-4).
+
+Two sources describe the same conversation: the app-server's ``ThreadItem`` JSON
+(``item/completed``, ``thread/turns/list``, ``thread/items/list``, ``thread/read
+includeTurns``) and the rollout file (:mod:`._legacy`). A display must not care which one it
+got, so both land in the same frozen attrs records defined here, grouped by turn, carrying
+the session thread id and the turn id.
+
+Theory of operation. A :class:`Projector` holds, per turn, an ordered list of *entries*
+keyed by the native item id (legacy: the id the server would use — ``call_id`` for tools,
+the response item ``id`` for messages — else ``L<line>``). Feeding is incremental and
+idempotent:
+
+* **upsert, never duplicate** — an id (or a userMessage ``clientId``) seen again replaces the
+  entry in place; a batch (one page) is merged by its known anchors so a later full page
+  slots new items between the ones an earlier summary page gave (R-H-1);
+* **a completed snapshot wins** — once an entry holds a completed snapshot, ``item/started``
+  copies and deltas for it are ignored; deltas only grow an entry that is still open;
+* **status is computed at read time** — :meth:`Projector.records` closes entries still open
+  in a turn that ended ``interrupted``/``failed`` with that turn's status (never another
+  turn's), because the real server never completes them (research §5, §6);
+* **unknown stays unknown** — a status field the schema has but the item lacks is
+  ``"unknown"``; item kinds without a status field take it from their lifecycle (completed
+  snapshot → ``completed``, only started → ``inProgress``); output fragments never complete a
+  command; a compaction's trigger is only ever copied, never guessed.
+
+Legacy specifics (see ``docs/history.md``): rollouts hold several copies of one message
+(``response_item`` and ``event_msg``, plus ``event_msg/item_completed`` snapshots in
+paginated files). User text is taken from the event copy (the response copy also carries
+injected context), assistant text and reasoning from the response copy; the other copy is only
+a fallback for a turn that lacks the preferred one. Snapshots (``item_completed``) share the
+native id and upsert over the response copy.
+
+Display records are for display: nothing here is ever sent back to the model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from typing import Any, ClassVar, Union
+
+import attrs
+
+from ._legacy import LegacyRecord
+from ._sanitize import FileMention, sanitize_user_text
+
+__all__ = [
+    "STATUSES",
+    "ImageSource",
+    "ContentBlock",
+    "CommandAction",
+    "FileChangeEntry",
+    "PlanStep",
+    "UserMessage",
+    "AssistantMessage",
+    "Reasoning",
+    "CommandExecution",
+    "FileChange",
+    "DynamicToolCall",
+    "McpToolCall",
+    "WebSearch",
+    "ImageView",
+    "ImageGeneration",
+    "Plan",
+    "CompactionBoundary",
+    "SubAgent",
+    "ErrorRecord",
+    "GenericRecord",
+    "DisplayRecord",
+    "TurnGroup",
+    "Projector",
+    "project_native_item",
+    "count_messages",
+    "patch_line_counts",
+    "parse_apply_patch",
+]
+
+#: Display status vocabulary (native camelCase). ``unknown`` means "not recorded".
+STATUSES = ("inProgress", "completed", "failed", "declined", "interrupted", "unknown")
+
+
+# ---------------------------------------------------------------------------------------------
+# value objects
+
+
+@attrs.frozen
+class ImageSource:
+    """One image, whatever shape it came in (native ``url``/``localImage``/``fileId``, legacy
+    ``image_url``/``local_images``, MCP ``data``+``mimeType``, base64 results).
+
+    ``kind``: ``url`` (http(s) URL), ``data`` (base64 ``value`` + ``mime_type``; ``data:`` URLs
+    are split into this form), ``path`` (local file), ``fileId``.
+    """
+
+    kind: str
+    value: str
+    mime_type: str | None = None
+
+
+@attrs.frozen
+class ContentBlock:
+    """A tool result block: ``text`` or ``image`` (then ``image`` is set); any other block
+    type keeps its raw JSON in ``raw``."""
+
+    type: str
+    text: str | None = None
+    image: ImageSource | None = None
+    raw: Any = None
+
+
+@attrs.frozen
+class CommandAction:
+    """What a command does, as codex parsed it: ``read`` / ``listFiles`` / ``search`` /
+    ``unknown`` (native ``commandActions``, legacy ``parsed_cmd``)."""
+
+    type: str
+    command: str
+    path: str | None = None
+    name: str | None = None
+    query: str | None = None
+
+
+@attrs.frozen
+class FileChangeEntry:
+    """One file of a change. ``kind``: ``add`` / ``delete`` / ``update`` / ``move``.
+
+    ``diff`` is what codex recorded: the new content for ``add``, the old content (or empty)
+    for ``delete``, a unified diff / patch hunks for ``update``/``move`` — never presented as a
+    whole old/new file. ``added``/``removed`` are line counts derived from it.
+    """
+
+    path: str
+    kind: str
+    diff: str
+    added: int
+    removed: int
+    move_path: str | None = None
+
+
+@attrs.frozen
+class PlanStep:
+    step: str
+    status: str
+
+
+def _src_field() -> Any:
+    return attrs.field(default="native", eq=False, kw_only=True)
+
+
+@attrs.frozen
+class UserMessage:
+    kind: ClassVar[str] = "userMessage"
+    id: str
+    thread_id: str | None
+    turn_id: str
+    status: str
+    text: str
+    images: tuple[ImageSource, ...] = ()
+    file_mentions: tuple[FileMention, ...] = ()
+    client_id: str | None = None
+    stripped: tuple[str, ...] = ()
+    source: str = _src_field()
+
+
+@attrs.frozen
+class AssistantMessage:
+    kind: ClassVar[str] = "assistantMessage"
+    id: str
+    thread_id: str | None
+    turn_id: str
+    status: str
+    text: str
+    phase: str | None = None
+    source: str = _src_field()
+
+
+@attrs.frozen
+class Reasoning:
+    """``state``: ``plain`` (summary/content text available) or ``encrypted`` (the model
+    reasoned, only ciphertext or nothing readable was kept — the ciphertext is never here)."""
+
+    kind: ClassVar[str] = "reasoning"
+    id: str
+    thread_id: str | None
+    turn_id: str
+    status: str
+    summary: tuple[str, ...]
+    content: tuple[str, ...]
+    state: str
+    source: str = _src_field()
+
+
+@attrs.frozen
+class CommandExecution:
+    """``output`` is ``None`` when none was recorded (and ``output_deferred`` when the server
+    omitted it from the page); ``approval_reason`` is the approval request's ``reason``
+    (legacy ``justification``), kept apart from ``description``."""
+
+    kind: ClassVar[str] = "commandExecution"
+    id: str
+    thread_id: str | None
+    turn_id: str
+    status: str
+    command: str
+    cwd: str | None = None
+    exit_code: int | None = None
+    output: str | None = None
+    output_deferred: bool = False
+    actions: tuple[CommandAction, ...] = ()
+    description: str | None = None
+    approval_reason: str | None = None
+    process_id: str | None = None
+    duration_ms: int | None = None
+    source: str = _src_field()
+
+
+@attrs.frozen
+class FileChange:
+    kind: ClassVar[str] = "fileChange"
+    id: str
+    thread_id: str | None
+    turn_id: str
+    status: str
+    changes: tuple[FileChangeEntry, ...]
+    #: The tool's own report (legacy ``stdout``/``stderr``); informational, not compared.
+    output: str | None = attrs.field(default=None, eq=False)
+    source: str = _src_field()
+
+
+@attrs.frozen
+class DynamicToolCall:
+    kind: ClassVar[str] = "dynamicToolCall"
+    id: str
+    thread_id: str | None
+    turn_id: str
+    status: str
+    tool: str
+    namespace: str | None = None
+    arguments: Any = None
+    success: bool | None = None
+    content: tuple[ContentBlock, ...] = ()
+    error: str | None = None
+    source: str = _src_field()
+
+
+@attrs.frozen
+class McpToolCall:
+    kind: ClassVar[str] = "mcpToolCall"
+    id: str
+    thread_id: str | None
+    turn_id: str
+    status: str
+    server: str
+    tool: str
+    arguments: Any = None
+    content: tuple[ContentBlock, ...] = ()
+    structured_content: Any = None
+    error: str | None = None
+    source: str = _src_field()
+
+
+@attrs.frozen
+class WebSearch:
+    kind: ClassVar[str] = "webSearch"
+    id: str
+    thread_id: str | None
+    turn_id: str
+    status: str
+    query: str
+    action: Any = None
+    source: str = _src_field()
+
+
+@attrs.frozen
+class ImageView:
+    kind: ClassVar[str] = "imageView"
+    id: str
+    thread_id: str | None
+    turn_id: str
+    status: str
+    path: str | None
+    source: str = _src_field()
+
+
+@attrs.frozen
+class ImageGeneration:
+    kind: ClassVar[str] = "imageGeneration"
+    id: str
+    thread_id: str | None
+    turn_id: str
+    status: str
+    revised_prompt: str | None = None
+    saved_path: str | None = None
+    image: ImageSource | None = None
+    failure: Any = None
+    source: str = _src_field()
+
+
+@attrs.frozen
+class Plan:
+    """A plan: native ``plan`` text, or legacy ``update_plan`` steps."""
+
+    kind: ClassVar[str] = "plan"
+    id: str
+    thread_id: str | None
+    turn_id: str
+    status: str
+    text: str | None = None
+    steps: tuple[PlanStep, ...] = ()
+    explanation: str | None = None
+    source: str = _src_field()
+
+
+@attrs.frozen
+class CompactionBoundary:
+    """Context compaction, kept in place even without a summary.
+
+    ``time_source``: ``item`` (the item's own time), ``turn`` (its turn's time — approximate),
+    ``recorded`` (when we received it live), ``unknown``. ``trigger`` is copied only from an
+    explicit field, never guessed.
+    """
+
+    kind: ClassVar[str] = "compaction"
+    id: str
+    thread_id: str | None
+    turn_id: str
+    status: str
+    time_ms: int | None = None
+    time_source: str = "unknown"
+    trigger: str | None = None
+    summary: str | None = None
+    source: str = _src_field()
+
+
+@attrs.frozen
+class SubAgent:
+    """A sub-agent call or activity; ``child_thread_ids`` are the real child thread ids.
+    (Ancestry verification, R-H-8, is the reader's job.)"""
+
+    kind: ClassVar[str] = "subAgent"
+    id: str
+    thread_id: str | None
+    turn_id: str
+    status: str
+    tool: str | None = None
+    activity: str | None = None
+    child_thread_ids: tuple[str, ...] = ()
+    prompt: str | None = None
+    agent_states: tuple[tuple[str, str], ...] = ()
+    source: str = _src_field()
+
+
+@attrs.frozen
+class ErrorRecord:
+    kind: ClassVar[str] = "error"
+    id: str
+    thread_id: str | None
+    turn_id: str
+    status: str
+    message: str
+    info: Any = None
+    source: str = _src_field()
+
+
+@attrs.frozen
+class GenericRecord:
+    """An item this version cannot project (kept, never dropped): ``item_type`` + raw JSON."""
+
+    kind: ClassVar[str] = "generic"
+    id: str
+    thread_id: str | None
+    turn_id: str
+    status: str
+    item_type: str
+    raw: Any = None
+    source: str = _src_field()
+
+
+DisplayRecord = Union[
+    UserMessage,
+    AssistantMessage,
+    Reasoning,
+    CommandExecution,
+    FileChange,
+    DynamicToolCall,
+    McpToolCall,
+    WebSearch,
+    ImageView,
+    ImageGeneration,
+    Plan,
+    CompactionBoundary,
+    SubAgent,
+    ErrorRecord,
+    GenericRecord,
+]
+
+
+@attrs.frozen
+class TurnGroup:
+    """One turn: its status (``unknown`` when never recorded) and its records, in order."""
+
+    turn_id: str
+    status: str
+    records: tuple[DisplayRecord, ...]
+    started_at: int | None = None
+    completed_at: int | None = None
+    error: Any = None
+
+
+# ---------------------------------------------------------------------------------------------
+# small helpers
+
+_STATUS_MAP = {
+    "inprogress": "inProgress",
+    "in_progress": "inProgress",
+    "running": "inProgress",
+    "generating": "inProgress",
+    "completed": "completed",
+    "complete": "completed",
+    "success": "completed",
+    "failed": "failed",
+    "failure": "failed",
+    "error": "failed",
+    "errored": "failed",
+    "declined": "declined",
+    "rejected": "declined",
+    "interrupted": "interrupted",
+    "cancelled": "interrupted",
+    "canceled": "interrupted",
+    "aborted": "interrupted",
+}
+
+
+def _norm_status(value: Any) -> str:
+    if not isinstance(value, str):
+        return "unknown"
+    return _STATUS_MAP.get(value.replace("-", "_").lower(), _STATUS_MAP.get(value.lower(), "unknown"))
+
+
+def _str(v: Any) -> str | None:
+    return v if isinstance(v, str) else None
+
+
+def _int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _camel(s: str) -> str:
+    head, *rest = s.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+def _image_from_url(url: str) -> ImageSource:
+    if url.startswith("data:"):
+        header, _, data = url.partition(",")
+        mime = header[5:].split(";", 1)[0] or None
+        return ImageSource("data", data, mime)
+    if url.startswith("file://"):
+        return ImageSource("path", url[7:])
+    return ImageSource("url", url)
+
+
+def _image_from_block(block: dict[str, Any]) -> ImageSource | None:
+    """Every image shape we know → one :class:`ImageSource` (R-H-4 "one shared image source")."""
+    for k in ("url", "image_url", "imageUrl"):
+        v = block.get(k)
+        if isinstance(v, str):
+            return _image_from_url(v)
+        if isinstance(v, dict) and isinstance(v.get("url"), str):
+            return _image_from_url(v["url"])
+    data = block.get("data")
+    if isinstance(data, str):
+        return ImageSource("data", data, _str(block.get("mimeType")) or _str(block.get("mime_type")))
+    src = block.get("source")
+    if isinstance(src, dict):
+        if isinstance(src.get("data"), str):
+            return ImageSource("data", src["data"], _str(src.get("media_type")) or _str(src.get("mimeType")))
+        if isinstance(src.get("url"), str):
+            return _image_from_url(src["url"])
+    if isinstance(block.get("path"), str):
+        return ImageSource("path", block["path"])
+    for k in ("fileId", "file_id"):
+        if isinstance(block.get(k), str):
+            return ImageSource("fileId", block[k])
+    return None
+
+
+_IMAGE_TYPES = {"image", "localImage", "local_image", "input_image", "inputImage", "output_image"}
+_TEXT_TYPES = {"text", "Text", "input_text", "output_text", "inputText", "outputText"}
+
+
+def _content_blocks(items: Any) -> tuple[ContentBlock, ...]:
+    if isinstance(items, str):
+        return (ContentBlock("text", text=items),)
+    if not isinstance(items, list):
+        return ()
+    out: list[ContentBlock] = []
+    for b in items:
+        if not isinstance(b, dict):
+            continue
+        t = b.get("type")
+        if t in _TEXT_TYPES and isinstance(b.get("text"), str):
+            out.append(ContentBlock("text", text=b["text"]))
+        elif t in _IMAGE_TYPES:
+            out.append(ContentBlock("image", image=_image_from_block(b), raw=b))
+        else:
+            out.append(ContentBlock(str(t) if t is not None else "unknown", raw=b))
+    return tuple(out)
+
+
+def _assistant_text(item: dict[str, Any]) -> str:
+    """``text``, a ``content`` array or a ``content`` string: one projection (R-H-4)."""
+    text = item.get("text")
+    if isinstance(text, str):
+        return text
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)
+        )
+    msg = item.get("message")
+    return msg if isinstance(msg, str) else ""
+
+
+def _texts(v: Any) -> tuple[str, ...]:
+    if not isinstance(v, list):
+        return ()
+    out = []
+    for x in v:
+        if isinstance(x, str):
+            out.append(x)
+        elif isinstance(x, dict) and isinstance(x.get("text"), str):
+            out.append(x["text"])
+    return tuple(out)
+
+
+def patch_line_counts(diff: str, kind: str) -> tuple[int, int]:
+    """(+, −) line counts of one file's recorded change.
+
+    ``add``: every line of the content is added; ``delete``: every line removed; otherwise the
+    ``+``/``-`` lines of the hunks, headers (``+++``/``---``/``@@``/``***``) excluded.
+    """
+    if kind == "add":
+        return (len(diff.splitlines()), 0)
+    if kind == "delete":
+        return (0, len(diff.splitlines()))
+    added = removed = 0
+    for line in diff.splitlines():
+        if line.startswith("+++") or line.startswith("---"):
+            continue
+        if line.startswith("+"):
+            added += 1
+        elif line.startswith("-"):
+            removed += 1
+    return (added, removed)
+
+
+_PATCH_HDR = re.compile(r"^\*\*\* (Add|Delete|Update) File: (.+)$")
+
+
+def parse_apply_patch(text: str) -> tuple[FileChangeEntry, ...]:
+    """Files of an ``apply_patch`` envelope (``*** Begin Patch`` … ``*** End Patch``), each with
+    its hunk lines and +/− counts. Display only: the patch is never applied."""
+    out: list[FileChangeEntry] = []
+    cur: dict[str, Any] | None = None
+
+    def flush() -> None:
+        if cur is None:
+            return
+        body = "".join(cur["lines"])
+        if cur["kind"] == "add":
+            content = "".join(l[1:] if l.startswith("+") else l for l in cur["lines"])
+            a, r = patch_line_counts(content, "add")
+            out.append(FileChangeEntry(cur["path"], "add", content, a, r))
+        else:
+            a, r = patch_line_counts(body, "update")
+            kind = "move" if cur["move"] else cur["kind"]
+            out.append(FileChangeEntry(cur["path"], kind, body, a, r, cur["move"]))
+
+    for line in text.splitlines(keepends=True):
+        bare = line.rstrip("\r\n")
+        m = _PATCH_HDR.match(bare)
+        if m:
+            flush()
+            cur = {"kind": m[1].lower(), "path": m[2].strip(), "lines": [], "move": None}
+            continue
+        if bare.startswith("*** Move to: ") and cur is not None:
+            cur["move"] = bare[len("*** Move to: ") :].strip()
+            continue
+        if bare.startswith("*** Begin Patch") or bare.startswith("*** End Patch") or bare.startswith(
+            "*** End of File"
+        ):
+            continue
+        if cur is not None:
+            cur["lines"].append(line)
+    flush()
+    return tuple(out)
+
+
+
+
+# ---------------------------------------------------------------------------------------------
+# native items
+
+
+def _native_changes(changes: Any) -> tuple[FileChangeEntry, ...]:
+    out: list[FileChangeEntry] = []
+    if isinstance(changes, dict):  # core form: {path: {type, content | unified_diff, move_path}}
+        changes = [
+            {
+                "path": p,
+                "kind": {"type": c.get("type"), "move_path": c.get("move_path")},
+                "diff": c.get("unified_diff") if c.get("unified_diff") is not None else c.get("content", ""),
+            }
+            for p, c in changes.items()
+            if isinstance(c, dict)
+        ]
+    if not isinstance(changes, list):
+        return ()
+    for c in changes:
+        if not isinstance(c, dict):
+            continue
+        k = c.get("kind")
+        ktype = k.get("type") if isinstance(k, dict) else k
+        move = (k.get("move_path") or k.get("movePath")) if isinstance(k, dict) else None
+        kind = str(ktype) if isinstance(ktype, str) else "update"
+        if kind == "update" and move:
+            kind = "move"
+        diff = c.get("diff") if isinstance(c.get("diff"), str) else ""
+        a, r = patch_line_counts(diff, kind)
+        out.append(FileChangeEntry(str(c.get("path", "")), kind, diff, a, r, _str(move)))
+    return tuple(out)
+
+
+def _actions(v: Any) -> tuple[CommandAction, ...]:
+    if not isinstance(v, list):
+        return ()
+    out = []
+    for a in v:
+        if not isinstance(a, dict):
+            continue
+        t = a.get("type")
+        t = {"list_files": "listFiles"}.get(t, t) if isinstance(t, str) else "unknown"
+        cmd = a.get("command", a.get("cmd"))
+        out.append(
+            CommandAction(
+                t, cmd if isinstance(cmd, str) else "", _str(a.get("path")), _str(a.get("name")), _str(a.get("query"))
+            )
+        )
+    return tuple(out)
+
+
+def _lifecycle_status(completed: bool) -> str:
+    return "completed" if completed else "inProgress"
+
+
+def project_native_item(
+    item: dict[str, Any], *, thread_id: str | None, turn_id: str, completed: bool = True
+) -> DisplayRecord:
+    """Project one native ``ThreadItem`` (the JSON the server sends) to a display record.
+
+    ``completed``: the item comes from a completed snapshot (``item/completed``, history pages)
+    rather than ``item/started``; it decides the status of item kinds without a status field.
+    """
+    t = item.get("type")
+    iid = str(item.get("id", ""))
+    common = {"id": iid, "thread_id": thread_id, "turn_id": turn_id}
+    has_status = "status" in item
+    status = _norm_status(item.get("status")) if has_status else None
+    life = _lifecycle_status(completed)
+    if t == "userMessage":
+        content = item.get("content")
+        parts: list[str] = []
+        images: list[ImageSource] = []
+        if isinstance(content, list):
+            for b in content:
+                if not isinstance(b, dict):
+                    continue
+                if b.get("type") == "text" and isinstance(b.get("text"), str):
+                    parts.append(b["text"])
+                elif b.get("type") in _IMAGE_TYPES:
+                    img = _image_from_block(b)
+                    if img is not None:
+                        images.append(img)
+        s = sanitize_user_text("".join(parts))
+        return UserMessage(
+            **common, status=life, text=s.text, images=tuple(images), file_mentions=s.file_mentions,
+            client_id=_str(item.get("clientId")), stripped=s.stripped,
+        )
+    if t == "agentMessage":
+        return AssistantMessage(**common, status=life, text=_assistant_text(item), phase=_str(item.get("phase")))
+    if t == "reasoning":
+        summary, content = _texts(item.get("summary")), _texts(item.get("content"))
+        plain = any(x.strip() for x in summary + content)
+        return Reasoning(**common, status=life, summary=summary, content=content,
+                         state="plain" if plain else "encrypted")
+    if t == "commandExecution":
+        desc = next((item[k] for k in ("description", "summary", "title") if isinstance(item.get(k), str)), None)
+        return CommandExecution(
+            **common,
+            status=status or "unknown",
+            command=item["command"] if isinstance(item.get("command"), str) else _join_argv(item.get("command")),
+            cwd=_str(item.get("cwd")),
+            exit_code=_int(item.get("exitCode")),
+            output=_str(item.get("aggregatedOutput")),
+            output_deferred=bool(item.get("outputDeferred", False)),
+            actions=_actions(item.get("commandActions")),
+            description=desc,
+            approval_reason=_str(item.get("reason")),
+            process_id=_str(item.get("processId")),
+            duration_ms=_int(item.get("durationMs")),
+        )
+    if t == "fileChange":
+        return FileChange(**common, status=status or "unknown", changes=_native_changes(item.get("changes")))
+    if t == "dynamicToolCall":
+        st = status or "unknown"
+        if item.get("success") is False and st in ("completed", "unknown"):
+            st = "failed"
+        return DynamicToolCall(
+            **common, status=st, tool=str(item.get("tool", "")), namespace=_str(item.get("namespace")),
+            arguments=item.get("arguments"), success=item.get("success") if isinstance(item.get("success"), bool) else None,
+            content=_content_blocks(item.get("contentItems")), error=_str(item.get("error")),
+        )
+    if t == "mcpToolCall":
+        res = item.get("result") if isinstance(item.get("result"), dict) else {}
+        err = item.get("error")
+        return McpToolCall(
+            **common, status=status or "unknown", server=str(item.get("server", "")), tool=str(item.get("tool", "")),
+            arguments=item.get("arguments"), content=_content_blocks(res.get("content")),
+            structured_content=res.get("structuredContent"),
+            error=err.get("message") if isinstance(err, dict) else _str(err),
+        )
+    if t == "webSearch":
+        return WebSearch(**common, status=status or life, query=str(item.get("query", "")), action=item.get("action"))
+    if t == "imageView":
+        return ImageView(**common, status=status or life, path=_str(item.get("path")))
+    if t == "imageGeneration":
+        st = status or "unknown"
+        if item.get("failure"):
+            st = "failed"
+        result = item.get("result")
+        img = ImageSource("data", result, "image/png") if isinstance(result, str) and result else None
+        if img is None and isinstance(item.get("savedPath"), str):
+            img = ImageSource("path", item["savedPath"])
+        return ImageGeneration(
+            **common, status=st, revised_prompt=_str(item.get("revisedPrompt")),
+            saved_path=_str(item.get("savedPath")), image=img, failure=item.get("failure"),
+        )
+    if t == "plan":
+        return Plan(**common, status=life, text=_str(item.get("text")))
+    if t == "contextCompaction":
+        return CompactionBoundary(**common, status=life, trigger=_str(item.get("trigger")),
+                                  summary=_str(item.get("summary")))
+    if t == "collabAgentToolCall":
+        states = item.get("agentsStates") if isinstance(item.get("agentsStates"), dict) else {}
+        return SubAgent(
+            **common, status=status or "unknown", tool=_str(item.get("tool")),
+            child_thread_ids=tuple(x for x in item.get("receiverThreadIds") or () if isinstance(x, str)),
+            prompt=_str(item.get("prompt")),
+            agent_states=tuple(
+                (k, str(v.get("status", "unknown")) if isinstance(v, dict) else "unknown") for k, v in states.items()
+            ),
+        )
+    if t == "subAgentActivity":
+        child = item.get("agentThreadId")
+        return SubAgent(**common, status=life, activity=_str(item.get("kind")),
+                        child_thread_ids=(child,) if isinstance(child, str) else ())
+    return GenericRecord(**common, status=status or life, item_type=str(t), raw=item)
+
+
+# ---------------------------------------------------------------------------------------------
+# legacy (rollout) → native-shaped items
+
+_SAFE_WORD = re.compile(r"^[A-Za-z0-9_\-./=:,+@%]+$")
+
+
+def _quote_word(w: str) -> str:
+    # Same rendering the server uses for a command vector (observed: `/bin/bash -lc "…"`).
+    if w and _SAFE_WORD.match(w):
+        return w
+    if "'" not in w:
+        return "'" + w + "'"
+    return '"' + re.sub(r'([\\"$`])', r"\\\1", w) + '"'
+
+
+def _join_argv(v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, list):
+        return " ".join(_quote_word(str(x)) for x in v)
+    return ""
+
+
+def _uri_path(v: Any) -> str | None:
+    if not isinstance(v, str):
+        return None
+    return v[7:] if v.startswith("file://") else v
+
+
+def _duration_ms(v: Any) -> int | None:
+    if isinstance(v, dict) and isinstance(v.get("secs"), int):
+        return v["secs"] * 1000 + int(v.get("nanos", 0) or 0) // 1_000_000
+    return _int(v)
+
+
+def _core_item_to_native(item: dict[str, Any]) -> dict[str, Any]:
+    """A rollout ``event_msg/item_completed`` item (core ``TurnItem``: PascalCase type,
+    snake_case fields) in the app-server's ``ThreadItem`` shape."""
+    t = str(item.get("type", ""))
+    nt = t[:1].lower() + t[1:]
+    out: dict[str, Any] = {_camel(k): v for k, v in item.items()}
+    out["type"] = nt
+    if nt == "userMessage":
+        content = []
+        for b in item.get("content") or ():
+            if not isinstance(b, dict):
+                continue
+            bt = b.get("type")
+            if bt == "text":
+                content.append({"type": "text", "text": b.get("text", "")})
+            elif bt == "image":
+                content.append({"type": "image", "url": b.get("image_url", b.get("url"))})
+            elif bt in ("local_image", "localImage"):
+                content.append({"type": "localImage", "path": b.get("path")})
+        out["content"] = content
+    elif nt == "agentMessage":
+        out["text"] = _assistant_text(item)
+        out.pop("content", None)
+    elif nt == "reasoning":
+        out["summary"] = list(item.get("summary_text") or ())
+        out["content"] = list(item.get("raw_content") or ())
+    elif nt == "commandExecution":
+        out["command"] = _join_argv(item.get("command"))
+        out["cwd"] = _uri_path(item.get("cwd"))
+        out["commandActions"] = item.get("parsed_cmd") or []
+        out["source"] = _camel(str(item.get("source", "")))
+        out["durationMs"] = _duration_ms(item.get("duration"))
+    elif nt == "fileChange":
+        out["changes"] = item.get("changes")
+    return out
+
+
+def _parse_ts(ts: str | None) -> int | None:
+    if not ts:
+        return None
+    try:
+        return int(datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError:
+        return None
+
+
+# Unified-exec / shell receipts: the tool's own header, not data produced by the command.
+_EXIT_RE = re.compile(r"^(?:Process exited with code|Exit code:)\s*(-?\d+)\s*$", re.M)
+_RUNNING_RE = re.compile(r"^Process running with session ID", re.M)
+
+
+def _parse_exec_output(output: Any) -> tuple[str | None, int | None, bool]:
+    """(output text, exit code, still running) from a legacy exec tool output."""
+    if isinstance(output, list):  # content items
+        output = "".join(b.get("text", "") for b in output if isinstance(b, dict))
+    if isinstance(output, dict):
+        body = output.get("content", output.get("output"))
+        return (body if isinstance(body, str) else None, None, False)
+    if not isinstance(output, str):
+        return (None, None, False)
+    s = output.strip()
+    if s.startswith("{"):
+        try:
+            obj = json.loads(s)
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict) and isinstance(obj.get("output"), str):
+            meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+            return (obj["output"], _int(meta.get("exit_code")), False)
+    head, sep, body = output.partition("Output:\n")
+    if not sep:
+        return (output, None, False)
+    if _RUNNING_RE.search(head):
+        return (body, None, True)
+    codes = _EXIT_RE.findall(head)
+    # shell_command receipts nest a second header inside the first body; take the innermost.
+    while True:
+        h2, sep2, b2 = body.partition("Output:\n")
+        if not sep2 or not _EXIT_RE.search(h2):
+            break
+        codes += _EXIT_RE.findall(h2)
+        body = b2
+    return (body, int(codes[-1]) if codes else None, False)
+
+
+_CONTEXT_PREFIXES = (
+    "<environment_context",
+    "# AGENTS.md instructions",
+    "<user_instructions",
+    "<turn_aborted",
+    "<permissions",
+    "<skills_instructions",
+    "<subagent_notification",
+    "<user_shell_command",
+    "<recommended_plugins",
+)
+
+_EXEC_TOOLS = {"exec_command", "shell", "shell_command", "container.exec", "local_shell"}
+
+
+# ---------------------------------------------------------------------------------------------
+# the projector
+
+
+@attrs.define
+class _Entry:
+    key: str
+    record: Any
+    complete: bool
+    open: bool
+    channel: str  # native | snapshot | response | event
+    turn_id: str
+    times: tuple[int | None, int | None, int | None] = (None, None, None)  # started, completed, received
+    deltas: dict[str, str] = attrs.Factory(dict)
+
+
+@attrs.define
+class _Turn:
+    turn_id: str
+    keys: list[str] = attrs.Factory(list)
+    status: str = "unknown"
+    started_at: int | None = None
+    completed_at: int | None = None
+    error: Any = None
+
+
+class Projector:
+    """Incremental, deduplicating projection of one thread (R-H-1, R-H-4).
+
+    Native feeding: :meth:`add_native_turn` (a ``Turn`` of ``thread/turns/list`` or
+    ``thread/read``), :meth:`add_native_items` (one page or slice of items),
+    :meth:`add_native_item` (``item/started``/``item/completed``), :meth:`add_native_entries`
+    (``thread/items/list`` data), :meth:`add_delta`, :meth:`turn_status`.
+    Legacy feeding: :meth:`add_legacy_record` (records in file order).
+    Reading: :meth:`records` (flat, in order), :meth:`turns` (grouped). One projector is one
+    source: never feed native and legacy into the same projector (R-H-3: no splicing).
+
+    ``redact`` (optional) is applied to every displayed text (user/assistant text, reasoning,
+    commands and their output, tool text blocks) — the hook for privacy-index masking.
+    """
+
+    def __init__(self, thread_id: str | None = None, *, redact: Callable[[str], str] | None = None) -> None:
+        self.thread_id = thread_id
+        self._redact = redact
+        self._turns: dict[str, _Turn] = {}
+        self._order: list[str] = []
+        self._entries: dict[str, _Entry] = {}
+        self._client_ids: dict[str, str] = {}
+        # legacy state
+        self._cur_turn: str | None = None
+        self._synthetic = 0
+        self._turn_cwd: dict[str, str] = {}
+        self._polling_calls: set[str] = set()
+        self._last_compaction: dict[str, tuple[str, set[str]]] = {}
+
+    def __repr__(self) -> str:
+        return f"<Projector thread={self.thread_id} turns={len(self._order)} entries={len(self._entries)}>"
+
+    # -- turns -------------------------------------------------------------------------------
+
+    def _turn(self, turn_id: str, *, prepend: bool = False) -> _Turn:
+        t = self._turns.get(turn_id)
+        if t is None:
+            t = _Turn(turn_id)
+            self._turns[turn_id] = t
+            if prepend:
+                self._order.insert(0, turn_id)
+            else:
+                self._order.append(turn_id)
+        return t
+
+    def turn_status(
+        self,
+        turn_id: str,
+        status: str,
+        *,
+        started_at: int | None = None,
+        completed_at: int | None = None,
+        error: Any = None,
+    ) -> None:
+        """Record a turn's status (native ``TurnStatus`` or a synonym) and times (seconds).
+
+        ``interrupted``/``failed`` closes that turn's still-open items at read time; a failed
+        turn's ``error`` (``TurnError``) becomes an :class:`ErrorRecord` at the turn's end.
+        """
+        t = self._turn(turn_id)
+        t.status = _norm_status(status)
+        if started_at is not None:
+            t.started_at = started_at
+        if completed_at is not None:
+            t.completed_at = completed_at
+        if error is not None:
+            t.error = error
+
+    def add_native_turn(self, turn: dict[str, Any], *, prepend: bool = False) -> None:
+        """Upsert a native ``Turn`` and its ``items``. ``prepend=True`` for pages read newest
+        first (``thread/turns/list`` descending) so turns stay in chronological order."""
+        tid = str(turn.get("id", ""))
+        self._turn(tid, prepend=prepend)
+        self.turn_status(
+            tid, str(turn.get("status", "unknown")), started_at=_int(turn.get("startedAt")),
+            completed_at=_int(turn.get("completedAt")), error=turn.get("error"),
+        )
+        items = turn.get("items")
+        if isinstance(items, list) and items:
+            self.add_native_items(tid, items)
+
+    # -- native items ------------------------------------------------------------------------
+
+    def add_native_entries(self, entries: Iterable[dict[str, Any]]) -> None:
+        """``thread/items/list`` data: ``{turnId, item, startedAtMs, completedAtMs,
+        outputDeferred}`` entries (consecutive entries of one turn are merged as one batch)."""
+        batch: list[dict[str, Any]] = []
+        times: list[tuple[int | None, int | None]] = []
+        cur: str | None = None
+        for e in entries:
+            tid = str(e.get("turnId", ""))
+            if cur is not None and tid != cur:
+                self._add_batch(cur, batch, times)
+                batch, times = [], []
+            cur = tid
+            item = dict(e.get("item") or {})
+            if e.get("outputDeferred"):
+                item["outputDeferred"] = True
+            batch.append(item)
+            times.append((_int(e.get("startedAtMs")), _int(e.get("completedAtMs"))))
+        if cur is not None:
+            self._add_batch(cur, batch, times)
+
+    def add_native_items(self, turn_id: str, items: Sequence[dict[str, Any]]) -> None:
+        """Upsert an ordered slice of one turn's completed items (a page or a turn's ``items``)."""
+        self._add_batch(turn_id, list(items), [(None, None)] * len(items))
+
+    def add_native_item(
+        self,
+        turn_id: str,
+        item: dict[str, Any],
+        *,
+        completed: bool = True,
+        started_at_ms: int | None = None,
+        completed_at_ms: int | None = None,
+        received_at_ms: int | None = None,
+    ) -> None:
+        """One live item (``item/completed``, or ``item/started`` with ``completed=False``).
+        ``received_at_ms`` is when it reached us (the ``recorded`` compaction time source)."""
+        self._add_batch(turn_id, [item], [(started_at_ms, completed_at_ms)], completed=completed,
+                        received_at_ms=received_at_ms)
+
+    def add_delta(self, turn_id: str, item_id: str, delta: str, *, field: str = "text") -> None:
+        """A streaming fragment (``field``: ``text`` for agentMessage, ``output`` for a command,
+        ``summary``/``content`` for reasoning). Ignored once the item has a completed snapshot;
+        never completes anything (R-H-4)."""
+        e = self._entries.get(item_id)
+        if e is None:
+            rec: Any
+            if field == "output":
+                rec = CommandExecution(id=item_id, thread_id=self.thread_id, turn_id=turn_id, status="inProgress", command="")
+            elif field in ("summary", "content"):
+                rec = Reasoning(id=item_id, thread_id=self.thread_id, turn_id=turn_id, status="inProgress",
+                                summary=(), content=(), state="encrypted")
+            else:
+                rec = AssistantMessage(id=item_id, thread_id=self.thread_id, turn_id=turn_id, status="inProgress", text="")
+            e = self._insert(turn_id, item_id, rec, complete=False, open_=True, channel="native", anchor=None)
+        if e.complete:
+            return
+        e.deltas[field] = e.deltas.get(field, "") + delta
+        r = e.record
+        if isinstance(r, AssistantMessage) and field == "text":
+            e.record = attrs.evolve(r, text=r.text + delta)
+        elif isinstance(r, CommandExecution) and field == "output":
+            e.record = attrs.evolve(r, output=(r.output or "") + delta)
+        elif isinstance(r, Reasoning) and field in ("summary", "content"):
+            cur = getattr(r, field)
+            new = (cur[:-1] + (cur[-1] + delta,)) if cur else (delta,)
+            e.record = attrs.evolve(r, **{field: new, "state": "plain"})
+
+    def _add_batch(
+        self,
+        turn_id: str,
+        items: list[dict[str, Any]],
+        times: list[tuple[int | None, int | None]],
+        *,
+        completed: bool = True,
+        received_at_ms: int | None = None,
+    ) -> None:
+        self._turn(turn_id)
+        # Merge by anchors: new items before the first known one go right before it; later
+        # new items go right after the previous item of the batch.
+        pending: list[tuple[str, Any, tuple[int | None, int | None, int | None]]] = []
+        prev: str | None = None
+        for item, (st, ct) in zip(items, times):
+            if not isinstance(item, dict):
+                continue
+            rec = project_native_item(item, thread_id=self.thread_id, turn_id=turn_id, completed=completed)
+            st = st if st is not None else _int(item.get("startedAtMs"))
+            ct = ct if ct is not None else _int(item.get("completedAtMs"))
+            key = self._resolve_key(rec)
+            tm = (st, ct, received_at_ms)
+            if key in self._entries:
+                e = self._entries[key]
+                if pending:
+                    self._insert_before(turn_id, key, pending, completed)
+                    pending = []
+                self._upsert(e, rec, completed, tm)
+                prev = key
+            elif prev is None:
+                pending.append((key, rec, tm))
+            else:
+                self._insert(turn_id, key, rec, complete=completed, open_=self._is_open(rec, completed),
+                             channel="native", anchor=prev, times=tm)
+                prev = key
+        for key, rec, tm in pending:
+            self._insert(turn_id, key, rec, complete=completed, open_=self._is_open(rec, completed),
+                         channel="native", anchor=None, times=tm)
+
+    def _resolve_key(self, rec: Any) -> str:
+        key: str = rec.id
+        if isinstance(rec, UserMessage) and rec.client_id:
+            known = self._client_ids.get(rec.client_id)
+            if known is not None and known != key and known in self._entries:
+                # An earlier copy keyed differently (a local submission): re-key it in place.
+                e = self._entries.pop(known)
+                self._entries[key] = e
+                t = self._turns[e.turn_id]
+                t.keys[t.keys.index(known)] = key
+                e.key = key
+            self._client_ids[rec.client_id] = key
+        return key
+
+    @staticmethod
+    def _is_open(rec: Any, completed: bool) -> bool:
+        return (not completed) or rec.status == "inProgress"
+
+    def _upsert(self, e: _Entry, rec: Any, completed: bool, times: tuple[int | None, int | None, int | None]) -> None:
+        if e.complete and not completed:
+            return  # a completed snapshot wins over a later started copy
+        e.record = attrs.evolve(rec, turn_id=e.turn_id) if rec.turn_id != e.turn_id else rec
+        e.complete = e.complete or completed
+        e.open = self._is_open(rec, completed)
+        e.times = tuple(n if n is not None else o for n, o in zip(times, e.times))  # type: ignore[assignment]
+        if completed:
+            e.deltas.clear()
+
+    def _insert(
+        self,
+        turn_id: str,
+        key: str,
+        rec: Any,
+        *,
+        complete: bool,
+        open_: bool,
+        channel: str,
+        anchor: str | None,
+        times: tuple[int | None, int | None, int | None] = (None, None, None),
+    ) -> _Entry:
+        t = self._turn(turn_id)
+        e = _Entry(key, rec, complete, open_, channel, turn_id, times)
+        self._entries[key] = e
+        if anchor is not None and anchor in t.keys:
+            t.keys.insert(t.keys.index(anchor) + 1, key)
+        else:
+            t.keys.append(key)
+        return e
+
+    def _insert_before(self, turn_id: str, key: str, pending: list[Any], completed: bool) -> None:
+        target = self._entries[key]
+        t = self._turns[target.turn_id]
+        idx = t.keys.index(key)
+        for k, rec, tm in pending:
+            e = _Entry(k, rec, completed, self._is_open(rec, completed), "native", target.turn_id, tm)
+            self._entries[k] = e
+            t.keys.insert(idx, k)
+            idx += 1
+
+    # -- legacy records ----------------------------------------------------------------------
+
+    def _legacy_turn(self, rec: LegacyRecord) -> str:
+        p = rec.payload if isinstance(rec.payload, dict) else {}
+        tid = p.get("turn_id")
+        if not isinstance(tid, str):
+            meta = p.get("internal_chat_message_metadata_passthrough")
+            tid = meta.get("turn_id") if isinstance(meta, dict) else None
+        if isinstance(tid, str) and tid:
+            if tid not in self._turns:
+                self._turn(tid)
+            return tid
+        if self._cur_turn is None:
+            self._synthetic += 1
+            self._cur_turn = f"legacy-turn-{self._synthetic}"
+            self._turn(self._cur_turn)
+        return self._cur_turn
+
+    def _legacy_put(self, turn_id: str, key: str, rec: Any, *, channel: str, complete: bool = True,
+                    open_: bool = False, times: tuple[int | None, int | None, int | None] = (None, None, None)) -> None:
+        e = self._entries.get(key)
+        if e is None:
+            self._insert(turn_id, key, rec, complete=complete, open_=open_, channel=channel, anchor=None, times=times)
+            return
+        rec = attrs.evolve(rec, turn_id=e.turn_id)
+        if e.channel == "snapshot" and channel != "snapshot":
+            return  # the item_completed snapshot wins over response/event copies
+        e.record, e.open, e.complete = rec, open_, complete
+        if channel == "snapshot":
+            e.channel = "snapshot"
+        e.times = tuple(n if n is not None else o for n, o in zip(times, e.times))  # type: ignore[assignment]
+
+    def add_legacy_record(self, rec: LegacyRecord) -> None:
+        """Feed one rollout record (in file order)."""
+        p = rec.payload if isinstance(rec.payload, dict) else {}
+        ts = _parse_ts(rec.timestamp)
+        line_key = f"L{rec.line_no}"
+        if rec.type == "session_meta":
+            if self.thread_id is None and isinstance(p.get("id"), str):
+                self.thread_id = p["id"]
+            return
+        if rec.type == "turn_context":
+            tid = p.get("turn_id")
+            if isinstance(tid, str) and tid:
+                self._cur_turn = tid
+                self._turn(tid)
+                if isinstance(p.get("cwd"), str):
+                    self._turn_cwd[tid] = p["cwd"]
+            return
+        if rec.type == "compacted":
+            self._legacy_compaction(self._legacy_turn(rec), line_key, "compacted", ts, _str(p.get("message")) or None)
+            return
+        if rec.type == "response_item":
+            self._legacy_response_item(rec, p, line_key, ts)
+            return
+        if rec.type == "event_msg":
+            self._legacy_event(rec, p, line_key, ts)
+            return
+        # world_state, token_usage_record, unknown top-level types: not display items.
+
+    def _legacy_compaction(self, turn_id: str, key: str, facet: str, ts: int | None, summary: str | None) -> None:
+        """A compaction is recorded as up to three facets (``compacted``, the ``context_compacted``
+        event, a ``compaction`` response item). Consecutive facets of *different* kinds with no
+        record between them are one boundary; a repeated facet kind is a new compaction."""
+        t = self._turn(turn_id)
+        last = self._last_compaction.get(turn_id)
+        if last is not None and t.keys and t.keys[-1] == last[0] and facet not in last[1]:
+            e = self._entries[last[0]]
+            last[1].add(facet)
+            if summary and not e.record.summary:
+                e.record = attrs.evolve(e.record, summary=summary)
+            return
+        rec = CompactionBoundary(id=key, thread_id=self.thread_id, turn_id=turn_id, status="completed",
+                                 time_ms=ts, time_source="item" if ts is not None else "unknown", summary=summary,
+                                 source="legacy")
+        self._legacy_put(turn_id, key, rec, channel="response", times=(ts, ts, None))
+        self._last_compaction[turn_id] = (key, {facet})
+
+    def _legacy_response_item(self, rec: LegacyRecord, p: dict[str, Any], line_key: str, ts: int | None) -> None:
+        st = rec.subtype
+        tid = self._legacy_turn(rec)
+        common = {"thread_id": self.thread_id, "turn_id": tid, "source": "legacy"}
+        if st == "message":
+            role = p.get("role")
+            key = _str(p.get("id")) or line_key
+            if role == "assistant":
+                r = AssistantMessage(id=key, status="completed", text=_assistant_text(p), phase=_str(p.get("phase")), **common)
+                self._legacy_put(tid, key, r, channel="response")
+            elif role == "user":
+                parts, images = [], []
+                for b in p.get("content") or ():
+                    if not isinstance(b, dict):
+                        continue
+                    if b.get("type") in _TEXT_TYPES and isinstance(b.get("text"), str):
+                        parts.append(b["text"])
+                    elif b.get("type") in _IMAGE_TYPES:
+                        img = _image_from_block(b)
+                        if img is not None:
+                            images.append(img)
+                text = "".join(parts)
+                if text.lstrip().startswith(_CONTEXT_PREFIXES):
+                    return
+                # ``<image name=…>`` / ``</image>`` text wrappers around image inputs.
+                text = re.sub(r"<image(?: [^>]*)?>\s*</image>|<image(?: [^>]*)?>|</image>", "", text)
+                s = sanitize_user_text(text)
+                r2 = UserMessage(id=key, status="completed", text=s.text, images=tuple(images),
+                                 file_mentions=s.file_mentions, stripped=s.stripped, **common)
+                self._legacy_put(tid, key, r2, channel="response")
+            return
+        if st == "reasoning":
+            key = _str(p.get("id")) or line_key
+            summary, content = _texts(p.get("summary")), _texts(p.get("content"))
+            plain = any(x.strip() for x in summary + content)
+            r3 = Reasoning(id=key, status="completed", summary=summary, content=content,
+                           state="plain" if plain else "encrypted", **common)
+            self._legacy_put(tid, key, r3, channel="response")
+            return
+        if st in ("function_call", "custom_tool_call", "local_shell_call"):
+            self._legacy_call(tid, p, st, line_key, common)
+            return
+        if st in ("function_call_output", "custom_tool_call_output"):
+            self._legacy_output(p)
+            return
+        if st == "web_search_call":
+            key = _str(p.get("id")) or _str(p.get("call_id")) or line_key
+            action = p.get("action") if isinstance(p.get("action"), dict) else None
+            q = (action or {}).get("query") or ""
+            self._legacy_put(tid, key, WebSearch(id=key, status=_norm_status(p.get("status")), query=str(q),
+                                                 action=action, **common), channel="response")
+            return
+        if st == "image_generation_call":
+            key = _str(p.get("id")) or line_key
+            result = p.get("result")
+            img = ImageSource("data", result, "image/png") if isinstance(result, str) and result else None
+            self._legacy_put(tid, key, ImageGeneration(id=key, status=_norm_status(p.get("status")),
+                                                       revised_prompt=_str(p.get("revised_prompt")), image=img,
+                                                       **common), channel="response")
+            return
+        if st in ("compaction", "context_compaction"):
+            self._legacy_compaction(tid, line_key, "compaction_item", ts, None)
+            return
+        if st in ("additional_tools", "tool_search_call", "tool_search_output", "agent_message"):
+            return  # tool catalogs and inter-agent traffic: not part of the display
+        key = _str(p.get("id")) or _str(p.get("call_id")) or line_key
+        self._legacy_put(tid, key, GenericRecord(id=key, status=_norm_status(p.get("status")),
+                                                 item_type=str(st), raw=p, **common), channel="response")
+
+    def _legacy_call(self, tid: str, p: dict[str, Any], st: str, line_key: str, common: dict[str, Any]) -> None:
+        key = _str(p.get("call_id")) or _str(p.get("id")) or line_key
+        name = _str(p.get("name")) or ("local_shell" if st == "local_shell_call" else "")
+        raw_args = p.get("arguments") if st == "function_call" else p.get("input")
+        args: Any = raw_args
+        if isinstance(raw_args, str) and st == "function_call":
+            try:
+                args = json.loads(raw_args)
+            except ValueError:
+                args = raw_args
+        a = args if isinstance(args, dict) else {}
+        if st == "local_shell_call":
+            a = p.get("action") if isinstance(p.get("action"), dict) else {}
+        if name == "write_stdin":
+            self._polling_calls.add(key)  # polling: no record of its own (R-H-5)
+            return
+        if name in _EXEC_TOOLS:
+            cmd = a.get("cmd", a.get("command"))
+            cmd_s = _join_argv(cmd)
+            cwd = _str(a.get("workdir")) or _str(a.get("working_directory")) or self._turn_cwd.get(tid)
+            r: Any = CommandExecution(
+                id=key, status="unknown", command=cmd_s, cwd=cwd,
+                approval_reason=_str(a.get("justification")), description=_str(a.get("description")), **common,
+            )
+            self._legacy_put(tid, key, r, channel="response", open_=True)
+            return
+        if name == "apply_patch":
+            text = raw_args if st == "custom_tool_call" else a.get("input", raw_args)
+            changes = parse_apply_patch(text) if isinstance(text, str) else ()
+            self._legacy_put(tid, key, FileChange(id=key, status="unknown", changes=changes, **common),
+                             channel="response", open_=True)
+            return
+        if name == "update_plan":
+            steps = tuple(
+                PlanStep(str(s.get("step", "")), str(s.get("status", "unknown")))
+                for s in a.get("plan") or () if isinstance(s, dict)
+            )
+            self._legacy_put(tid, key, Plan(id=key, status="completed", steps=steps,
+                                            explanation=_str(a.get("explanation")), **common), channel="response")
+            return
+        if name == "view_image":
+            self._legacy_put(tid, key, ImageView(id=key, status="inProgress", path=_str(a.get("path")), **common),
+                             channel="response", open_=True)
+            return
+        self._legacy_put(tid, key, DynamicToolCall(id=key, status="inProgress", tool=name,
+                                                   namespace=_str(p.get("namespace")), arguments=args, **common),
+                         channel="response", open_=True)
+
+    def _legacy_output(self, p: dict[str, Any]) -> None:
+        key = _str(p.get("call_id"))
+        if key is None or key in self._polling_calls:
+            return
+        e = self._entries.get(key)
+        if e is None or e.channel == "snapshot":
+            return  # an output without its call (or a snapshot already knows better)
+        r = e.record
+        out = p.get("output")
+        if isinstance(r, CommandExecution):
+            text, code, running = _parse_exec_output(out)
+            if running:
+                e.record = attrs.evolve(r, output=text, status="inProgress")
+                return
+            status = "unknown" if code is None else ("completed" if code == 0 else "failed")
+            e.record = attrs.evolve(r, output=text, exit_code=code, status=status)
+            e.open = False
+        elif isinstance(r, FileChange):
+            text = out if isinstance(out, str) else json.dumps(out)
+            if r.output is None:
+                e.record = attrs.evolve(r, output=text)  # status only from patch_apply_end
+        elif isinstance(r, ImageView):
+            e.record = attrs.evolve(r, status="completed")
+            e.open = False
+        elif isinstance(r, DynamicToolCall):
+            blocks = _content_blocks(out if not isinstance(out, dict) else out.get("content", []))
+            e.record = attrs.evolve(r, status="completed", content=blocks)
+            e.open = False
+
+    def _legacy_event(self, rec: LegacyRecord, p: dict[str, Any], line_key: str, ts: int | None) -> None:
+        st = rec.subtype
+        if st in ("task_started", "turn_started"):
+            tid = _str(p.get("turn_id"))
+            if tid is None:
+                self._synthetic += 1
+                tid = f"legacy-turn-{self._synthetic}"
+            self._cur_turn = tid
+            t = self._turn(tid)
+            t.status = "inProgress"
+            t.started_at = _int(p.get("started_at"))
+            return
+        if st in ("task_complete", "turn_complete", "turn_aborted"):
+            tid = _str(p.get("turn_id")) or self._cur_turn
+            if tid is None:
+                return
+            t = self._turn(tid)
+            t.status = "completed" if st != "turn_aborted" else "interrupted"
+            t.completed_at = _int(p.get("completed_at")) or (ts // 1000 if ts else None)
+            return
+        tid = self._legacy_turn(rec)
+        common = {"thread_id": self.thread_id, "turn_id": tid, "source": "legacy"}
+        if st == "user_message":
+            images = [_image_from_url(u) for u in p.get("images") or () if isinstance(u, str)]
+            images += [ImageSource("path", u) for u in p.get("local_images") or () if isinstance(u, str)]
+            s = sanitize_user_text(_str(p.get("message")) or "")
+            self._legacy_put(tid, line_key, UserMessage(id=line_key, status="completed", text=s.text,
+                                                        images=tuple(images), file_mentions=s.file_mentions,
+                                                        client_id=_str(p.get("client_id")), stripped=s.stripped,
+                                                        **common), channel="event")
+        elif st == "agent_message":
+            self._legacy_put(tid, line_key, AssistantMessage(id=line_key, status="completed",
+                                                             text=_str(p.get("message")) or "",
+                                                             phase=_str(p.get("phase")), **common), channel="event")
+        elif st == "agent_reasoning":
+            self._legacy_put(tid, line_key, Reasoning(id=line_key, status="completed",
+                                                      summary=(_str(p.get("text")) or "",), content=(),
+                                                      state="plain", **common), channel="event")
+        elif st == "item_completed":
+            item = p.get("item")
+            if not isinstance(item, dict):
+                return
+            native = _core_item_to_native(item)
+            r = project_native_item(native, thread_id=self.thread_id, turn_id=tid, completed=True)
+            r = attrs.evolve(r, source="legacy")
+            st_ms, ct_ms = _int(p.get("started_at_ms")), _int(p.get("completed_at_ms"))
+            self._legacy_put(tid, r.id, r, channel="snapshot", open_=r.status == "inProgress",
+                             times=(st_ms, ct_ms, None))
+        elif st == "patch_apply_end":
+            key = _str(p.get("call_id")) or line_key
+            status = _norm_status(p.get("status")) if "status" in p else (
+                "completed" if p.get("success") is True else "failed" if p.get("success") is False else "unknown")
+            out = "".join(x for x in (_str(p.get("stdout")), _str(p.get("stderr"))) if x) or None
+            fc = FileChange(id=key, status=status, changes=_native_changes(p.get("changes")), output=out, **common)
+            self._legacy_put(tid, key, fc, channel="response")
+        elif st == "exec_command_end":
+            key = _str(p.get("call_id")) or line_key
+            e = self._entries.get(key)
+            base = e.record if e is not None and isinstance(e.record, CommandExecution) else None
+            code = _int(p.get("exit_code"))
+            status = _norm_status(p.get("status")) if "status" in p else (
+                "unknown" if code is None else "completed" if code == 0 else "failed")
+            out = _str(p.get("aggregated_output"))
+            if out is None:
+                out = "".join(x for x in (_str(p.get("stdout")), _str(p.get("stderr"))) if x) or None
+            ce = CommandExecution(
+                id=key, status=status,
+                command=_join_argv(p.get("command")) or (base.command if base else ""),
+                cwd=_str(p.get("cwd")) or (base.cwd if base else None), exit_code=code, output=out,
+                actions=_actions(p.get("parsed_cmd")), approval_reason=base.approval_reason if base else None,
+                description=base.description if base else None, duration_ms=_duration_ms(p.get("duration")), **common,
+            )
+            self._legacy_put(tid, key, ce, channel="response")
+        elif st == "mcp_tool_call_end":
+            key = _str(p.get("call_id")) or line_key
+            inv = p.get("invocation") if isinstance(p.get("invocation"), dict) else {}
+            result = p.get("result")
+            content: tuple[ContentBlock, ...] = ()
+            structured = None
+            error = None
+            status = "completed"
+            if isinstance(result, dict) and "Ok" in result:
+                ok = result["Ok"] if isinstance(result["Ok"], dict) else {}
+                content = _content_blocks(ok.get("content"))
+                structured = ok.get("structuredContent", ok.get("structured_content"))
+                if ok.get("isError") or ok.get("is_error"):
+                    status = "failed"
+            elif isinstance(result, dict) and "Err" in result:
+                error, status = str(result["Err"]), "failed"
+            self._legacy_put(tid, key, McpToolCall(id=key, status=status, server=str(inv.get("server", "")),
+                                                   tool=str(inv.get("tool", "")), arguments=inv.get("arguments"),
+                                                   content=content, structured_content=structured, error=error,
+                                                   **common), channel="response")
+        elif st == "web_search_end":
+            key = _str(p.get("call_id")) or line_key
+            self._legacy_put(tid, key, WebSearch(id=key, status="completed", query=str(p.get("query", "")),
+                                                 action=p.get("action"), **common), channel="response")
+        elif st == "image_generation_end":
+            key = _str(p.get("call_id")) or line_key
+            result = p.get("result")
+            img = ImageSource("data", result, "image/png") if isinstance(result, str) and result else None
+            saved = _str(p.get("saved_path"))
+            if img is None and saved:
+                img = ImageSource("path", saved)
+            self._legacy_put(tid, key, ImageGeneration(id=key, status=_norm_status(p.get("status")),
+                                                       revised_prompt=_str(p.get("revised_prompt")),
+                                                       saved_path=saved, image=img, **common), channel="response")
+        elif st == "view_image_tool_call":
+            key = _str(p.get("call_id")) or line_key
+            self._legacy_put(tid, key, ImageView(id=key, status="completed", path=_str(p.get("path")), **common),
+                             channel="response")
+        elif st == "context_compacted":
+            self._legacy_compaction(tid, line_key, "context_compacted", ts, None)
+        elif st == "sub_agent_activity":
+            key = _str(p.get("id")) or line_key
+            child = p.get("agent_thread_id")
+            self._legacy_put(tid, key, SubAgent(id=key, status="completed", activity=_str(p.get("kind")),
+                                                child_thread_ids=(child,) if isinstance(child, str) else (),
+                                                **common), channel="response")
+        elif st == "error":
+            self._legacy_put(tid, line_key, ErrorRecord(id=line_key, status="failed",
+                                                        message=_str(p.get("message")) or "",
+                                                        info=p.get("codex_error_info"), **common), channel="event")
+        # token_count, thread_settings_applied, goals, review mode, unknown events: not shown.
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def _visible(self, t: _Turn) -> list[_Entry]:
+        """Pick one copy of each legacy message: user text from event/snapshot copies,
+        assistant text and reasoning from response/snapshot copies; the other copy only when a
+        turn has none of the preferred one."""
+        entries = [self._entries[k] for k in t.keys]
+        have: set[tuple[str, str]] = {(type(e.record).__name__, e.channel) for e in entries}
+
+        def keep(e: _Entry) -> bool:
+            r = e.record
+            if e.channel in ("native", "snapshot"):
+                return True
+            name = type(r).__name__
+            if isinstance(r, UserMessage):
+                if e.channel == "response":
+                    return (name, "event") not in have and (name, "snapshot") not in have
+                return True
+            if isinstance(r, (AssistantMessage, Reasoning)):
+                if e.channel == "event":
+                    return (name, "response") not in have and (name, "snapshot") not in have
+                return True
+            return True
+
+        return [e for e in entries if keep(e)]
+
+    def _finish(self, e: _Entry, t: _Turn) -> Any:
+        r = e.record
+        if e.open and t.status in ("interrupted", "failed") and r.status in ("inProgress", "unknown"):
+            r = attrs.evolve(r, status=t.status)
+        elif not e.complete and r.status == "inProgress" and t.status in ("interrupted", "failed"):
+            r = attrs.evolve(r, status=t.status)
+        if isinstance(r, CompactionBoundary) and r.time_ms is None:
+            st, ct, rcv = e.times
+            if ct is not None or st is not None:
+                r = attrs.evolve(r, time_ms=ct if ct is not None else st, time_source="item")
+            elif t.completed_at is not None or t.started_at is not None:
+                secs = t.started_at if t.started_at is not None else t.completed_at
+                assert secs is not None
+                r = attrs.evolve(r, time_ms=secs * 1000, time_source="turn")
+            elif rcv is not None:
+                r = attrs.evolve(r, time_ms=rcv, time_source="recorded")
+        if self.thread_id is not None and r.thread_id is None:
+            r = attrs.evolve(r, thread_id=self.thread_id)
+        if self._redact is not None:
+            r = _redact_record(r, self._redact)
+        return r
+
+    def turns(self) -> list[TurnGroup]:
+        """Every turn in order with its projected records."""
+        out = []
+        for tid in self._order:
+            t = self._turns[tid]
+            recs = [self._finish(e, t) for e in self._visible(t)]
+            if t.status == "failed" and t.error:
+                msg = t.error.get("message") if isinstance(t.error, dict) else str(t.error)
+                recs.append(ErrorRecord(id=f"turn-error:{tid}", thread_id=self.thread_id, turn_id=tid,
+                                        status="failed", message=str(msg or ""),
+                                        info=t.error.get("codexErrorInfo") if isinstance(t.error, dict) else None))
+            out.append(TurnGroup(tid, t.status, tuple(recs), t.started_at, t.completed_at, t.error))
+        return out
+
+    def records(self) -> list[DisplayRecord]:
+        """All display records, turn by turn, in order."""
+        return [r for g in self.turns() for r in g.records]
+
+
+def _redact_record(r: Any, redact: Callable[[str], str]) -> Any:
+    changes: dict[str, Any] = {}
+    for f in ("text", "output", "command", "revised_prompt", "message"):
+        v = getattr(r, f, None)
+        if isinstance(v, str):
+            changes[f] = redact(v)
+    for f in ("summary", "content"):
+        v = getattr(r, f, None)
+        if isinstance(v, tuple) and v and isinstance(v[0], str):
+            changes[f] = tuple(redact(x) for x in v)
+        elif isinstance(v, tuple) and v and isinstance(v[0], ContentBlock):
+            changes[f] = tuple(attrs.evolve(b, text=redact(b.text)) if b.text else b for b in v)
+    return attrs.evolve(r, **changes) if changes else r
+
+
+def count_messages(records: Iterable[DisplayRecord]) -> int:
+    """What R-H-7 counts as a "message": every user message and every assistant message of the
+    display projection (commentary included). Reasoning, tools, plans, compactions and errors
+    are not messages. A caller counting an incomplete history must report *unknown*, not this
+    number (R-H-7) — this helper only counts what it is given."""
+    return sum(1 for r in records if isinstance(r, (UserMessage, AssistantMessage)))
