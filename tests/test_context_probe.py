@@ -293,3 +293,55 @@ async def test_r_ctx_2_real_old_binary_answer_is_recorded(temp_root: Path) -> No
     with trio.fail_after(30):
         res = await probe.probe(cli=[str(codex)], env=dict(os.environ), generation=1)
     assert res.supported, res.to_dict()  # 0.147.0 already has the experimental field
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("force_fallback", [False, True])
+def test_r_ctx_3_r_ctx_4_real_send_carries_context_the_way_the_probe_decided(
+    tmp_path: Path, force_fallback: bool
+) -> None:
+    """End to end on the pinned binary: probe → prepare_input → raw ``turn/start``; the
+    loopback model sees the fragments as developer context (supported) or inside the user
+    text (fallback), and the visible user message keeps only the user's input when supported."""
+    from peer_fixtures.codex_home import codex_env, make_codex_home
+    from peer_fixtures.mock_responses import MockResponsesServer
+    from peer_fixtures.real_server import spawn_app_server
+
+    codex = _real(pinned_version())
+    temp_root = tmp_path / "t"
+    temp_root.mkdir()
+    frags = build_context(
+        EditorState(active_file=ActiveFile("src/app.py", (3, 4)), open_tabs=["README.md"])
+    )
+    probe = ContextCapabilityProbe(temp_root=temp_root)
+    decided = trio.run(lambda: probe.decide(frags, cli=[str(codex)], env=dict(os.environ), generation=1))
+    assert decided is ContextDelivery.ADDITIONAL_CONTEXT
+    delivery = ContextDelivery.TEXT_CONVENTION if force_fallback else decided
+    prepared = prepare_input("please look 🎉", frags, delivery)
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with MockResponsesServer(log_path=tmp_path / "mock.jsonl") as mock:
+        home = make_codex_home(tmp_path / "home", mock.base_url)
+        with spawn_app_server(codex, codex_env(home), cwd=workspace) as srv:
+            srv.initialize()
+            thread = srv.call("thread/start", {"cwd": str(workspace)})["thread"]["id"]
+            params = {"threadId": thread, "input": prepared.input_items()}
+            if prepared.additional_context is not None:
+                params["additionalContext"] = prepared.additional_context
+            turn = srv.call("turn/start", params)["turn"]["id"]
+            srv.wait_for(
+                lambda m: m.get("method") == "turn/completed" and m["params"]["turn"]["id"] == turn,
+                30.0,
+                what="turn/completed",
+            )
+            (req,) = mock.wait_for_model_requests(1, timeout=10.0)
+    dev_text = json.dumps([i for i in req.input if i.get("role") == "developer"], ensure_ascii=False)
+    if force_fallback:
+        assert req.last_user_text.startswith("# Context from my IDE setup:\n\n## Active file: src/app.py")
+        assert req.last_user_text.endswith("## My request for Codex:\nplease look 🎉")
+        assert "<ide_context>" not in dev_text
+    else:
+        assert req.last_user_text == "please look 🎉"
+        assert "<ide_context>Active file: src/app.py\\nSelected lines 3-4</ide_context>" in dev_text
+        assert "<open_tabs>Open tabs:\\n- README.md</open_tabs>" in dev_text
