@@ -110,6 +110,7 @@ ConnectionEvent = Union[
 class _Frame:
     data: bytes
     call: OutboundCall | None = None
+    on_written: Callable[[], None] | None = None
     state: str = "queued"  # queued | writing | written | withdrawn | failed
     done: trio.Event = attrs.field(factory=trio.Event)
 
@@ -272,6 +273,11 @@ class Connection:
                 await trio.sleep_forever()
             frame.state = "written"
             frame.done.set()
+            if frame.on_written is not None:
+                try:
+                    frame.on_written()
+                except Exception:  # a hook must not kill the writer
+                    log.exception("on_written hook raised")
 
     async def _stderr_drain(self) -> None:
         stream = self.transport.stderr_stream
@@ -409,7 +415,14 @@ class Connection:
         finally:
             self._handshake_done.set()
 
-    async def call(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
+    async def call(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: float | None = None,
+        on_written: Callable[[], None] | None = None,
+    ) -> Any:
         """Send a request and return its decoded ``result``.
 
         Raises :class:`RpcError` (server error), :class:`RpcTimeout` (our wait ran out; the
@@ -435,15 +448,19 @@ class Connection:
                     phase=Phase.NOT_WRITTEN.value,
                     details={"method": method},
                 )
-        return await self._call(method, params, timeout=max(0.0, deadline - trio.current_time()))
+        return await self._call(
+            method, params, timeout=max(0.0, deadline - trio.current_time()), on_written=on_written
+        )
 
-    async def _call(self, method: str, params: Any, *, timeout: float) -> Any:
+    async def _call(
+        self, method: str, params: Any, *, timeout: float, on_written: Callable[[], None] | None = None
+    ) -> Any:
         if self._final is not None:
             raise self._fresh_final()
         call = self.core.start_request(method, params)
         waiter = _Waiter()
         self._waiters[call.id] = waiter
-        frame = self._enqueue(_Frame(call.data, call))
+        frame = self._enqueue(_Frame(call.data, call, on_written))
         finished = False
         try:
             with trio.move_on_after(timeout if math.isfinite(timeout) else math.inf):

@@ -1,0 +1,1129 @@
+"""The runtime: one supervised app-server per channel, its operations and interactions.
+
+Theory of operation
+-------------------
+``async with open_runtime(config) as rt:`` owns a nursery holding the FIFO worker, the current
+generation's connection task, stop watchdogs and interrupt senders — nothing runs outside it.
+
+*Lifecycle* (R-RT-1): the table in ``_sansio/_states.py``. The first operation (or
+``ensure_started()``) launches a child: candidates are tried in order, and one that dies
+before READY is closed and the next is tried with no RPC dispatched (R-CLI-5,
+``runtimeFallback``). Each child is a new ``generation``; the connection's sink is bound to its
+generation, so an older child's events, late responses and exit never act on a newer one
+(R-RT-2).
+
+*Operations* (R-OP-1): ``send``/``compact``/``review``/``preconnect`` are queued and run one at
+a time in submission order by the FIFO worker; control calls (``update_settings``,
+``respond_interaction``, ``abort``) act at once. Phases ``queued → notWritten →
+writtenUnconfirmed → nativeTurnKnown → terminal`` (R-OP-2), registered before the request is
+written. ``turn/started`` or the ``turn/start`` response binds the native turn, whichever
+comes first, once (R-OP-3). Only ``turn/completed`` or a confirmed exit is terminal (R-OP-4);
+an ``error`` notification is surfaced and waiting goes on. A child thread's terminal never
+settles its parent (R-OP-6): routing is by thread id.
+
+*Crash* (R-RT-4): the connection's end event runs one settle — every unsettled operation
+fails with ``CHILD_EXITED``, the queue is cleared, threads become unloaded keeping their ids.
+The next operation starts a new generation and resumes its thread; ``turn/start`` is never
+re-sent by codexrt.
+
+*Stop* (R-OP-5): see :meth:`Runtime.abort`; a 10 s budget from the first cancel request ends
+with killing the child, confirming its exit and failing everything once
+(``runtimeUnhealthy``).
+
+*The reader never waits*: the connection sink only files events into per-consumer
+:class:`~codexrt._events.EventStream` buffers and sets trio events. Interactions wait for the
+host's answer in the host's own task.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import os
+import secrets
+import shutil
+from typing import Any, AsyncIterator, Awaitable, Callable, Sequence, Union
+
+import attrs
+import trio
+
+from codexrt._connection import (
+    ClientInfo,
+    Connection,
+    ConnectionClosed,
+    ConnectionEvent,
+    DEFAULT_RPC_TIMEOUT,
+    open_connection,
+)
+from codexrt._errors import (
+    ChildExited,
+    CliUnavailable,
+    ClosedError,
+    CodexError,
+    ConfigError,
+    HandshakeError,
+    InteractionError,
+    LocalProtocolError,
+    OperationCancelled,
+    OperationFailed,
+    RpcError,
+    RpcTimeout,
+    ThreadResumeError,
+    child_exited_message,
+)
+from codexrt._events import DELTA_METHODS, CodexEvent, EventStream
+from codexrt._sansio._redact import Redactor
+from codexrt._sansio._rpc import LateResponse, ProtocolViolation, UnsupportedServerRequest
+from codexrt._sansio._states import (
+    OP_TABLE,
+    RUNTIME_TABLE,
+    Machine,
+    OpEvent,
+    OpPhase,
+    RuntimeEvent,
+    RuntimeState,
+)
+from codexrt._sansio._wire import Notification, ServerRequest
+from codexrt._settings import Settings
+from codexrt._transport import Transport, spawn_process_transport
+from codexrt._util import unwrap_single_group
+
+__all__ = [
+    "RuntimeConfig",
+    "Runtime",
+    "Operation",
+    "OperationResult",
+    "Interaction",
+    "open_runtime",
+    "SUPPORTED_SERVER_REQUESTS",
+]
+
+log = logging.getLogger("codexrt.runtime")
+
+TransportFactory = Callable[[], Awaitable[Transport]]
+
+#: Server requests codexrt hands to the host as interactions; all others get -32601 (R-WIRE-7).
+SUPPORTED_SERVER_REQUESTS = frozenset(
+    {
+        "item/commandExecution/requestApproval",
+        "item/fileChange/requestApproval",
+        "item/permissions/requestApproval",
+        "item/tool/requestUserInput",
+        "mcpServer/elicitation/request",
+        "item/tool/call",
+    }
+)
+
+STATUS_COMPLETED = "completed"
+STATUS_FAILED = "failed"
+STATUS_INTERRUPTED = "interrupted"
+STATUS_CANCELLED = "cancelled"
+_NATIVE_TERMINALS = {STATUS_COMPLETED, STATUS_FAILED, STATUS_INTERRUPTED}
+
+
+@attrs.define
+class RuntimeConfig:
+    """How to launch and talk to the app-server.
+
+    ``codex_bin`` is the CLI to run (else ``CODEX_BIN`` or the first ``codex`` on ``PATH``;
+    full discovery is ``codexrt._discovery``). ``transports`` overrides launching entirely
+    (in-memory peers, sockets): each factory is one startup candidate, tried in order.
+    """
+
+    codex_bin: str | None = None
+    app_server_args: Sequence[str] = ("app-server",)
+    codex_home: str | None = None
+    env: dict[str, str] | None = attrs.field(default=None, repr=False)
+    cwd: str | None = None
+    channel_id: str = "default"
+    client_info: ClientInfo = attrs.field(factory=ClientInfo)
+    opt_out_notification_methods: Sequence[str] = ()
+    rpc_timeout: float = DEFAULT_RPC_TIMEOUT
+    handshake_timeout: float = DEFAULT_RPC_TIMEOUT
+    stop_budget: float = 10.0
+    settings_confirm_timeout: float = DEFAULT_RPC_TIMEOUT
+    idle_timeout: float | None = None
+    settings: Settings = attrs.field(factory=Settings)
+    transports: Sequence[TransportFactory] | None = attrs.field(default=None, repr=False)
+    secrets: Sequence[str] = attrs.field(default=(), repr=False)
+
+    def candidate_factories(self) -> list[tuple[str, TransportFactory]]:
+        if self.transports is not None:
+            return [(f"transport#{i}", f) for i, f in enumerate(self.transports)]
+        paths: list[str] = []
+        explicit = self.codex_bin or (self.env or os.environ).get("CODEX_BIN")
+        if explicit:
+            paths.append(explicit)
+        else:
+            found = shutil.which("codex", path=(self.env or os.environ).get("PATH"))
+            if found:
+                paths.append(found)
+        env = dict(self.env if self.env is not None else os.environ)
+        if self.codex_home:
+            env["CODEX_HOME"] = self.codex_home
+
+        def make(path: str) -> TransportFactory:
+            async def factory() -> Transport:
+                return await spawn_process_transport([path, *self.app_server_args], env=env, cwd=self.cwd)
+
+            return factory
+
+        return [(p, make(p)) for p in paths]
+
+
+@attrs.frozen
+class OperationResult:
+    """The terminal of an operation."""
+
+    status: str  # completed | failed | interrupted | cancelled
+    client_operation_id: str
+    thread_id: str | None
+    turn_id: str | None
+    final_text: str | None = None
+    error: CodexError | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "status": self.status,
+            "clientOperationId": self.client_operation_id,
+            "threadId": self.thread_id,
+            "turnId": self.turn_id,
+            "finalText": self.final_text,
+        }
+        if self.error is not None:
+            out["error"] = self.error.to_dict()
+        return out
+
+
+class Operation:
+    """A long operation (send/compact/review/preconnect). Iterate its events with
+    ``async for ev in op.events()``; ``await op.wait()`` returns its :class:`OperationResult`."""
+
+    def __init__(self, runtime: "Runtime", kind: str, op_id: str, *, thread_id: str | None,
+                 client_message_id: str | None, payload: dict[str, Any]) -> None:
+        self.runtime = runtime
+        self.kind = kind
+        self.id = op_id
+        self.thread_id = thread_id
+        self.client_message_id = client_message_id
+        self.payload = payload
+        self.machine: Machine[OpPhase, OpEvent] = Machine("operation", OP_TABLE, OpPhase.QUEUED)
+        self.turn_id: str | None = None
+        self.generation: int | None = None
+        self.settings: Settings | None = None
+        self.cancel_requested = False
+        self.cancel_requested_at: float | None = None
+        self.result: OperationResult | None = None
+        self.stream = EventStream()
+        self._done = trio.Event()
+        self._final_text_parts: dict[str, str] = {}
+        self._final_text: str | None = None
+        self.errors: list[dict[str, Any]] = []
+
+    def __repr__(self) -> str:
+        return f"<Operation {self.id} {self.kind} {self.phase.value} thread={self.thread_id} turn={self.turn_id}>"
+
+    @property
+    def phase(self) -> OpPhase:
+        return self.machine.state
+
+    @property
+    def terminal(self) -> bool:
+        return self.machine.state is OpPhase.TERMINAL
+
+    def events(self) -> EventStream:
+        return self.stream
+
+    async def wait(self) -> OperationResult:
+        """Wait for the terminal. No bound of its own: a turn may run for hours; ``abort``
+        bounds it (R-OP-5) and a child exit settles it (R-RT-4)."""
+        await self._done.wait()
+        assert self.result is not None
+        return self.result
+
+    async def abort(self) -> str:
+        return self.runtime.abort(self)
+
+    # -- used by the runtime (sync: may run on the reader) -------------------------------
+
+    def _fire(self, event: OpEvent) -> None:
+        if self.machine.can(event):
+            self.machine.fire(event)
+
+    def _bind_turn(self, turn_id: str) -> bool:
+        """Bind the native turn once (R-OP-3). False if another turn is already bound."""
+        if self.turn_id is None:
+            self.turn_id = turn_id
+            self._fire(OpEvent.TURN_BOUND)
+            return True
+        return self.turn_id == turn_id
+
+    def _note_item(self, item: dict[str, Any]) -> None:
+        if item.get("type") == "agentMessage" and isinstance(item.get("text"), str):
+            self._final_text = item["text"]
+
+    def _settle(self, status: str, error: CodexError | None = None) -> bool:
+        """Terminal, exactly once (R-OP-4). Returns False for a duplicate."""
+        if self.terminal:
+            return False
+        self.machine.fire(OpEvent.SETTLE)
+        self.result = OperationResult(status, self.id, self.thread_id, self.turn_id, self._final_text, error)
+        payload: dict[str, Any] = {"kind": self.kind, **self.result.to_wire()}
+        ev = self.runtime._event("operationDone", payload, op=self)
+        self.stream.put(ev)
+        self.stream.close()
+        self.runtime._publish(ev)
+        self._done.set()
+        return True
+
+
+class Interaction:
+    """A native server → client request waiting for the host (R-INT-1).
+
+    The host answers with the opaque ``key`` and ``dialog_token`` only; the runtime maps them
+    back to the raw RPC id. Approvals are never granted by default: nobody answers for the host.
+    """
+
+    def __init__(self, runtime: "Runtime", request: ServerRequest, generation: int, sequence: int) -> None:
+        self.runtime = runtime
+        self.method = request.method
+        self.params: dict[str, Any] = request.params if isinstance(request.params, dict) else {}
+        self._request_id = request.id
+        self.generation = generation
+        self.delivery_sequence = sequence
+        self.key = f"ik-{runtime.config.channel_id}-{runtime.session_epoch}-{generation}-{secrets.token_hex(6)}"
+        self.dialog_token = secrets.token_urlsafe(12)
+        self.state = "pending"  # pending | answered | resolved | expired
+        self.thread_id = self.params.get("threadId")
+        self.turn_id = self.params.get("turnId")
+        self.item_id = self.params.get("itemId")
+        self.resolved = trio.Event()
+
+    def __repr__(self) -> str:
+        return f"<Interaction {self.method} {self.state} key={self.key}>"
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "interactionKey": self.key,
+            "dialogToken": self.dialog_token,
+            "method": self.method,
+            "params": self.params,
+            "deliverySequence": self.delivery_sequence,
+            "state": self.state,
+        }
+
+    async def respond(self, result: Any) -> None:
+        await self.runtime.respond_interaction(self.key, self.dialog_token, result)
+
+    async def respond_error(self, code: int, message: str) -> None:
+        await self.runtime.respond_interaction_error(self.key, self.dialog_token, code, message)
+
+    async def accept(self) -> None:
+        await self.respond({"decision": "accept"})
+
+    async def accept_for_session(self) -> None:
+        await self.respond({"decision": "acceptForSession"})
+
+    async def decline(self) -> None:
+        await self.respond({"decision": "decline"})
+
+    async def cancel(self) -> None:
+        await self.respond({"decision": "cancel"})
+
+
+@attrs.define
+class _ThreadInfo:
+    thread_id: str
+    loaded_generation: int | None = None
+    root: bool = True
+    effective: dict[str, Any] = attrs.field(factory=dict)
+    settings_event: trio.Event = attrs.field(factory=trio.Event)
+
+
+class Runtime:
+    """Create with :func:`open_runtime`."""
+
+    def __init__(self, config: RuntimeConfig, nursery: trio.Nursery) -> None:
+        self.config = config
+        self._nursery = nursery
+        self.machine: Machine[RuntimeState, RuntimeEvent] = Machine("runtime", RUNTIME_TABLE, RuntimeState.STOPPED)
+        self.generation = 0
+        self.session_epoch = secrets.token_hex(4)
+        self.conn: Connection | None = None
+        self._conn_scope: trio.CancelScope | None = None
+        self._start_lock = trio.Lock()
+        self._queue: list[Operation] = []
+        self._queue_event = trio.Event()
+        self.active: Operation | None = None
+        self._ops: dict[str, Operation] = {}
+        self._op_counter = itertools.count(1)
+        self.threads: dict[str, _ThreadInfo] = {}
+        self.interactions: dict[str, Interaction] = {}
+        self._interaction_seq = itertools.count(1)
+        self._subscribers: list[EventStream] = []
+        self.desired = config.settings
+        self.settings_revision = 0
+        self._closing = False
+        self._state_event = trio.Event()
+        self._redactor = Redactor(config.secrets)
+        self.cli_path: str | None = None
+        self.last_error: CodexError | None = None
+        self._idle_since: float = trio.current_time()
+        self._pending_rebuild: Callable[[], Awaitable[None]] | None = None
+
+    def __repr__(self) -> str:
+        return f"<Runtime {self.config.channel_id} {self.state.value} gen={self.generation} queued={len(self._queue)}>"
+
+    # -- state ---------------------------------------------------------------------------
+
+    @property
+    def state(self) -> RuntimeState:
+        return self.machine.state
+
+    @property
+    def busy(self) -> bool:
+        return self.active is not None or bool(self._queue)
+
+    def _transition(self, event: RuntimeEvent, **info: Any) -> None:
+        before = self.machine.state
+        after = self.machine.fire(event)
+        if before is not after or event is RuntimeEvent.START:
+            self._publish(self._event("runtimeStateChanged", {"from": before.value, "to": after.value, **info}))
+        self._state_event.set()
+        self._state_event = trio.Event()
+
+    async def wait_state(self, *states: RuntimeState) -> RuntimeState:
+        """Wait until the runtime is in one of ``states``. Unbounded: callers bound it."""
+        while self.state not in states:
+            await self._state_event.wait()
+        return self.state
+
+    def runtime_snapshot(self) -> dict[str, Any]:
+        """State for heartbeat/status (R-RT-6)."""
+        return {
+            "channelId": self.config.channel_id,
+            "state": self.state.value,
+            "runtimeGeneration": self.generation,
+            "pid": self.conn.pid if self.conn is not None and not self.conn.closed.is_set() else None,
+            "busy": self.busy,
+            "sessionCount": sum(1 for t in self.threads.values() if t.loaded_generation == self.generation),
+            "queuedOperations": len(self._queue),
+            "activeOperation": self.active.id if self.active else None,
+            "pendingInteractions": sum(1 for i in self.interactions.values() if i.state == "pending"),
+            "cliPath": self.cli_path,
+            "settingsRevision": self.settings_revision,
+        }
+
+    # -- events --------------------------------------------------------------------------
+
+    def _event(self, kind: str, payload: dict[str, Any] | None = None, *, op: Operation | None = None,
+               thread_id: str | None = None, turn_id: str | None = None, item_id: str | None = None) -> CodexEvent:
+        tid = thread_id if thread_id is not None else (op.thread_id if op else None)
+        root = tid
+        info = self.threads.get(tid) if tid else None
+        if info is not None and not info.root:
+            root = None
+        return CodexEvent(
+            kind,
+            payload or {},
+            runtime_generation=self.generation,
+            channel_id=self.config.channel_id,
+            client_operation_id=op.id if op else None,
+            root_thread_id=root,
+            thread_id=tid,
+            turn_id=turn_id if turn_id is not None else (op.turn_id if op else None),
+            item_id=item_id,
+        )
+
+    def _publish(self, ev: CodexEvent) -> None:
+        for sub in self._subscribers:
+            sub.put(ev)
+
+    @contextlib.contextmanager
+    def subscribe(self, *, max_droppable: int = 1000) -> Any:
+        """``with rt.subscribe() as events: async for ev in events: …`` — every event of this
+        runtime, buffered per subscriber (lossless for text, see ``codexrt._events``)."""
+        stream = EventStream(max_droppable=max_droppable)
+        self._subscribers.append(stream)
+        try:
+            yield stream
+        finally:
+            stream.close()
+            self._subscribers.remove(stream)
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def ensure_started(self) -> Connection:
+        """Start the app-server if needed and wait for READY (R-RT-3). Concurrent callers
+        share one start. Raises the startup error when every candidate failed (R-CLI-5)."""
+        if self._closing:
+            raise ClosedError("runtime is closed")
+        async with self._start_lock:
+            if self.state is RuntimeState.READY and self.conn is not None and not self.conn.closed.is_set():
+                return self.conn
+            return await self._start()
+
+    async def _start(self) -> Connection:
+        candidates = self.config.candidate_factories()
+        if not candidates:
+            err = CliUnavailable(
+                f"{child_exited_message(None, None)}: no Codex CLI found. Install it with "
+                "`npm install -g @openai/codex`, or set CODEX_BIN to its path.",
+                details={"codexCliUnavailable": {"candidates": [], "hint": "set CODEX_BIN"}},
+            )
+            self.last_error = err
+            raise err
+        attempts: list[dict[str, Any]] = []
+        self._transition(RuntimeEvent.START, attempt=1)
+        last_exc: CodexError | None = None
+        for index, (label, factory) in enumerate(candidates):
+            if index > 0:
+                self._transition(RuntimeEvent.START, attempt=index + 1)
+                self._publish(self._event("runtimeFallback", {
+                    "failed": attempts[-1], "next": self._redactor(label), "attempt": index + 1,
+                    "startupAttempts": len(candidates)}))
+            self.generation += 1
+            gen = self.generation
+            try:
+                transport = await factory()
+            except OSError as exc:
+                last_exc = ChildExited(None, None, details={"startupFailure": "spawn failed", "command": label,
+                                                            "error": f"{type(exc).__name__}: {exc}"})
+                attempts.append({"candidate": self._redactor(label), "outcome": f"spawn failed: {exc}"})
+                continue
+            self._transition(RuntimeEvent.SPAWNED)
+            conn = await self._nursery.start(self._connection_task, transport, gen)
+            try:
+                await conn.initialize()
+            except CodexError as exc:
+                last_exc = exc
+                attempts.append({"candidate": self._redactor(label), "outcome": exc.message,
+                                 "code": exc.code})
+                await conn.aclose()
+                continue
+            self.conn = conn
+            self.cli_path = label
+            self._transition(RuntimeEvent.INITIALIZED, pid=conn.pid)
+            return conn
+        self._transition(RuntimeEvent.FAULT, reason="startup failed")
+        assert last_exc is not None
+        if len(candidates) == 1:
+            last_exc.details.setdefault("attempts", attempts)
+            self.last_error = last_exc
+            raise last_exc
+        lines = [f"  - {a['candidate']}: {a['outcome']}" for a in attempts]
+        err = CliUnavailable(
+            f"{child_exited_message(getattr(last_exc, 'returncode', None), getattr(last_exc, 'signal', None))}; "
+            "every Codex CLI candidate failed to start:\n" + "\n".join(lines)
+            + "\nhint: update the CLI (`npm install -g @openai/codex@latest`) or set CODEX_BIN to a working binary",
+            details={"codexCliUnavailable": {"attempts": attempts}},
+        )
+        self.last_error = err
+        raise err
+
+    async def _connection_task(self, transport: Transport, gen: int,
+                               task_status: trio.TaskStatus[Connection] = trio.TASK_STATUS_IGNORED) -> None:
+        caps: dict[str, Any] = {}
+        if self.config.opt_out_notification_methods:
+            caps["optOutNotificationMethods"] = list(self.config.opt_out_notification_methods)
+        async with open_connection(
+            transport,
+            sink=lambda ev: self._on_conn_event(gen, ev),
+            supported_server_requests=SUPPORTED_SERVER_REQUESTS,
+            client_info=self.config.client_info,
+            capabilities=caps,
+            rpc_timeout=self.config.rpc_timeout,
+            handshake_timeout=self.config.handshake_timeout,
+            redactor=self._redactor,
+        ) as conn:
+            task_status.started(conn)
+            await conn.closed.wait()
+
+    async def reset(self, *, reason: str = "reset") -> None:
+        """Retire the current child and confirm its exit (R-RT-5). Concurrent resets share one
+        retirement; a reset never closes a newer runtime than the one it saw."""
+        conn = self.conn
+        async with self._start_lock:
+            if conn is not self.conn:
+                return  # someone else already retired it (and maybe started a newer one)
+            await self._retire(reason)
+
+    async def _retire(self, reason: str) -> None:
+        conn = self.conn
+        if self.machine.can(RuntimeEvent.DRAIN):
+            self._transition(RuntimeEvent.DRAIN, reason=reason)
+        if conn is not None:
+            status = await conn.aclose()
+            self._publish(self._event("runtimeReset", {
+                "reason": reason, "exit": attrs.asdict(status) if status else None}))
+        self.conn = None
+        for info in self.threads.values():
+            info.loaded_generation = None
+        self._expire_interactions("runtime reset")
+        if self.machine.state is RuntimeState.DRAINING:
+            self._transition(RuntimeEvent.STOPPED)
+
+    # -- connection events (run on the reader: sync, never block) ------------------------
+
+    def _on_conn_event(self, gen: int, ev: ConnectionEvent) -> None:
+        if gen != self.generation:
+            return  # an older generation never acts on a newer one (R-RT-2)
+        if isinstance(ev, Notification):
+            self._on_notification(ev)
+        elif isinstance(ev, ServerRequest):
+            self._on_server_request(ev, gen)
+        elif isinstance(ev, LateResponse):
+            self._publish(self._event("lateResponse", {"method": ev.method, "requestId": ev.id,
+                                                       "phase": ev.phase.value, "ok": ev.error is None}))
+        elif isinstance(ev, ProtocolViolation):
+            self._publish(self._event("protocolError", {"reason": ev.reason}))
+        elif isinstance(ev, UnsupportedServerRequest):
+            self._publish(self._event("unsupportedServerRequest", {"method": ev.method, "requestId": ev.id}))
+        elif isinstance(ev, ConnectionClosed):
+            if ev.error is not None and self.conn is not None and self.state is not RuntimeState.DRAINING:
+                self._fault(ev.error)
+
+    def _fault(self, error: CodexError) -> None:
+        """One settle for an unexpected exit (R-RT-4)."""
+        self.last_error = error
+        if self.machine.can(RuntimeEvent.FAULT):
+            self._transition(RuntimeEvent.FAULT, reason=error.message)
+        queued, self._queue = self._queue, []
+        ops = ([self.active] if self.active is not None else []) + queued
+        for op in ops:
+            if not op.terminal:
+                err = ChildExited(getattr(error, "returncode", None), getattr(error, "signal", None),
+                                  phase=op.phase.value, details=error.details)
+                op._settle(STATUS_FAILED, err)
+        for info in self.threads.values():
+            info.loaded_generation = None
+        self._expire_interactions("app-server exited")
+        self.conn = None
+
+    def _op_for(self, thread_id: str | None, turn_id: str | None) -> Operation | None:
+        op = self.active
+        if op is None or op.terminal or thread_id is None or op.thread_id != thread_id:
+            return None
+        if turn_id is not None and op.turn_id is not None and op.turn_id != turn_id:
+            return None
+        return op
+
+    def _on_notification(self, n: Notification) -> None:
+        params = n.params if isinstance(n.params, dict) else {}
+        method = n.method
+        thread_id = params.get("threadId")
+        turn = params.get("turn") if isinstance(params.get("turn"), dict) else None
+        turn_id = params.get("turnId") or (turn or {}).get("id")
+        item = params.get("item") if isinstance(params.get("item"), dict) else None
+        item_id = params.get("itemId") or (item or {}).get("id")
+
+        if method == "thread/started":
+            thread = params.get("thread") or {}
+            tid = thread.get("id")
+            if tid:
+                info = self.threads.setdefault(tid, _ThreadInfo(tid))
+                info.root = not thread.get("parentThreadId")
+                info.loaded_generation = self.generation
+            self._publish(self._event("threadStarted", {"thread": thread}, thread_id=tid))
+            return
+        if method == "thread/settings/updated" and thread_id:
+            info = self.threads.setdefault(thread_id, _ThreadInfo(thread_id))
+            info.effective = params.get("threadSettings") or {}
+            info.settings_event.set()
+            info.settings_event = trio.Event()
+            self._publish(self._event("thread/settings/updated", params, thread_id=thread_id))
+            return
+        if method == "serverRequest/resolved":
+            rid = params.get("requestId")
+            for inter in self.interactions.values():
+                if inter._request_id == rid and type(inter._request_id) is type(rid) and inter.state == "pending" \
+                        and inter.generation == self.generation:
+                    inter.state = "resolved"
+                    inter.resolved.set()
+                    ev = self._event("interactionResolved", {"interactionKey": inter.key},
+                                     thread_id=inter.thread_id, turn_id=inter.turn_id, item_id=inter.item_id)
+                    self._deliver(ev, self._op_for(inter.thread_id, inter.turn_id))
+            return
+
+        op = self._op_for(thread_id, turn_id)
+        if method == "turn/started" and turn_id:
+            if op is not None and op._bind_turn(turn_id):
+                self._deliver(self._event("turnStarted", {"turn": turn}, op=op), op)
+                if op.cancel_requested:
+                    self._nursery.start_soon(self._send_interrupt, op)
+            else:
+                self._publish(self._event("turnStarted", {"turn": turn}, thread_id=thread_id, turn_id=turn_id))
+            return
+        if method == "turn/completed" and turn_id:
+            status = (turn or {}).get("status")
+            if op is not None and op._bind_turn(turn_id) and status in _NATIVE_TERMINALS:
+                error = None
+                if status == STATUS_FAILED:
+                    terr = (turn or {}).get("error") or {}
+                    error = OperationFailed(terr.get("message") or "turn failed", details={"turnError": terr})
+                op._settle(status, error)
+            else:
+                # No operation owns it: a sub-agent, another client, or a duplicate terminal.
+                self._publish(self._event("orphanTurnTerminal", {"status": status, "turn": turn},
+                                          thread_id=thread_id, turn_id=turn_id))
+            return
+        if method in ("item/started", "item/completed") and item is not None:
+            kind = "itemStarted" if method == "item/started" else "itemCompleted"
+            if op is not None and method == "item/completed":
+                op._note_item(item)
+            self._deliver(self._event(kind, {"item": item}, op=op, thread_id=thread_id, turn_id=turn_id,
+                                      item_id=item_id), op)
+            return
+        if method in DELTA_METHODS:
+            payload = {k: v for k, v in params.items() if k not in ("threadId", "turnId", "itemId")}
+            payload["stream"] = method
+            if not isinstance(payload.get("delta"), str):
+                payload["delta"] = str(payload.get("delta", ""))
+            self._deliver(self._event("itemUpdated", payload, op=op, thread_id=thread_id, turn_id=turn_id,
+                                      item_id=item_id), op)
+            return
+        if method == "error":
+            if op is not None:
+                op.errors.append(params.get("error") or {})
+            self._deliver(self._event("error", params, op=op, thread_id=thread_id, turn_id=turn_id), op)
+            return
+        self._deliver(self._event("nativeNotification", {"method": method, "params": params}, op=op,
+                                  thread_id=thread_id, turn_id=turn_id, item_id=item_id), op)
+
+    def _deliver(self, ev: CodexEvent, op: Operation | None) -> None:
+        if op is not None:
+            op.stream.put(ev)
+        self._publish(ev)
+
+    def _on_server_request(self, req: ServerRequest, gen: int) -> None:
+        inter = Interaction(self, req, gen, next(self._interaction_seq))
+        self.interactions[inter.key] = inter
+        op = self._op_for(inter.thread_id, inter.turn_id)
+        ev = self._event("interactionRequested", inter.to_wire(), op=op, thread_id=inter.thread_id,
+                         turn_id=inter.turn_id, item_id=inter.item_id)
+        self._deliver(ev, op)
+
+    def _expire_interactions(self, reason: str) -> None:
+        for inter in self.interactions.values():
+            if inter.state == "pending":
+                inter.state = "expired"
+                inter.resolved.set()
+        # keep only a bounded history of settled interactions
+        if len(self.interactions) > 1000:
+            for key in [k for k, i in self.interactions.items() if i.state != "pending"][:500]:
+                del self.interactions[key]
+
+    def pending_interactions(self) -> list[Interaction]:
+        """Pending interactions in delivery order (for replay, R-INT-2)."""
+        return sorted((i for i in self.interactions.values() if i.state == "pending"),
+                      key=lambda i: i.delivery_sequence)
+
+    # -- control calls (bypass the FIFO, R-OP-1) ----------------------------------------
+
+    def _lookup_interaction(self, key: str, token: str) -> Interaction:
+        inter = self.interactions.get(key)
+        if inter is None:
+            raise InteractionError(f"unknown interaction {key!r}", code="INTERACTION_UNKNOWN")
+        if not secrets.compare_digest(inter.dialog_token, token):
+            raise InteractionError("stale or wrong dialog token", code="INTERACTION_STALE_TOKEN")
+        if inter.state == "answered":
+            raise InteractionError("interaction was already answered", code="INTERACTION_DUPLICATE")
+        if inter.state in ("resolved", "expired") or inter.generation != self.generation:
+            raise InteractionError(f"interaction is no longer pending ({inter.state})", code="INTERACTION_EXPIRED")
+        return inter
+
+    async def respond_interaction(self, key: str, dialog_token: str, result: Any) -> None:
+        """Answer an interaction with a typed result (R-INT-1, R-INT-3). Refuses unknown,
+        duplicate, expired and stale answers with :class:`InteractionError`."""
+        inter = self._lookup_interaction(key, dialog_token)
+        _validate_reply(inter.method, result)
+        conn = self.conn
+        if conn is None:
+            raise InteractionError("runtime is not connected", code="INTERACTION_EXPIRED")
+        inter.state = "answered"
+        try:
+            await conn.reply(inter._request_id, result)
+        except LocalProtocolError as exc:
+            inter.state = "resolved"
+            raise InteractionError(str(exc), code="INTERACTION_EXPIRED") from None
+        self._publish(self._event("interactionAnswered", {"interactionKey": key}, thread_id=inter.thread_id,
+                                  turn_id=inter.turn_id, item_id=inter.item_id))
+
+    async def respond_interaction_error(self, key: str, dialog_token: str, code: int, message: str) -> None:
+        inter = self._lookup_interaction(key, dialog_token)
+        conn = self.conn
+        if conn is None:
+            raise InteractionError("runtime is not connected", code="INTERACTION_EXPIRED")
+        inter.state = "answered"
+        await conn.reply_error(inter._request_id, code, message)
+
+    def update_settings(self, settings: Settings | None = None, **changes: Any) -> int:
+        """Change the *desired* settings (R-SET-1); returns the new revision. The next
+        dispatched operation freezes it; effective settings come from the server."""
+        new = self.desired.merged(settings) if settings is not None else self.desired
+        if changes:
+            new = new.merged(Settings(**changes))
+        self.desired = new
+        self.settings_revision += 1
+        self._publish(self._event("settingsUpdated", {"revision": self.settings_revision,
+                                                      "desired": new.to_wire()}))
+        return self.settings_revision
+
+    def abort(self, op: Operation | str | None = None) -> str:
+        """Stop an operation (R-OP-5); answers at once with the path taken:
+
+        ``cancelledQueued`` (zero RPCs), ``cancelIntent`` (not written yet; no ``turn/start``
+        will be written once bootstrap is confirmed), ``interruptPending`` (written, turn id
+        unknown: interrupt as soon as it arrives), ``interruptSent`` (``turn/interrupt`` now),
+        ``alreadyTerminal`` or ``noOperation``. A watchdog gives the stop ``stop_budget``
+        seconds from the first request; then the child is killed and everything fails once
+        (``runtimeUnhealthy``).
+        """
+        if op is None:
+            op = self.active or (self._queue[0] if self._queue else None)
+            if op is None:
+                return "noOperation"
+        elif isinstance(op, str):
+            found = self._ops.get(op)
+            if found is None:
+                return "noOperation"
+            op = found
+        if op.terminal:
+            return "alreadyTerminal"
+        first = not op.cancel_requested
+        op.cancel_requested = True
+        if first:
+            op.cancel_requested_at = trio.current_time()
+        if op.phase is OpPhase.QUEUED:
+            if op in self._queue:
+                self._queue.remove(op)
+            op._settle(STATUS_CANCELLED, OperationCancelled("cancelled before it started"))
+            return "cancelledQueued"
+        if first:
+            self._nursery.start_soon(self._stop_watchdog, op)
+        if op.phase is OpPhase.NOT_WRITTEN:
+            return "cancelIntent"
+        if op.turn_id is None:
+            return "interruptPending"
+        self._nursery.start_soon(self._send_interrupt, op)
+        return "interruptSent"
+
+    async def _send_interrupt(self, op: Operation) -> None:
+        conn = self.conn
+        if conn is None or op.terminal or op.turn_id is None or op.thread_id is None:
+            return
+        try:
+            await conn.call("turn/interrupt", {"threadId": op.thread_id, "turnId": op.turn_id})
+            self._deliver(self._event("turnAborted", {"requested": True}, op=op), op)
+        except CodexError as exc:
+            self._deliver(self._event("error", {"message": f"turn/interrupt failed: {exc.message}",
+                                                "code": exc.code}, op=op), op)
+
+    async def _stop_watchdog(self, op: Operation) -> None:
+        with trio.move_on_after(self.config.stop_budget):
+            await op._done.wait()
+            return
+        if op.terminal:
+            return
+        # Budget exhausted: close the child, confirm its exit, fail everything once.
+        self._publish(self._event("runtimeUnhealthy", {"reason": "stop budget exhausted",
+                                                       "budgetSeconds": self.config.stop_budget}, op=op))
+        conn = self.conn
+        if conn is not None:
+            conn.kill()
+            with trio.move_on_after(10):
+                await conn.closed.wait()
+        if not op.terminal:
+            op._settle(STATUS_FAILED, ChildExited(None, None, phase=op.phase.value,
+                                                  details={"stopBudgetExhausted": True}))
+
+    # -- long operations -----------------------------------------------------------------
+
+    def _new_op(self, kind: str, *, thread_id: str | None, client_message_id: str | None,
+                payload: dict[str, Any]) -> Operation:
+        if self._closing:
+            raise ClosedError("runtime is closed")
+        op = Operation(self, kind, f"op-{self.generation}-{next(self._op_counter)}-{secrets.token_hex(3)}",
+                       thread_id=thread_id, client_message_id=client_message_id, payload=payload)
+        self._ops[op.id] = op
+        if len(self._ops) > 4096:
+            for key in [k for k, o in self._ops.items() if o.terminal][:2048]:
+                del self._ops[key]
+        self._queue.append(op)
+        self._queue_event.set()
+        ev = self._event("operationQueued", {"kind": kind, "clientMessageId": client_message_id,
+                                             "position": len(self._queue)}, op=op)
+        op.stream.put(ev)
+        self._publish(ev)
+        return op
+
+    def send(self, text: str, *, thread_id: str | None = None, client_message_id: str | None = None,
+             images: Sequence[str] = (), additional_context: dict[str, Any] | None = None,
+             settings: Settings | None = None) -> Operation:
+        """Queue a user message (R-OP-1). ``thread_id=None`` starts a new thread. Returns at
+        once; the operation runs when the FIFO reaches it. ``client_message_id`` identifies
+        this submission (R-OP-7); a fresh one is chosen when omitted."""
+        if not isinstance(text, str):
+            raise ConfigError("text must be a string")
+        cmid = client_message_id or f"cm-{secrets.token_hex(8)}"
+        return self._new_op("send", thread_id=thread_id, client_message_id=cmid, payload={
+            "text": text, "images": list(images), "additionalContext": additional_context, "settings": settings})
+
+    def compact(self, thread_id: str) -> Operation:
+        return self._new_op("compact", thread_id=thread_id, client_message_id=None, payload={})
+
+    def review(self, thread_id: str, target: dict[str, Any] | None = None) -> Operation:
+        return self._new_op("review", thread_id=thread_id, client_message_id=None,
+                            payload={"target": target or {"type": "uncommittedChanges"}})
+
+    def preconnect(self, thread_id: str | None = None) -> Operation:
+        """Start or reuse the runtime and resume ``thread_id``; never starts a turn (R-D-1)."""
+        return self._new_op("preconnect", thread_id=thread_id, client_message_id=None, payload={})
+
+    async def _fifo_worker(self) -> None:
+        while True:
+            while not self._queue:
+                self._queue_event = trio.Event()
+                await self._queue_event.wait()
+            op = self._queue.pop(0)
+            if op.terminal:
+                continue
+            self.active = op
+            try:
+                await self._dispatch(op)
+            finally:
+                if not op.terminal:  # pragma: no cover - _dispatch always settles
+                    op._settle(STATUS_FAILED, LocalProtocolError("operation ended without a terminal"))
+                self.active = None
+                self._idle_since = trio.current_time()
+            if self._pending_rebuild is not None and not self._queue:
+                rebuild, self._pending_rebuild = self._pending_rebuild, None
+                await rebuild()
+
+    async def _dispatch(self, op: Operation) -> None:
+        op._fire(OpEvent.DISPATCH)
+        op.settings = self.desired.merged(op.payload.get("settings") or Settings())
+        op.payload["settingsRevision"] = self.settings_revision
+        try:
+            conn = await self.ensure_started()
+            op.generation = self.generation
+            await self._bootstrap_thread(op, conn)
+            if op.cancel_requested:  # the gate honours the intent once bootstrap is confirmed
+                op._settle(STATUS_CANCELLED, OperationCancelled("cancelled before the turn was started"))
+                return
+            if op.kind == "preconnect":
+                op._settle(STATUS_COMPLETED)
+                return
+            if op.kind == "send":
+                await self._start_turn(op, conn)
+            else:
+                await self._start_compact_or_review(op, conn)
+        except CodexError as exc:
+            if not op.terminal:
+                if op.cancel_requested and op.turn_id is None and isinstance(exc, (RpcError, RpcTimeout)):
+                    op._settle(STATUS_CANCELLED, OperationCancelled(f"cancelled: {exc.message}"))
+                else:
+                    op._settle(STATUS_FAILED, exc)
+            return
+        await op._done.wait()
+
+    async def _bootstrap_thread(self, op: Operation, conn: Connection) -> None:
+        settings = op.settings or Settings()
+        if op.thread_id is None:
+            if op.kind not in ("send", "preconnect"):
+                raise ConfigError(f"{op.kind} needs a thread id")
+            if op.kind == "preconnect":
+                return
+            result = await conn.call("thread/start", settings.thread_start_params())
+            thread = (result or {}).get("thread") or {}
+            tid = thread.get("id")
+            if not isinstance(tid, str):
+                raise OperationFailed("thread/start returned no thread id", details={"result": result})
+            op.thread_id = tid
+            info = self.threads.setdefault(tid, _ThreadInfo(tid))
+            info.loaded_generation = self.generation
+            return
+        info = self.threads.setdefault(op.thread_id, _ThreadInfo(op.thread_id))
+        if info.loaded_generation == self.generation:
+            return
+        params: dict[str, Any] = {"threadId": op.thread_id, **settings.thread_start_params()}
+        try:
+            result = await conn.call("thread/resume", params)
+        except RpcError as exc:
+            text = exc.message.lower()
+            code = "RESUME_FAILED"
+            if "no rollout found" in text or "not found" in text:
+                code = "THREAD_NOT_FOUND"
+            elif "active writer" in text:
+                code = "WRITER_CONFLICT"
+            hint = {
+                "THREAD_NOT_FOUND": "a thread that never ran a turn has no rollout and cannot be resumed; start a new thread",
+                "WRITER_CONFLICT": "another app-server (often an orphan of an earlier crash) holds this thread; "
+                                   "stop that process or wait for it to exit",
+            }.get(code)
+            raise ThreadResumeError(f"thread/resume failed: {exc.message}", code=code,
+                                    details={"threadId": op.thread_id, "rpcCode": exc.rpc_code,
+                                             **({"hint": hint} if hint else {})}) from None
+        info.loaded_generation = self.generation
+        ev = self._event("threadResumed", {"cold": True, "thread": (result or {}).get("thread", {}).get("id")}, op=op)
+        self._deliver(ev, op)
+        # R-SET-3: a cold resume clears session-scoped grants (acceptForSession) on the host.
+        self._publish(self._event("sessionGrantsReset", {"reason": "cold resume"}, op=op))
+
+    async def _start_turn(self, op: Operation, conn: Connection) -> None:
+        settings = op.settings or Settings()
+        inputs: list[dict[str, Any]] = [{"type": "text", "text": op.payload["text"], "text_elements": []}]
+        for image in op.payload.get("images") or []:
+            if image.startswith(("http://", "https://", "data:")):
+                inputs.append({"type": "image", "url": image})
+            else:
+                inputs.append({"type": "localImage", "path": image})
+        params: dict[str, Any] = {"threadId": op.thread_id, "input": inputs,
+                                  "clientUserMessageId": op.client_message_id, **settings.turn_params()}
+        if op.payload.get("additionalContext"):
+            params["additionalContext"] = op.payload["additionalContext"]
+
+        def written() -> None:
+            op._fire(OpEvent.WRITTEN)
+
+        try:
+            result = await conn.call("turn/start", params, on_written=written)
+        except RpcTimeout as exc:
+            if exc.phase == "writtenUnconfirmed":
+                # The turn may be running: never re-send (R-OP-7). Wait for its native events,
+                # a late response, a stop, or the child's exit.
+                self._deliver(self._event("error", {"message": exc.message, "code": exc.code,
+                                                    "phase": exc.phase}, op=op), op)
+                return
+            raise
+        turn = (result or {}).get("turn") or {}
+        tid = turn.get("id")
+        if isinstance(tid, str) and op._bind_turn(tid):
+            if op.cancel_requested:
+                self._nursery.start_soon(self._send_interrupt, op)
+        self._deliver(self._event("operationAcked", {"turn": turn}, op=op), op)
+
+    async def _start_compact_or_review(self, op: Operation, conn: Connection) -> None:
+        await self._settings_gate(op, conn)
+        if op.cancel_requested:
+            op._settle(STATUS_CANCELLED, OperationCancelled("cancelled before it started"))
+            return
+        if op.kind == "compact":
+            method, params = "thread/compact/start", {"threadId": op.thread_id}
+        else:
+            method, params = "review/start", {"threadId": op.thread_id, "target": op.payload["target"]}
+        op._fire(OpEvent.WRITTEN)
+        result = await conn.call(method, params)
+        turn = (result or {}).get("turn") if isinstance(result, dict) else None
+        if isinstance(turn, dict) and isinstance(turn.get("id"), str):
+            op._bind_turn(turn["id"])
+        self._deliver(self._event("operationAcked", {"result": result}, op=op), op)
+
+    async def _settings_gate(self, op: Operation, conn: Connection) -> None:
+        """R-SET-2: compact/review carry no settings, so push the frozen revision first and
+        wait for the matching ``thread/settings/updated``; unconfirmed, they do not start."""
+        params = (op.settings or Settings()).turn_params()
+        if not params:
+            return
+        info = self.threads.setdefault(op.thread_id or "", _ThreadInfo(op.thread_id or ""))
+        waiter = info.settings_event
+        await conn.call("thread/settings/update", {"threadId": op.thread_id, **params})
+        with trio.move_on_after(self.config.settings_confirm_timeout):
+            await waiter.wait()
+            return
+        raise OperationFailed("settings were not confirmed by thread/settings/updated; not starting",
+                              code="SETTINGS_UNCONFIRMED", details={"revision": op.payload.get("settingsRevision")})
+
+    # -- launch-config rebuild (R-LC-2) --------------------------------------------------
+
+    def request_rebuild(self, *, root_thread_id: str | None = None, reason: str = "launch config changed") -> str:
+        """Rebuild the child (new launch configuration): at once when idle, else deferred
+        until the active operation's terminal. Then a cold ``thread/resume`` of the root
+        thread. Returns ``"now"`` or ``"deferred"``."""
+        async def rebuild() -> None:
+            await self.reset(reason=reason)
+            if root_thread_id is not None:
+                op = self.preconnect(root_thread_id)
+                await op.wait()
+
+        if self.busy:
+            self._pending_rebuild = rebuild
+            return "deferred"
+        self._nursery.start_soon(rebuild)
+        return "now"
+
+    async def _idle_reaper(self) -> None:
+        """R-RT-6: retire an idle child (no sessions, not busy) after ``idle_timeout``."""
+        assert self.config.idle_timeout is not None
+        while True:
+            await trio.sleep(min(self.config.idle_timeout, 1.0))
+            if (self.state is RuntimeState.READY and not self.busy
+                    and trio.current_time() - self._idle_since >= self.config.idle_timeout
+                    and not self.pending_interactions()):
+                await self.reset(reason="idle")
+
+    # -- close ---------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Cancel queued operations, stop the active one within the stop budget, retire the
+        child and reap it. Idempotent; shielded."""
+        with trio.CancelScope(shield=True):
+            self._closing = True
+            for op in list(self._queue):
+                self.abort(op)
+            if self.active is not None and not self.active.terminal:
+                self.abort(self.active)
+                with trio.move_on_after(self.config.stop_budget + 11):
+                    await self.active._done.wait()
+            async with self._start_lock:
+                if self.conn is not None or self.state is not RuntimeState.STOPPED:
+                    await self._retire("closed")
+            for sub in self._subscribers:
+                sub.close()
+
+
+def _validate_reply(method: str, result: Any) -> None:
+    """Reject replies that cannot fit the request (R-INT-3). Decision values come from the
+    pinned schema; ``availableDecisions`` is a UI hint, not a limit (the real server accepts
+    ``decline`` even when it is not listed)."""
+    if method in ("item/commandExecution/requestApproval", "item/fileChange/requestApproval"):
+        if not isinstance(result, dict) or "decision" not in result:
+            raise InteractionError(f"{method} needs a result with a 'decision'", code="INTERACTION_INVALID_REPLY")
+        d = result["decision"]
+        allowed = {"accept", "acceptForSession", "decline", "cancel"}
+        if isinstance(d, str) and d in allowed:
+            return
+        if isinstance(d, dict) and len(d) == 1 and next(iter(d)) in (
+                "acceptWithExecpolicyAmendment", "applyNetworkPolicyAmendment"):
+            return
+        raise InteractionError(f"invalid decision {d!r} for {method}", code="INTERACTION_INVALID_REPLY")
+    if method == "mcpServer/elicitation/request":
+        if not isinstance(result, dict) or result.get("action") not in ("accept", "decline", "cancel"):
+            raise InteractionError("elicitation replies need action accept/decline/cancel",
+                                   code="INTERACTION_INVALID_REPLY")
+    if not isinstance(result, dict):
+        raise InteractionError(f"{method} needs an object result", code="INTERACTION_INVALID_REPLY")
+
+
+@contextlib.asynccontextmanager
+async def open_runtime(config: RuntimeConfig | None = None, **kwargs: Any) -> AsyncIterator[Runtime]:
+    """``async with open_runtime(RuntimeConfig(...)) as rt:`` — a supervised app-server for
+    one channel. Nothing is spawned until the first operation (or ``rt.ensure_started()``).
+    Leaving the block stops the active operation (within the stop budget), cancels queued
+    ones, and reaps the child. Cancelling the block does the same, shielded."""
+    if config is None:
+        config = RuntimeConfig(**kwargs)
+    elif kwargs:
+        config = attrs.evolve(config, **kwargs)
+    async with unwrap_single_group():
+        async with trio.open_nursery() as nursery:
+            rt = Runtime(config, nursery)
+            nursery.start_soon(rt._fifo_worker)
+            if config.idle_timeout is not None:
+                nursery.start_soon(rt._idle_reaper)
+            try:
+                yield rt
+            finally:
+                await rt.aclose()
+                nursery.cancel_scope.cancel()

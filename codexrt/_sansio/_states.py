@@ -1,0 +1,123 @@
+"""The runtime and operation state machines, as data (R-RT-1, R-OP-2, R-OP-4).
+
+Invariants
+----------
+* Every transition of a machine is one row of its table; anything else raises
+  :class:`~codexrt._errors.LocalProtocolError` naming machine, state and event (h11's rule).
+* Runtime: ``STOPPED → STARTING → INITIALIZING → READY → DRAINING → STOPPED``; any active
+  state may go to ``FAILED`` on a protocol or process fault; ``FAILED`` and ``STOPPED`` may
+  start again (the next user operation does that, R-RT-1, R-RT-3).
+* Operation: ``queued → notWritten → writtenUnconfirmed → nativeTurnKnown → terminal``; a
+  queued or not-yet-written operation may be cancelled to ``terminal`` directly (R-OP-5);
+  ``terminal`` is absorbing — a second terminal is ignored by the caller, never applied twice.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Generic, TypeVar
+
+from codexrt._errors import LocalProtocolError
+
+__all__ = ["RuntimeState", "RuntimeEvent", "OpPhase", "OpEvent", "Machine", "RUNTIME_TABLE", "OP_TABLE"]
+
+
+class RuntimeState(str, enum.Enum):
+    STOPPED = "STOPPED"
+    STARTING = "STARTING"
+    INITIALIZING = "INITIALIZING"
+    READY = "READY"
+    DRAINING = "DRAINING"
+    FAILED = "FAILED"
+
+
+class RuntimeEvent(str, enum.Enum):
+    START = "start"  # ensure_runtime begins launching a child
+    SPAWNED = "spawned"  # the transport is up; handshake next
+    INITIALIZED = "initialized"  # handshake done
+    DRAIN = "drain"  # reset / rebuild / idle retirement / close begins
+    STOPPED = "stopped"  # the child is confirmed gone after a drain
+    FAULT = "fault"  # unexpected exit, protocol fault, startup failure
+
+
+R, E = RuntimeState, RuntimeEvent
+RUNTIME_TABLE: dict[tuple[RuntimeState, RuntimeEvent], RuntimeState] = {
+    (R.STOPPED, E.START): R.STARTING,
+    (R.FAILED, E.START): R.STARTING,
+    (R.STARTING, E.SPAWNED): R.INITIALIZING,
+    (R.STARTING, E.START): R.STARTING,  # startup fallback: next candidate (R-CLI-5)
+    (R.INITIALIZING, E.START): R.STARTING,  # a candidate failed before READY; try the next
+    (R.INITIALIZING, E.INITIALIZED): R.READY,
+    (R.READY, E.DRAIN): R.DRAINING,
+    (R.STARTING, E.DRAIN): R.DRAINING,
+    (R.INITIALIZING, E.DRAIN): R.DRAINING,
+    (R.FAILED, E.DRAIN): R.DRAINING,
+    (R.STOPPED, E.DRAIN): R.DRAINING,
+    (R.DRAINING, E.STOPPED): R.STOPPED,
+    (R.DRAINING, E.FAULT): R.DRAINING,  # the child we are retiring exits: expected
+    (R.STARTING, E.FAULT): R.FAILED,
+    (R.INITIALIZING, E.FAULT): R.FAILED,
+    (R.READY, E.FAULT): R.FAILED,
+    (R.FAILED, E.FAULT): R.FAILED,
+}
+del R, E
+
+
+class OpPhase(str, enum.Enum):
+    QUEUED = "queued"
+    NOT_WRITTEN = "notWritten"
+    WRITTEN_UNCONFIRMED = "writtenUnconfirmed"
+    NATIVE_TURN_KNOWN = "nativeTurnKnown"
+    TERMINAL = "terminal"
+
+
+class OpEvent(str, enum.Enum):
+    DISPATCH = "dispatch"  # the FIFO took it
+    WRITTEN = "written"  # turn/start line written
+    TURN_BOUND = "turnBound"  # turn/started or the turn/start response named the turn
+    SETTLE = "settle"  # terminal
+
+
+P, O = OpPhase, OpEvent
+OP_TABLE: dict[tuple[OpPhase, OpEvent], OpPhase] = {
+    (P.QUEUED, O.DISPATCH): P.NOT_WRITTEN,
+    (P.QUEUED, O.SETTLE): P.TERMINAL,  # cancelled while queued: zero RPCs
+    (P.NOT_WRITTEN, O.WRITTEN): P.WRITTEN_UNCONFIRMED,
+    (P.NOT_WRITTEN, O.SETTLE): P.TERMINAL,
+    (P.NOT_WRITTEN, O.TURN_BOUND): P.NATIVE_TURN_KNOWN,  # turn/started before our write was confirmed
+    (P.WRITTEN_UNCONFIRMED, O.TURN_BOUND): P.NATIVE_TURN_KNOWN,
+    (P.WRITTEN_UNCONFIRMED, O.SETTLE): P.TERMINAL,
+    (P.NATIVE_TURN_KNOWN, O.WRITTEN): P.NATIVE_TURN_KNOWN,
+    (P.NATIVE_TURN_KNOWN, O.TURN_BOUND): P.NATIVE_TURN_KNOWN,  # same turn named again
+    (P.NATIVE_TURN_KNOWN, O.SETTLE): P.TERMINAL,
+}
+del P, O
+
+S = TypeVar("S", bound=enum.Enum)
+V = TypeVar("V", bound=enum.Enum)
+
+
+class Machine(Generic[S, V]):
+    """A tiny table-driven state machine: ``fire(event)`` or a LocalProtocolError."""
+
+    __slots__ = ("name", "table", "state")
+
+    def __init__(self, name: str, table: dict[tuple[S, V], S], initial: S) -> None:
+        self.name = name
+        self.table = table
+        self.state = initial
+
+    def can(self, event: V) -> bool:
+        return (self.state, event) in self.table
+
+    def fire(self, event: V) -> S:
+        try:
+            self.state = self.table[(self.state, event)]
+        except KeyError:
+            raise LocalProtocolError(
+                f"{self.name}: impossible transition on {event.value!r} in state {self.state.value!r}"
+            ) from None
+        return self.state
+
+    def __repr__(self) -> str:
+        return f"<{self.name} {self.state.value}>"

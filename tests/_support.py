@@ -1,0 +1,52 @@
+"""Shared helpers for codexrt's own tests: scripted fake peers as transports."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from codexrt._transport import ExitStatus, StreamTransport, spawn_process_transport
+from peer_fixtures.memory import open_memory_peer
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class MemoryPeers:
+    """Transport factories backed by in-memory scenario peers (one per startup). ``peers``
+    lists every peer started, in order, so tests can read what each one received."""
+
+    def __init__(self, nursery: trio.Nursery) -> None:
+        self.nursery = nursery
+        self.peers: list[Any] = []
+
+    def factory(self, scenario: Any):
+        async def make() -> StreamTransport:
+            streams = open_memory_peer(self.nursery, scenario)
+            self.peers.append(streams.peer)
+
+            async def exit_status() -> ExitStatus:
+                await streams.peer.finished.wait()
+                return ExitStatus(streams.peer.exit_code)
+
+            return StreamTransport(streams.send, streams.receive, streams.stderr,
+                                   description=f"memory:{streams.peer.scenario.name}", exit_status=exit_status)
+
+        return make
+
+    def received(self, index: int = -1, method: str | None = None) -> list[dict]:
+        msgs = self.peers[index].received
+        return [m for m in msgs if method is None or m.get("method") == method]
+
+
+def fake_server_factory(scenario: str, log: Path | None = None, extra: tuple[str, ...] = ()):
+    """A transport factory spawning the stdio fake app-server as a real child process."""
+    async def make():
+        argv = [sys.executable, "-m", "peer_fixtures.fake_app_server", scenario, *extra]
+        if log is not None:
+            argv += ["--log", str(log)]
+        return await spawn_process_transport(argv, cwd=str(ROOT))
+
+    return make
