@@ -16,7 +16,10 @@ import sys
 import codexrt
 
 #: Sub-command modules, in the order ``--help`` lists them.
-COMMAND_MODULES: list[str] = []
+COMMAND_MODULES: list[str] = [
+    "codexrt_cli._serve",
+    "codexrt_cli._doctor",
+]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,7 +36,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
-        importlib.import_module(name).add_parser(sub)
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:  # a command still being written must not break the rest
+            if exc.name != name:
+                raise
+            continue
+        module.add_parser(sub)
     return parser
 
 
