@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import enum
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -243,7 +243,7 @@ class ContextFragments:
     def __len__(self) -> int:
         return len(self.fragments)
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[ContextFragment]:
         return iter(self.fragments)
 
     def keys(self) -> tuple[str, ...]:
