@@ -604,3 +604,144 @@ async def test_undone_keys_persist_across_reopen(tree: Path, tmp_path: Path):
         led = EditLedger(session_id="s", store=store)
         led.record_item(item("i", ch), thread_id="th", turn_id="t", cwd=str(tree))
         assert led.is_undone(e.key) and led.entries(include_undone=False) == []
+
+
+# ----------------------------------------------------------------------------- the real server
+# Two turns of the pinned ``codex app-server`` with the loopback model: the model calls
+# ``apply_patch`` through ``exec_command`` (approved), covering add, update with several hunks,
+# a missing final newline, delete and move. ``tests/data/edits-filechange-0.169.0.json`` is one
+# such recording (cwd replaced by ``@CWD@``), replayed offline below; the ``real`` test redoes it
+# live. Regenerate:
+# ``.venv/bin/python -c 'import sys; sys.path.append("tests"); import test_edits; test_edits.record_real_data()'``.
+
+DATA = Path(__file__).resolve().parent / "data" / "edits-filechange-0.169.0.json"
+
+REAL_BEFORE = {
+    "big.txt": "".join(f"line {i}\n" for i in range(1, 31)),
+    "noeol.txt": "first\nlast",
+    "doomed.txt": "keep me\nplease\n",
+    "old_name.py": "print('a')\nprint('b')\n",
+}
+REAL_PATCHES = [
+    "*** Add File: new/hello.txt\n+hello world\n+second line\n"
+    "*** Update File: big.txt\n@@\n line 1\n-line 2\n+line two\n@@\n line 15\n+inserted\n line 16\n"
+    "@@\n-line 28\n line 29\n",
+    "*** Update File: noeol.txt\n@@\n first\n-last\n+LAST\n*** End of File\n"
+    "*** Delete File: doomed.txt\n"
+    "*** Update File: old_name.py\n*** Move to: pkg/new_name.py\n@@\n print('a')\n-print('b')\n+print('B')\n",
+]
+
+
+def write_tree(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(text.encode())
+
+
+def run_real_patch_session(codex_bin: Path, work: Path) -> dict:
+    """Drive the real server through REAL_PATCHES in ``work/ws``; return what it sent."""
+    from peer_fixtures.codex_home import codex_env, make_codex_home
+    from peer_fixtures.mock_responses import MockResponsesServer, Script
+    from peer_fixtures.real_server import spawn_app_server
+
+    cwd = work / "ws"
+    cwd.mkdir(parents=True)
+    write_tree(cwd, REAL_BEFORE)
+    live: list[dict] = []
+    with MockResponsesServer() as mock:
+        home = make_codex_home(work / "codex-home", mock.base_url)
+        with spawn_app_server(codex_bin, codex_env(home), cwd=cwd) as srv:
+            srv.initialize()
+            thread = srv.call("thread/start", {"cwd": str(cwd), "approvalPolicy": "untrusted",
+                                               "sandbox": "workspace-write"})["thread"]
+            for body in REAL_PATCHES:
+                mock.enqueue(Script.exec_command(
+                    f"apply_patch <<'EOF'\n*** Begin Patch\n{body}*** End Patch\nEOF\n"))
+                srv.call("turn/start", {"threadId": thread["id"], "input": [
+                    {"type": "text", "text": "edit the files", "text_elements": []}]})
+                while True:
+                    m = srv.wait_for(lambda m: m.get("method") in (
+                        "item/fileChange/requestApproval", "item/commandExecution/requestApproval",
+                        "turn/completed"), 60)
+                    if m["method"] == "turn/completed":
+                        assert m["params"]["turn"]["status"] == "completed", m
+                        break
+                    srv.send({"id": m["id"], "result": {"decision": "accept"}})
+            read = srv.call("thread/read", {"threadId": thread["id"], "includeTurns": True})
+            srv.close()
+            for m in srv.seen:
+                if m.get("method") in ("item/started", "item/completed") and \
+                        m["params"]["item"].get("type") == "fileChange":
+                    live.append({"method": m["method"], "params": m["params"]})
+    turns = [{"id": t["id"], "items": [i for i in t["items"] if i["type"] == "fileChange"]}
+             for t in read["thread"]["turns"]]
+    after = {str(p.relative_to(cwd)): p.read_bytes().decode() for p in sorted(cwd.rglob("*")) if p.is_file()}
+    return {"cwd": str(cwd), "threadId": thread["id"], "live": live, "history": turns,
+            "before": REAL_BEFORE, "after": after}
+
+
+def check_real_recording(rec: dict, cwd: Path) -> None:
+    """Feed a recording into ledgers (live and history) and undo everything byte for byte."""
+    async def go() -> None:
+        led = EditLedger(session_id="s", provider="mock")
+        for n in rec["live"]:
+            led.record_notification(n["method"], n["params"], cwd=str(cwd))
+        entries = led.by_thread(rec["threadId"])
+        got = sorted((os.path.relpath(e.target, cwd), e.kind.value, e.added, e.removed, e.status) for e in entries)
+        assert got == [
+            ("big.txt", "update", 2, 2, "completed"),
+            ("doomed.txt", "delete", 0, 2, "completed"),
+            ("new/hello.txt", "add", 2, 0, "completed"),
+            ("noeol.txt", "update", 1, 1, "completed"),
+            ("pkg/new_name.py", "move", 1, 1, "completed"),
+        ]
+        assert len(next(e for e in entries if e.target.endswith("big.txt")).patch.hunks) == 3
+        hist = EditLedger(session_id="s")
+        hist.record_history(rec["threadId"], rec["history"], cwd=str(cwd))
+        assert [(e.key, e.patch) for e in hist.by_thread(rec["threadId"])] == [(e.key, e.patch) for e in entries]
+        assert snapshot(cwd) == {k: v.encode() for k, v in rec["after"].items()}
+        async with trio.open_nursery() as n:
+            for e in entries:
+                n.start_soon(led.undo_file, (rec["threadId"], os.path.relpath(e.target, cwd)))
+        assert snapshot(cwd) == {k: v.encode() for k, v in rec["before"].items()}
+        assert led.pending_review() == []
+
+    trio.run(go)
+
+
+def _load_recording(cwd: Path) -> dict:
+    text = DATA.read_text(encoding="utf-8").replace("@CWD@", str(cwd))
+    return json.loads(text)
+
+
+def test_r_edit_1_recorded_real_filechange_items_undo_byte_for_byte(tmp_path: Path):
+    cwd = tmp_path / "ws"
+    rec = _load_recording(cwd)
+    write_tree(cwd, rec["after"])
+    check_real_recording(rec, cwd)
+
+
+@pytest.mark.real
+def test_r_edit_3_real_app_server_apply_patch_then_undo_restores_tree(tmp_path: Path):
+    from peer_fixtures.codex_bin import native_binary, pinned_version
+
+    codex_bin = native_binary(pinned_version())
+    if codex_bin is None:
+        if os.environ.get("CODEXRT_REQUIRE_REAL") == "1":
+            pytest.fail("the pinned codex binary is not installed (CODEXRT_REQUIRE_REAL=1)")
+        pytest.skip("the pinned codex binary is not installed; run `bash .ci/setup`")
+    rec = run_real_patch_session(codex_bin, tmp_path)
+    check_real_recording(rec, Path(rec["cwd"]))
+
+
+def record_real_data() -> None:
+    """Re-record DATA from the pinned binary (see the section comment)."""
+    import tempfile
+
+    from peer_fixtures.codex_bin import native_binary, pinned_version
+
+    with tempfile.TemporaryDirectory() as d:
+        rec = run_real_patch_session(native_binary(pinned_version()), Path(d))
+        DATA.write_text(json.dumps(rec, indent=1).replace(rec["cwd"], "@CWD@") + "\n", encoding="utf-8")
+    print(f"wrote {DATA}")
