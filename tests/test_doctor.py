@@ -125,3 +125,18 @@ def test_r_cli_7_real_binary_chosen_with_version(isolated: dict[str, str]) -> No
     assert report["chosen"]["path"] == str(binary)
     assert report["chosen"]["version"] == pinned_version()
     assert report["chosen"]["kind"] == "native" and report["chosen"]["source"] == "env:CODEX_BIN"
+
+
+def test_doctor_through_codexrt_main(
+    tmp_path: Path, isolated: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from codexrt_cli import _main
+
+    if "codexrt_cli._doctor" not in _main.COMMAND_MODULES:
+        pytest.skip("doctor not registered in codexrt_cli._main yet")
+    good = fake_cli(tmp_path / "b" / "codex", "codex-cli 2.0.0")
+    monkeypatch.setenv("PATH", "")
+    monkeypatch.setenv("CODEX_BIN", str(good))
+    assert _main.main(["doctor", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["chosen"]["version"] == "2.0.0" and report["chosen"]["source"] == "env:CODEX_BIN"
