@@ -629,6 +629,33 @@ class EditLedger:
                 )
         return out
 
+    def record_projected(self, record: Any, *, cwd: str) -> list[EditEntry]:
+        """Record a projected history ``FileChange`` (``codexrt._sansio._projection``: native
+        or legacy rollout) — any object with ``id``, ``thread_id``, ``turn_id``, ``status``,
+        ``source`` and ``changes`` of ``(path, kind, diff, move_path)``; ``kind`` may be
+        ``move``. Other records are ignored (→ ``[]``)."""
+        if getattr(record, "kind", None) != "fileChange":
+            return []
+        changes = [
+            {
+                "path": c.path,
+                "kind": {
+                    "type": "update" if c.kind == "move" else c.kind,
+                    "move_path": getattr(c, "move_path", None),
+                },
+                "diff": c.diff,
+            }
+            for c in record.changes
+        ]
+        item = {"type": "fileChange", "id": record.id, "status": record.status, "changes": changes}
+        return self.record_item(
+            item,
+            thread_id=str(record.thread_id or ""),
+            turn_id=str(record.turn_id),
+            cwd=cwd,
+            origin="history" if getattr(record, "source", "") != "legacy" else "legacy",
+        )
+
     # ----------------------------------------------------------------- queries
 
     def get(self, key: EditKey) -> EditEntry:

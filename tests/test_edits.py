@@ -31,7 +31,7 @@ from codexrt._edits import (
 )
 from codexrt._errors import CodexError, LocalProtocolError
 from codexrt._sansio._patch import ChangeKind
-from test_patch import similar_diff
+from tests.test_patch import similar_diff
 
 OLD = "".join(f"line {i}\n" for i in range(1, 31))
 NEW = (
@@ -612,7 +612,7 @@ async def test_undone_keys_persist_across_reopen(tree: Path, tmp_path: Path):
 # a missing final newline, delete and move. ``tests/data/edits-filechange-0.169.0.json`` is one
 # such recording (cwd replaced by ``@CWD@``), replayed offline below; the ``real`` test redoes it
 # live. Regenerate:
-# ``.venv/bin/python -c 'import sys; sys.path.append("tests"); import test_edits; test_edits.record_real_data()'``.
+# ``.venv/bin/python -c 'from tests import test_edits; test_edits.record_real_data()'``.
 
 DATA = Path(__file__).resolve().parent / "data" / "edits-filechange-0.169.0.json"
 
@@ -745,3 +745,22 @@ def record_real_data() -> None:
         rec = run_real_patch_session(native_binary(pinned_version()), Path(d))
         DATA.write_text(json.dumps(rec, indent=1).replace(rec["cwd"], "@CWD@") + "\n", encoding="utf-8")
     print(f"wrote {DATA}")
+
+
+def test_r_edit_1_projected_history_records_feed_the_ledger(tmp_path: Path):
+    from codexrt._sansio._projection import project_native_item
+
+    cwd = tmp_path / "ws"
+    rec = _load_recording(cwd)
+    led = EditLedger(session_id="s")
+    for turn in rec["history"]:
+        for it in turn["items"]:
+            r = project_native_item(it, thread_id=rec["threadId"], turn_id=turn["id"])
+            led.record_projected(r, cwd=str(cwd))
+    direct = EditLedger(session_id="s")
+    direct.record_history(rec["threadId"], rec["history"], cwd=str(cwd))
+    assert [(e.key, e.patch, e.status) for e in led.entries()] == [
+        (e.key, e.patch, e.status) for e in direct.entries()
+    ]
+    assert {e.kind for e in led.entries()} == set(ChangeKind)
+    assert led.record_projected(object(), cwd=str(cwd)) == []
