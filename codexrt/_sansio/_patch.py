@@ -16,6 +16,7 @@ and ``codex-rs/app-server-protocol`` ``format_file_change_diff``)::
                                                             context radius 1, ``\\ No newline…``)
     {path, kind: {type: "update", move_path: P}, diff}     diff = unified diff + "\\n\\nMoved to: P"
 
+All four were confirmed on the pinned binary (``tests/data/edits-filechange-0.169.0.json``).
 ``path``/``move_path`` are absolute in practice (codex resolves them against the turn's cwd),
 but relative ones are accepted; resolving them is the caller's job. The older "core" shape
 (``ApplyPatchApprovalParams.fileChanges`` and legacy rollouts: ``{type:"add", content}``,
