@@ -9,11 +9,25 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from codexrt_cli import _doctor
+
+
+def real_binary() -> Path:
+    """The pinned real binary; skipped when absent, failed when CODEXRT_REQUIRE_REAL=1 (CI)."""
+    from peer_fixtures.codex_bin import native_binary
+
+    binary = native_binary()
+    if binary is None:
+        why = "pinned real codex binary not installed; run `bash .ci/setup`"
+        if os.environ.get("CODEXRT_REQUIRE_REAL") == "1":
+            pytest.fail(why + " (CODEXRT_REQUIRE_REAL=1)", pytrace=False)
+        pytest.skip(why)
+    return binary
 
 
 def fake_cli(path: Path, version_output: str, exit_code: int = 0) -> Path:
@@ -113,11 +127,9 @@ def test_nothing_found(isolated: dict[str, str]) -> None:
 
 @pytest.mark.real
 def test_r_cli_7_real_binary_chosen_with_version(isolated: dict[str, str]) -> None:
-    from peer_fixtures.codex_bin import native_binary, pinned_version
+    from peer_fixtures.codex_bin import pinned_version
 
-    binary = native_binary()
-    if binary is None:
-        pytest.skip("pinned real binary not installed")
+    binary = real_binary()
     out = io.StringIO()
     status = _doctor.run_doctor(env={**isolated, "CODEX_BIN": str(binary)}, as_json=True, out=out)
     report = json.loads(out.getvalue())
