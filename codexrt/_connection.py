@@ -154,6 +154,7 @@ class Connection:
         self._stderr_done = trio.Event()
         self._exit_wait = exit_wait
         self._queue: Deque[_Frame] = collections.deque()
+        self._replies: Deque[_Frame] = collections.deque()  # reader-made replies go first, in order
         self._queue_nonempty = trio.Event()
         self._waiters: dict[int, _Waiter] = {}
         self._handshake_started = False
@@ -223,7 +224,7 @@ class Connection:
     def _on_frame(self, frame: bytes | OversizedLine) -> None:
         events = self.core.receive_line(frame)
         for data in self.core.data_to_send():
-            self._enqueue(_Frame(data), front=True)
+            self._enqueue(_Frame(data), reply=True)
         for ev in events:
             if isinstance(ev, (CallSucceeded, CallFailed)):
                 waiter = self._waiters.pop(ev.call.id, None)
@@ -250,10 +251,10 @@ class Connection:
     async def _writer(self) -> None:
         stream = self.transport.send_stream
         while True:
-            while not self._queue:
+            while not self._queue and not self._replies:
                 self._queue_nonempty = trio.Event()
                 await self._queue_nonempty.wait()
-            frame = self._queue.popleft()
+            frame = self._replies.popleft() if self._replies else self._queue.popleft()
             if frame.state != "queued":
                 continue
             frame.state = "writing"
@@ -266,10 +267,7 @@ class Connection:
                 log.debug("write failed: %r", exc)
                 frame.state = "failed"
                 frame.done.set()
-                for f in self._queue:
-                    f.state = "failed"
-                    f.done.set()
-                self._queue.clear()
+                self._fail_queued()
                 await trio.sleep_forever()
             frame.state = "written"
             frame.done.set()
@@ -305,13 +303,20 @@ class Connection:
         self._stderr_tail.append(text)
         log.debug("app-server stderr: %s", text)
 
-    def _enqueue(self, frame: _Frame, *, front: bool = False) -> _Frame:
+    def _fail_queued(self) -> None:
+        for q in (self._replies, self._queue):
+            for f in q:
+                f.state = "failed"
+                f.done.set()
+            q.clear()
+
+    def _enqueue(self, frame: _Frame, *, reply: bool = False) -> _Frame:
         if self._final is not None or self._closing:
             frame.state = "failed"
             frame.done.set()
             return frame
-        if front:
-            self._queue.appendleft(frame)
+        if reply:
+            self._replies.append(frame)
         else:
             self._queue.append(frame)
         self._queue_nonempty.set()
@@ -347,10 +352,7 @@ class Connection:
             if waiter is not None:
                 waiter.outcome = error
                 waiter.event.set()
-        for f in self._queue:
-            f.state = "failed"
-            f.done.set()
-        self._queue.clear()
+        self._fail_queued()
         if not self._handshake_done.is_set():
             self._handshake_error = error
             self._handshake_done.set()

@@ -214,7 +214,8 @@ async def test_r_wire_5_broken_framing_reports_and_continues(peers):
     async with cm as conn:
         await conn.initialize()
         await conn.call("model/list", {})
-        await trio.testing.wait_all_tasks_blocked()
+        with trio.fail_after(5):
+            await sink.wait_for(lambda e: isinstance(e, Notification) and e.method == "warning")
     violations = sink.of(ProtocolViolation)
     assert len(violations) >= 4
     methods = [e.method for e in sink.of(Notification)]
