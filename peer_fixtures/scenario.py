@@ -473,6 +473,11 @@ class ScenarioPeer:
         rule = self._matching_rule(msg)
         if rule is not None:
             rule.fired += 1
+            if msg.method == "initialize" and msg.kind == "request" and not self.initialized \
+                    and not any("error" in a or "default" in a for a in rule.actions):
+                # A rule that answers initialize its own way (raw, respond, silence) still
+                # leaves the server initialized; only an ``error`` action refuses it.
+                self._accept_initialize(msg)
             return self._run(rule.actions, msg)
         if not self.scenario.defaults:
             return []
@@ -691,9 +696,7 @@ class ScenarioPeer:
         if method == "initialize":
             if self.initialized:
                 raise _RpcError("Already initialized")
-            self.initialized = True
-            caps = params.get("capabilities") if isinstance(params, dict) else None
-            self.experimental_api = bool(isinstance(caps, dict) and caps.get("experimentalApi"))
+            self._accept_initialize(msg)
             self._respond(msg, {
                 "userAgent": self.settings["user_agent"],
                 "codexHome": self.settings["codex_home"],
@@ -719,6 +722,11 @@ class ScenarioPeer:
             except ValueError as exc:
                 raise _RpcError(f"invalid thread id: {exc}") from None
         handler(self, msg, params)
+
+    def _accept_initialize(self, msg: _Msg) -> None:
+        self.initialized = True
+        caps = msg.params.get("capabilities") if isinstance(msg.params, dict) else None
+        self.experimental_api = bool(isinstance(caps, dict) and caps.get("experimentalApi"))
 
     # -- threads
 
