@@ -311,12 +311,23 @@ class EditStore:
 
     def __init__(self, path: str) -> None:
         if path != ":memory:":
-            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+            try:
+                os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+            except OSError as exc:
+                raise CodexError(
+                    f"cannot create the edit store directory for {path}: {exc.strerror or exc}",
+                    code="EDIT_STORE", details={"path": path},
+                ) from exc
         self.path = path
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.executescript(_SCHEMA)
+        try:
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise CodexError(
+                f"cannot open the edit store {path}: {exc}", code="EDIT_STORE", details={"path": path}
+            ) from exc
 
     @classmethod
     def for_workspace(cls, workspace: str, *, state_dir: str | None = None) -> EditStore:
@@ -463,6 +474,26 @@ def _fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
+@functools.cache
+def _umask() -> int:
+    """The process umask, read without the set-and-restore dance where possible: that dance
+    briefly sets umask 0 for every thread of the process."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    with _UMASK_LOCK:
+        m = os.umask(0o022)
+        os.umask(m)
+    return m
+
+
+_UMASK_LOCK = threading.Lock()
+
+
 def _atomic_write(path: str, data: bytes, mode: int | None) -> None:
     """Write ``data`` to ``path`` so a reader (or a crash) sees the old or the new file,
     never a partial one: temp file in the same directory, fsync, ``os.replace``."""
@@ -475,9 +506,7 @@ def _atomic_write(path: str, data: bytes, mode: int | None) -> None:
             f.flush()
             _fsync(f.fileno())
         if mode is None:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
+            mode = 0o666 & ~_umask()
         os.chmod(tmp, stat.S_IMODE(mode))
         _replace(tmp, path)
     except BaseException:

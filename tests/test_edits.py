@@ -764,3 +764,22 @@ def test_r_edit_1_projected_history_records_feed_the_ledger(tmp_path: Path):
     ]
     assert {e.kind for e in led.entries()} == set(ChangeKind)
     assert led.record_projected(object(), cwd=str(cwd)) == []
+
+
+async def test_restored_file_gets_umask_default_mode_and_store_errors_are_typed(tree: Path, ledger: EditLedger, tmp_path: Path):
+    cx = Codex(tree)
+    e, = record(ledger, tree, cx.delete("doomed.txt"))
+    old = os.umask(0o027)
+    try:
+        import codexrt._edits as edits
+
+        edits._umask.cache_clear()
+        await ledger.undo_file(e.key)
+    finally:
+        os.umask(old)
+        edits._umask.cache_clear()
+    assert stat.S_IMODE((tree / "doomed.txt").stat().st_mode) == 0o640
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(CodexError) as ei:
+        EditStore(str(tmp_path / "afile" / "sub" / "edits.sqlite3"))
+    assert ei.value.code == "EDIT_STORE"
