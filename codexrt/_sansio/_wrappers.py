@@ -974,8 +974,11 @@ def _envelope_plan(
     whole = True
     for a, b in _split_top(toks, lo + 1, hi - 1, match):
         t = toks[a]
-        if b - a == 1 and t.kind == "id":
+        if b - a == 1 and t.kind == "id" and t.value in ("i", "index"):
             keys[t.value] = 0 if t.value == idx else None
+        elif b - a == 1 and _is(t, "id", "result"):
+            has_result = True
+            whole = bool(value_is(toks, a, b))
         elif _is(t, "p", "...") and value_is(toks, a + 1, b):
             spread = True
         elif b - a >= 3 and t.kind in ("id", "str") and _is(toks[a + 1], "p", ":"):
