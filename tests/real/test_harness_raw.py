@@ -370,3 +370,77 @@ def test_old_binary_command_approval(spawn_raw: Any, codex_bin_old: Path, real_c
 def test_env_has_no_credentials(real_env: dict[str, str]) -> None:
     assert not [k for k in real_env if SECRET_ENV_PATTERN.search(k) and k not in ("CODEX_HOME", "NO_PROXY", "no_proxy")]
     assert os.path.isfile(Path(real_env["CODEX_HOME"]) / "config.toml")
+
+
+# -- facts docs/real-server-notes.md relies on ---------------------------------------------------
+
+
+def test_error_shapes_and_silent_drops(spawn_raw: Any) -> None:
+    """Unknown method and missing params are -32600 (not -32601); a bad JSON line and a float id
+    get no reply at all, and the connection keeps answering."""
+    srv = spawn_raw()
+    srv.initialize()
+    err = srv.response(srv.request("nonexistent/method", {}))["error"]
+    assert err["code"] == -32600 and "unknown variant `nonexistent/method`" in err["message"]
+    srv.send({"id": 77, "method": "model/list"})  # no params
+    err = srv.response(77)["error"]
+    assert err["code"] == -32600 and "missing field `params`" in err["message"]
+    srv.send_raw(b'{"id": 5, "method": "model/list", "params": {')  # truncated JSON
+    srv.send_raw(b'{"id": 1.5, "method": "model/list", "params": {}}')
+    for _ in range(2):  # two full round trips after the bad lines
+        assert "data" in srv.call("model/list", {})
+    assert not [m for m in srv.seen if m.get("id") in (5, 1.5)]
+
+
+def test_decline_is_accepted_although_not_listed(spawn_raw: Any, real_cwd: Path,
+                                                 mock_model: MockResponsesServer) -> None:
+    srv = spawn_raw()
+    srv.initialize()
+    tid = start_thread(srv, real_cwd, approvalPolicy="untrusted", sandbox="read-only")
+    srv.call("turn/start", {"threadId": tid, "input": text_input("[[mock:exec:touch nope.txt]]")})
+    req = srv.wait_method("item/commandExecution/requestApproval", TURN_TIMEOUT)
+    assert "decline" not in req["params"]["availableDecisions"]
+    srv.send({"id": req["id"], "result": {"decision": "decline"}})
+    done = srv.wait_method("turn/completed", TURN_TIMEOUT)["params"]
+    assert done["turn"]["status"] == "completed"
+    [cmd] = [m["params"]["item"] for m in srv.seen
+             if m.get("method") == "item/completed" and m["params"]["item"]["type"] == "commandExecution"]
+    assert cmd["status"] == "declined" and not (real_cwd / "nope.txt").exists()
+    assert "rejected by user" in mock_model.model_requests()[1].input[-1]["output"]
+
+
+def test_interrupt_with_pending_approval_resolves_without_reply(spawn_raw: Any, real_cwd: Path) -> None:
+    srv = spawn_raw()
+    srv.initialize()
+    tid = start_thread(srv, real_cwd, approvalPolicy="untrusted", sandbox="read-only")
+    turn = srv.call("turn/start", {"threadId": tid, "input": text_input("[[mock:exec:touch later.txt]]")})["turn"]
+    req = srv.wait_method("item/commandExecution/requestApproval", TURN_TIMEOUT)
+    assert srv.call("turn/interrupt", {"threadId": tid, "turnId": turn["id"]}) == {}
+    done = srv.wait_method("turn/completed", TURN_TIMEOUT)["params"]
+    assert done["turn"]["status"] == "interrupted"
+    resolved = srv.wait_method("serverRequest/resolved", TURN_TIMEOUT)["params"]
+    assert resolved["requestId"] == req["id"]
+    item_id = req["params"]["itemId"]
+    assert not [m for m in srv.seen if m.get("method") == "item/completed" and m["params"]["item"]["id"] == item_id]
+    assert run_turn(srv, tid, "next")["turn"]["status"] == "completed"
+
+
+def test_default_history_mode_is_paginated_though_schema_says_legacy(spawn_raw: Any, real_cwd: Path) -> None:
+    srv = spawn_raw()
+    srv.initialize()
+    thread = srv.call("thread/start", {"cwd": str(real_cwd)})["thread"]
+    assert thread["historyMode"] == "paginated"
+    bundle = json.loads((ROOT / "tests/data/schema-0.169.0/codex_app_server_protocol.schemas.json").read_text())
+    assert bundle["definitions"]["v2"]["Thread"]["properties"]["historyMode"]["default"] == "legacy"
+
+
+def test_old_binary_runs_echo_without_approval_under_untrusted(spawn_raw: Any, codex_bin_old: Path,
+                                                               real_cwd: Path) -> None:
+    """0.147 treats `echo` as known-safe under `untrusted` (0.169 asks): approval tests that must
+    run on both versions use a command such as `touch`."""
+    srv = spawn_raw(codex_bin_old)
+    srv.initialize()
+    tid = start_thread(srv, real_cwd, approvalPolicy="untrusted", sandbox="read-only")
+    done = run_turn(srv, tid, "[[mock:exec:echo safe]]")
+    assert done["turn"]["status"] == "completed"
+    assert not [m for m in srv.seen if m.get("method") == "item/commandExecution/requestApproval"]
