@@ -10,7 +10,9 @@ or "keep" with the reason code. The engine is sans-IO: no event loop, nothing ex
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +25,7 @@ from codexrt._sansio._wrappers import (
     WrapperCall,
     attribute_wrapper,
     normalize_dir,
+    receipts_from_rollout_line,
 )
 
 # --- the sentences of the original (quoted verbatim) ------------------------------------
@@ -873,3 +876,45 @@ def test_r_h_5_comments_and_strings_do_not_hide_or_invent_calls() -> None:
     )
     a = attribute_wrapper(WrapperCall(js, script("")), [call("k", cmd="ls"), done("k", "f")])
     assert a.replace and [r.command for r in a.records] == ["ls"]
+
+
+# --- a real transcript (pinned codex 0.169.0, features.code_mode = true) -------------------
+
+REAL = Path(__file__).parent / "data" / "wrappers" / "real-0.169.0-exec-promise-all.jsonl"
+
+
+def test_r_h_5_real_transcript_promise_all_over_two_exec_commands() -> None:
+    """Golden input written by the real server: the loopback model called the ``exec``
+    custom tool with ``Promise.all`` over two ``tools.exec_command`` calls and printed
+    ``Result ${i}: ${JSON.stringify(x)}``. The nested commands are recorded as
+    ``CommandExecution`` items in *completion* order (``echo b`` first); attribution must
+    still follow the array slots. `Promise.all` 的历史结果按原数组索引关联 — results pair by the original array index."""
+    lines = [json.loads(x) for x in REAL.read_text(encoding="utf-8").splitlines() if x.strip()]
+    calls = [ln["payload"] for ln in lines if ln["type"] == "response_item" and ln["payload"]["type"] == "custom_tool_call"]
+    assert [c["name"] for c in calls] == ["exec"]
+    wcall = calls[0]
+    at = next(k for k, ln in enumerate(lines) if ln["payload"] is wcall)
+    wout = next(
+        ln["payload"]
+        for ln in lines
+        if ln["type"] == "response_item"
+        and ln["payload"]["type"] == "custom_tool_call_output"
+        and ln["payload"]["call_id"] == wcall["call_id"]
+    )
+    receipts = [r for ln in lines[at + 1 :] for r in receipts_from_rollout_line(ln)]
+    receipts = [r for r in receipts if r.call_id != wcall["call_id"]]  # the wrapper's own output
+    assert [r.arguments["cmd"] for r in receipts if r.kind == "call"] == ["echo b", "echo a"]  # completion order
+    a = attribute_wrapper(WrapperCall.from_response_items(wcall, wout), receipts)
+    assert a.replace, (a.reason, a.detail)
+    assert a.script_status == "completed"
+    got = [(r.command, r.output, r.status, r.exit_code, r.process_id, r.slot) for r in a.records]
+    assert got == [
+        ("echo a", "a\n", "completed", 0, "13285", (0, 0)),
+        ("echo b", "b\n", "completed", 0, "10283", (0, 1)),
+    ]
+    # the printed slot value keeps its exit_code as data only
+    assert a.records[0].data is not None and a.records[0].data.value["output"] == "a\n"
+    assert all("slot:" in r.evidence[0] for r in a.records)
+    # shuffled arrival changes nothing
+    b = attribute_wrapper(WrapperCall.from_response_items(wcall, wout), list(reversed(receipts)))
+    assert [(r.command, r.output) for r in b.records] == [(r.command, r.output) for r in a.records]

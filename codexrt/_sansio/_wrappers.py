@@ -81,6 +81,7 @@ __all__ = [
     "WrapperCall",
     "attribute_wrapper",
     "normalize_dir",
+    "receipts_from_rollout_line",
 ]
 
 #: Default bound of the cache of unpaired native receipts (calls waiting for their output
@@ -159,6 +160,19 @@ class WrapperCall:
     output: str | Sequence[str] | None = None
     call_id: str | None = None
 
+    @classmethod
+    def from_response_items(cls, call: Mapping[str, Any], output: Mapping[str, Any] | None) -> WrapperCall:
+        """From the rollout payloads ``custom_tool_call`` (name ``exec``, ``input`` = the
+        script) and its ``custom_tool_call_output`` (``output`` = a list of ``input_text``
+        items, the first being the ``Script completed`` header) — the real 0.169.0 shape."""
+        out: Any = None if output is None else output.get("output")
+        if isinstance(out, list):
+            out = [x["text"] for x in out if isinstance(x, Mapping) and isinstance(x.get("text"), str)]
+        elif not isinstance(out, str):
+            out = None
+        src = call.get("input", call.get("arguments", ""))
+        return cls(src if isinstance(src, str) else "", out, call.get("call_id"))
+
 
 @attrs.frozen
 class Receipt:
@@ -210,6 +224,61 @@ class Receipt:
             text = _content_text(out)
             return cls("output", call_id, output=text, success=success, ordinal=ordinal)
         return None
+
+
+def receipts_from_rollout_line(line: Mapping[str, Any]) -> list[Receipt]:
+    """Native receipts carried by one rollout line (``{timestamp, [ordinal], type, payload}``).
+
+    * ``response_item`` tool calls / outputs → one receipt (see :meth:`Receipt.from_response_item`);
+    * ``event_msg`` ``item_completed`` of a ``CommandExecution`` item — how the real 0.169.0
+      server records a command run from inside a code-mode cell (id ``exec-<uuid>``,
+      ``process_id``, ``command`` argv, ``cwd`` as a ``file:`` URI, ``aggregated_output``,
+      ``exit_code``, ``status``) → a call and its output, paired by the item id. A bash
+      ``-lc`` argv is read back as its script text.
+    Anything else → ``[]``.
+    """
+    payload = line.get("payload")
+    ordinal = line.get("ordinal") if isinstance(line.get("ordinal"), int) else None
+    if not isinstance(payload, Mapping):
+        return []
+    if line.get("type") == "response_item":
+        r = Receipt.from_response_item(payload, ordinal=ordinal)
+        return [] if r is None else [r]
+    if line.get("type") != "event_msg" or payload.get("type") != "item_completed":
+        return []
+    item = payload.get("item")
+    if not isinstance(item, Mapping) or item.get("type") != "CommandExecution" or not isinstance(item.get("id"), str):
+        return []
+    argv = item.get("command")
+    if isinstance(argv, list) and len(argv) == 3 and argv[1] in ("-lc", "-c") and isinstance(argv[2], str):
+        cmd: Any = argv[2]
+    elif isinstance(argv, list):
+        cmd = " ".join(str(a) for a in argv)
+    else:
+        cmd = argv
+    args: dict[str, Any] = {"cmd": cmd}
+    if isinstance(item.get("cwd"), str):
+        args["workdir"] = item["cwd"]
+    pid = item.get("process_id")
+    status = item.get("status")
+    call = Receipt("call", item["id"], tool="exec_command", arguments=args, process_id=pid, ordinal=ordinal)
+    if status in ("in_progress", "inProgress"):
+        return [call]
+    exit_code = item.get("exit_code")
+    success = None if status not in ("failed", "declined") else False
+    out = item.get("aggregated_output")
+    return [
+        call,
+        Receipt(
+            "output",
+            item["id"],
+            output=_crlf(out) if isinstance(out, str) else None,
+            success=success,
+            exit_code=exit_code if isinstance(exit_code, int) and not isinstance(exit_code, bool) else None,
+            process_id=pid,
+            ordinal=ordinal,
+        ),
+    ]
 
 
 @attrs.frozen
