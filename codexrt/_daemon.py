@@ -1,0 +1,774 @@
+"""The ``codexrt serve`` daemon: NDJSON commands in, replies and events out (R-D-1 … R-D-4).
+
+Why a daemon: IDE plugins and hosts written in other languages spawn ``codexrt serve`` as a
+sidecar and talk to it over its stdin/stdout. The wire is documented in
+``docs/daemon-protocol.md`` and described by the JSON Schema shipped beside this module
+(``codexrt/_schema/daemon-protocol.schema.json``), which is also what validates command params
+here — one source of truth for the docs, the parser and the tests.
+
+Theory of operation
+-------------------
+*Parsing* is pure (:func:`parse_command`, no I/O, no trio): a line becomes a :class:`Command`
+or a :class:`BadCommand` that knows its reply. A line that is not JSON, has no usable id, names
+an unknown command or carries params that do not match the schema gets an ``ok: false`` reply
+(``"id": null`` when no usable id could be read) and the loop goes on (R-D-4); nothing already
+queued is touched.
+
+*Tasks.* :func:`serve_daemon` owns one nursery. In it:
+
+* the **reader** (the calling task) reads lines in order and handles each command's
+  *synchronous part* at once: control commands (``codex.updateSettings``,
+  ``codex.respondInteraction[Error]``, ``codex.abortTurn``) are answered right there, so they
+  bypass every queue (R-OP-1); long commands (``codex.send``/``compact``/``review``/
+  ``preconnect``) are queued on their channel's runtime FIFO right there, so submission order is
+  line order;
+* one **waiter task per long command** awaits the operation's terminal and writes its reply;
+* one **task per read-only / lifecycle command** (``codex.listThreads`` …, ``releaseThread``,
+  ``resetRuntime``): they never take the send FIFO and never resume a thread (R-D-1);
+* one **channel task per channelId** holds ``open_runtime(...)`` (created on first use) and a
+  **forwarder** that turns the runtime's events into event lines (R-D-2);
+* an **idle reaper** retires a channel's child when it has no session, no work and no pending
+  interaction for ``idle_timeout`` seconds (R-RT-6).
+
+*Writing.* Every line goes through :meth:`Daemon.write`: encoded once with msgspec, then
+written with one ``send_all`` under a FIFO lock, so lines never interleave and each is flushed
+whole (the stream is unbuffered). stdout carries protocol lines only; logs go to stderr.
+
+*Ordering promises.* A long command's reply is written after its ``operationDone`` event (the
+waiter waits for the forwarder to pass that event, bounded by :data:`DONE_EVENT_GRACE`). Its
+``operationQueued`` event carries the command's request id as ``payload.requestId``: the op is
+created synchronously in the reader and its id is mapped to the request id before the reader
+can yield, so the forwarder always finds it.
+
+*Drain.* stdin EOF (or SIGTERM/SIGINT in :mod:`codexrt_cli._serve`) stops reading, then every
+channel's runtime is closed: queued operations are cancelled, the running one is stopped within
+the stop budget (R-OP-5), the child is retired and reaped; the waiters then write their
+(``cancelled``/``interrupted``/``failed``) replies, the forwarders flush the last events, and
+:func:`serve_daemon` returns.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Union
+
+import attrs
+import msgspec
+import trio
+
+from codexrt._errors import ClosedError, CodexError, ConfigError, InteractionError
+from codexrt._events import CodexEvent, EventStream
+from codexrt._runtime import Operation, Runtime, RuntimeConfig, open_runtime
+from codexrt._sansio._framing import DEFAULT_MAX_LINE, LineBuffer, OversizedLine
+from codexrt._sansio._states import RuntimeState
+from codexrt._settings import Settings
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "SCHEMA_PATH",
+    "Command",
+    "BadCommand",
+    "DaemonConfig",
+    "Daemon",
+    "load_schema",
+    "validate",
+    "parse_command",
+    "encode_line",
+    "response_ok",
+    "response_error",
+    "serve_daemon",
+    "LONG_COMMANDS",
+    "CONTROL_COMMANDS",
+    "LIFECYCLE_COMMANDS",
+    "READ_ONLY_COMMANDS",
+]
+
+log = logging.getLogger("codexrt.daemon")
+
+PROTOCOL_VERSION = 1
+SCHEMA_PATH = Path(__file__).resolve().parent / "_schema" / "daemon-protocol.schema.json"
+
+#: How long a long command's waiter waits for the forwarder to pass ``operationDone`` before
+#: replying anyway (the event can only be late when stdout itself is stuck).
+DONE_EVENT_GRACE = 5.0
+#: Longest usable string id; a longer one is answered with ``"id": null``.
+MAX_ID_LENGTH = 1024
+
+LONG_COMMANDS = frozenset({"codex.send", "codex.compact", "codex.review", "codex.preconnect"})
+CONTROL_COMMANDS = frozenset(
+    {"codex.updateSettings", "codex.respondInteraction", "codex.respondInteractionError", "codex.abortTurn"}
+)
+LIFECYCLE_COMMANDS = frozenset({"codex.releaseThread", "codex.resetRuntime"})
+#: Read-only command → native method (``codex.readHistoryPage`` picks one by ``scope``).
+READ_ONLY_METHODS: dict[str, str] = {
+    "codex.listThreads": "thread/list",
+    "codex.readThread": "thread/read",
+    "codex.readHistoryPage": "thread/turns/list",
+    "codex.readSubagent": "thread/read",
+    "codex.listModels": "model/list",
+    "codex.listSkills": "skills/list",
+    "codex.getMcpStatus": "mcpServerStatus/list",
+    "codex.reloadMcp": "config/mcpServer/reload",
+}
+READ_ONLY_COMMANDS = frozenset({*READ_ONLY_METHODS, "codex.countThreadMessages"})
+ALL_COMMANDS = frozenset({*LONG_COMMANDS, *CONTROL_COMMANDS, *LIFECYCLE_COMMANDS, *READ_ONLY_COMMANDS, "status"})
+
+RequestId = Union[str, int, float]
+
+
+# ------------------------------------------------------------------------------------------
+# The schema and a validator for the subset of JSON Schema it uses (no dependency)
+
+
+@lru_cache(maxsize=1)
+def load_schema() -> dict[str, Any]:
+    """The shipped wire schema (``codexrt/_schema/daemon-protocol.schema.json``)."""
+    with open(SCHEMA_PATH, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+_JSON_TYPES: dict[str, Callable[[Any], bool]] = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+}
+
+
+def _type_name(v: Any) -> str:
+    for name in ("null", "boolean", "integer", "number", "string", "array", "object"):
+        if _JSON_TYPES[name](v):
+            return name
+    return type(v).__name__
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """Equality as JSON means it: ``true`` is not ``1``."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a is b
+    return a == b
+
+
+def _resolve(root: dict[str, Any], ref: str) -> dict[str, Any]:
+    if not ref.startswith("#/"):
+        raise ValueError(f"only local $ref is supported, got {ref!r}")
+    node: Any = root
+    for part in ref[2:].split("/"):
+        node = node[part.replace("~1", "/").replace("~0", "~")]
+    return node
+
+
+def validate(instance: Any, schema: dict[str, Any], root: dict[str, Any] | None = None, path: str = "$") -> str | None:
+    """Check ``instance`` against ``schema``; ``None`` when it fits, else the first problem as
+    ``"<json path>: <reason>"``. Supports the keywords the daemon schema uses: ``type``,
+    ``enum``, ``const``, ``properties``, ``required``, ``additionalProperties``, ``items``,
+    ``anyOf``, ``oneOf``, ``$ref`` (local), ``minLength``, ``minimum``, ``pattern``. Any other
+    keyword is an error in the schema, not silently ignored."""
+    root = root if root is not None else schema
+    known = {"type", "enum", "const", "properties", "required", "additionalProperties", "items", "anyOf",
+             "oneOf", "$ref", "minLength", "minimum", "pattern", "description", "title", "$schema", "$id",
+             "$defs", "x-protocolVersion", "examples"}
+    unknown = set(schema) - known
+    if unknown:
+        raise ValueError(f"schema keyword(s) {sorted(unknown)} not supported by codexrt's validator")
+    if "$ref" in schema:
+        problem = validate(instance, _resolve(root, schema["$ref"]), root, path)
+        if problem:
+            return problem
+    if "type" in schema:
+        types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        if not any(_JSON_TYPES[t](instance) for t in types):
+            return f"{path}: expected {' or '.join(types)}, got {_type_name(instance)}"
+    if "const" in schema and not _json_equal(instance, schema["const"]):
+        return f"{path}: must be {json.dumps(schema['const'])}"
+    if "enum" in schema and not any(_json_equal(instance, e) for e in schema["enum"]):
+        shown = ", ".join(json.dumps(e) for e in schema["enum"][:12])
+        return f"{path}: must be one of {shown}"
+    if isinstance(instance, str):
+        if "minLength" in schema and len(instance) < schema["minLength"]:
+            return f"{path}: must not be empty" if schema["minLength"] == 1 else f"{path}: too short"
+        if "pattern" in schema and not re.search(schema["pattern"], instance):
+            return f"{path}: does not match {schema['pattern']}"
+    if "minimum" in schema and _JSON_TYPES["number"](instance) and instance < schema["minimum"]:
+        return f"{path}: must be >= {schema['minimum']}"
+    if isinstance(instance, dict):
+        props = schema.get("properties", {})
+        for key in schema.get("required", []):
+            if key not in instance:
+                return f"{path}: missing required field {key!r}"
+        for key, value in instance.items():
+            if key in props:
+                problem = validate(value, props[key], root, f"{path}.{key}")
+                if problem:
+                    return problem
+                continue
+            extra = schema.get("additionalProperties", True)
+            if extra is False:
+                return f"{path}: unknown field {key!r}"
+            if isinstance(extra, dict):
+                problem = validate(value, extra, root, f"{path}.{key}")
+                if problem:
+                    return problem
+    if isinstance(instance, list) and "items" in schema:
+        for i, value in enumerate(instance):
+            problem = validate(value, schema["items"], root, f"{path}[{i}]")
+            if problem:
+                return problem
+    if "anyOf" in schema:
+        problems = [validate(instance, s, root, path) for s in schema["anyOf"]]
+        if all(problems):
+            return min(problems, key=len)  # type: ignore[arg-type]
+    if "oneOf" in schema:
+        problems = [validate(instance, s, root, path) for s in schema["oneOf"]]
+        fits = sum(1 for p in problems if p is None)
+        if fits == 0:
+            return min(problems, key=len)  # type: ignore[arg-type]
+        if fits > 1:
+            return f"{path}: matches more than one alternative"
+    return None
+
+
+# ------------------------------------------------------------------------------------------
+# Lines: parsing commands, building replies (pure)
+
+
+@attrs.frozen
+class Command:
+    """A well-formed command line whose params fit the schema."""
+
+    id: RequestId
+    name: str
+    params: dict[str, Any]
+
+
+@attrs.frozen
+class BadCommand:
+    """A line that cannot be run; :meth:`reply` is its ``ok: false`` line."""
+
+    id: RequestId | None
+    code: str
+    message: str
+    details: dict[str, Any] | None = None
+
+    def reply(self) -> dict[str, Any]:
+        return response_error(self.id, self.code, self.message, self.details)
+
+
+def response_ok(request_id: RequestId, result: Any) -> dict[str, Any]:
+    return {"type": "response", "id": request_id, "ok": True, "result": result}
+
+
+def response_error(request_id: RequestId | None, code: str, message: str,
+                   details: Any = None, phase: str | None = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if phase is not None:
+        error["phase"] = phase
+    if details is not None:
+        error["details"] = details
+    return {"type": "response", "id": request_id, "ok": False, "error": error}
+
+
+def error_reply(request_id: RequestId | None, exc: CodexError) -> dict[str, Any]:
+    d = exc.to_dict()
+    return response_error(request_id, d["code"], d["message"], d.get("details"), d.get("phase"))
+
+
+def _usable_id(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, str):
+        return len(value) <= MAX_ID_LENGTH
+    if isinstance(value, int):
+        return True
+    return isinstance(value, float) and math.isfinite(value)
+
+
+def _short(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+_decoder = msgspec.json.Decoder()
+
+
+def parse_command(line: bytes | str) -> Command | BadCommand:
+    """One stdin line → a :class:`Command`, or a :class:`BadCommand` carrying its error reply
+    (R-D-4). Never raises for any input."""
+    try:
+        obj = _decoder.decode(line)
+    except msgspec.MsgspecError as exc:
+        return BadCommand(None, "INVALID_JSON", f"line is not valid JSON: {exc}")
+    if not isinstance(obj, dict):
+        return BadCommand(None, "INVALID_REQUEST",
+                          f"a command must be a JSON object, got {_type_name(obj)}")
+    if "id" not in obj:
+        return BadCommand(None, "INVALID_REQUEST",
+                          "a command needs an 'id' (string or number); lines without an id are not notifications here")
+    rid = obj["id"]
+    if not _usable_id(rid):
+        return BadCommand(None, "INVALID_REQUEST",
+                          f"unusable id of type {_type_name(rid)}: use a string (at most {MAX_ID_LENGTH} "
+                          "characters) or a finite number")
+    name = obj.get("command")
+    if not isinstance(name, str):
+        return BadCommand(rid, "INVALID_REQUEST", "a command needs a 'command' string")
+    extra = sorted(k for k in obj if k not in ("id", "command", "params"))
+    if extra:
+        return BadCommand(rid, "INVALID_REQUEST", f"unknown top-level field(s) {extra}; a command is "
+                          "{\"id\", \"command\", \"params\"}", {"fields": extra})
+    if name not in ALL_COMMANDS:
+        return BadCommand(rid, "UNKNOWN_COMMAND", f"unknown command {_short(name)!r}",
+                          {"command": _short(name), "known": sorted(ALL_COMMANDS)})
+    params = obj.get("params", {})
+    if not isinstance(params, dict):
+        return BadCommand(rid, "INVALID_PARAMS", f"params must be an object, got {_type_name(params)}")
+    schema = load_schema()
+    problem = validate(params, schema["$defs"]["commandParams"][name], schema, "params")
+    if problem:
+        return BadCommand(rid, "INVALID_PARAMS", f"{name}: {problem}", {"command": name})
+    return Command(rid, name, params)
+
+
+_encoder = msgspec.json.Encoder()
+
+
+def encode_line(obj: Any) -> bytes:
+    """One output line (compact JSON + ``\\n``). Values msgspec cannot encode are stringified
+    rather than losing the line."""
+    try:
+        return _encoder.encode(obj) + b"\n"
+    except (TypeError, ValueError, OverflowError):
+        return json.dumps(obj, ensure_ascii=True, default=str, separators=(",", ":")).encode() + b"\n"
+
+
+# ------------------------------------------------------------------------------------------
+# The loop
+
+
+@attrs.define
+class DaemonConfig:
+    """How ``serve`` runs. ``runtime`` is the template of every channel's
+    :class:`RuntimeConfig` (``channel_id`` is filled in per channel). ``inactive`` is access
+    mode ``inactive`` (R-LC-3): no child is ever spawned, so every command that needs one is
+    refused with ``ACCESS_INACTIVE``. ``idle_timeout`` (seconds, None = never) retires a
+    channel's child with no session, no work and no pending interaction (R-RT-6)."""
+
+    runtime: RuntimeConfig = attrs.field(factory=RuntimeConfig)
+    inactive: bool = False
+    idle_timeout: float | None = 600.0
+    max_line: int = DEFAULT_MAX_LINE
+
+
+class _Channel:
+    def __init__(self, channel_id: str, rt: Runtime) -> None:
+        self.id = channel_id
+        self.rt = rt
+        self.close_requested = trio.Event()
+        self.closed = trio.Event()
+        self.ops: dict[str, Operation] = {}
+        self.request_ids: dict[str, RequestId] = {}
+        self.done_forwarded: dict[str, trio.Event] = {}
+        self.last_activity = trio.current_time()
+        self.inflight = 0
+
+    def touch(self) -> None:
+        self.last_activity = trio.current_time()
+
+    def live_ops(self, thread_id: str | None = None) -> list[Operation]:
+        for key in [k for k, op in self.ops.items() if op.terminal and k not in self.done_forwarded]:
+            del self.ops[key]
+        return [op for op in self.ops.values()
+                if not op.terminal and (thread_id is None or op.thread_id == thread_id)]
+
+    def snapshot(self) -> dict[str, Any]:
+        return {**self.rt.runtime_snapshot(), "sessionEpoch": self.rt.session_epoch}
+
+
+class Daemon:
+    """The command loop over one pair of byte streams. Use :func:`serve_daemon`."""
+
+    def __init__(self, receive: trio.abc.ReceiveStream, send: trio.abc.SendStream, config: DaemonConfig) -> None:
+        self._receive = receive
+        self._send = send
+        self.config = config
+        self._write_lock = trio.Lock()
+        self._channels: dict[str, _Channel] = {}
+        self._nursery: trio.Nursery | None = None
+        self._reader_scope = trio.CancelScope()
+        self.draining = False
+        self.finished = trio.Event()
+        self.stdout_broken = False
+        self.lines_written = 0
+
+    # -- output ----------------------------------------------------------------------------
+
+    async def write(self, obj: Any) -> None:
+        """Write one protocol line, whole, in FIFO order. A broken stdout (the host went away)
+        stops reading — which drains — and later lines are dropped."""
+        data = encode_line(obj)
+        async with self._write_lock:
+            if self.stdout_broken:
+                return
+            try:
+                await self._send.send_all(data)
+                self.lines_written += 1
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                log.warning("stdout is gone (%s); draining", exc)
+                self.stdout_broken = True
+                self.stop_reading()
+
+    async def _reply(self, rid: RequestId | None, result: Any = None, *, error: CodexError | None = None) -> None:
+        await self.write(error_reply(rid, error) if error is not None else response_ok(rid, result))  # type: ignore[arg-type]
+
+    def stop_reading(self) -> None:
+        """Stop reading commands and drain (what EOF does). Safe to call from anywhere."""
+        self._reader_scope.cancel()
+
+    # -- main ------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            aux = trio.CancelScope()
+
+            async def aux_tasks() -> None:
+                with aux:
+                    if self.config.idle_timeout is not None:
+                        await self._idle_reaper(self.config.idle_timeout)
+                    else:
+                        await trio.sleep_forever()
+
+            nursery.start_soon(aux_tasks)
+            with self._reader_scope:
+                await self._read_loop()
+            self.draining = True
+            log.info("stdin closed: draining %d channel(s)", len(self._channels))
+            for ch in list(self._channels.values()):
+                ch.close_requested.set()
+            aux.cancel()
+
+    async def _read_loop(self) -> None:
+        buf = LineBuffer(self.config.max_line)
+        while True:
+            try:
+                data = await self._receive.receive_some(65536)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                log.warning("stdin failed (%s); treating it as EOF", exc)
+                data = b""
+            frames = buf.feed(data) if data else buf.close()
+            for frame in frames:
+                await self._handle_frame(frame)
+            if not data:
+                return
+
+    async def _handle_frame(self, frame: bytes | OversizedLine) -> None:
+        if isinstance(frame, OversizedLine):
+            await self.write(response_error(None, "LINE_TOO_LONG",
+                                            f"command line of {frame.size} bytes exceeds the limit of {frame.limit}"))
+            return
+        if not frame.strip():
+            return
+        cmd = parse_command(frame)
+        if isinstance(cmd, BadCommand):
+            log.info("bad command line: %s %s", cmd.code, cmd.message)
+            await self.write(cmd.reply())
+            return
+        try:
+            await self._dispatch(cmd)
+        except CodexError as exc:
+            await self._reply(cmd.id, error=exc)
+
+    async def _dispatch(self, cmd: Command) -> None:
+        name, p = cmd.name, cmd.params
+        if name == "status":
+            await self._reply(cmd.id, self.status(p.get("channelId")))
+            return
+        if name == "codex.countThreadMessages":
+            raise CodexError(
+                "codex.countThreadMessages is not implemented yet: message counting (R-H-7) lands with "
+                "the history reader; codexrt never answers with a guessed count",
+                code="NOT_IMPLEMENTED", details={"command": name})
+        if name in CONTROL_COMMANDS:
+            await self._control(cmd)
+            return
+        if self.config.inactive:
+            raise ConfigError("runtime access is inactive: codexrt starts no Codex process in this mode (R-LC-3)",
+                              code="ACCESS_INACTIVE", details={"command": name})
+        assert self._nursery is not None
+        if name in LONG_COMMANDS:
+            ch = await self._channel(p["channelId"])
+            op = self._create_op(ch, cmd)
+            # No checkpoint between creating the op and these two lines (see module doc).
+            ch.request_ids[op.id] = cmd.id
+            done = ch.done_forwarded[op.id] = trio.Event()
+            ch.ops[op.id] = op
+            self._nursery.start_soon(self._await_op, cmd, ch, op, done)
+            return
+        if name in LIFECYCLE_COMMANDS:
+            ch_or_none = self._channels.get(p["channelId"])
+            self._nursery.start_soon(self._lifecycle, cmd, ch_or_none)
+            return
+        ch = await self._channel(p["channelId"])
+        ch.inflight += 1
+        ch.touch()
+        self._nursery.start_soon(self._read_only, cmd, ch)
+
+    # -- channels --------------------------------------------------------------------------
+
+    async def _channel(self, channel_id: str) -> _Channel:
+        """The channel's runtime, created on first use (R-D-1). Nothing is spawned yet: the
+        runtime starts its child on its first operation or read."""
+        ch = self._channels.get(channel_id)
+        if ch is not None:
+            return ch
+        if self.draining:
+            raise ClosedError("serve is draining; no new channel")
+        assert self._nursery is not None
+        ch = await self._nursery.start(self._run_channel, channel_id)
+        return ch
+
+    async def _run_channel(self, channel_id: str, task_status: trio.TaskStatus[_Channel] = trio.TASK_STATUS_IGNORED) -> None:
+        cfg = attrs.evolve(self.config.runtime, channel_id=channel_id)
+        ch: _Channel | None = None
+        try:
+            async with trio.open_nursery() as inner:
+                sub = None
+                try:
+                    async with open_runtime(cfg) as rt:
+                        # Subscribed for the runtime's whole life: ``aclose`` closes the stream
+                        # after its last events, which ends the forwarder.
+                        sub = rt.subscribe()
+                        events = sub.__enter__()
+                        ch = _Channel(channel_id, rt)
+                        self._channels[channel_id] = ch
+                        inner.start_soon(self._forward, ch, events)
+                        task_status.started(ch)
+                        await ch.close_requested.wait()
+                        log.info("closing channel %s", channel_id)
+                finally:
+                    if sub is not None:
+                        sub.__exit__(None, None, None)
+        except Exception:  # a broken runtime must not take the other channels down
+            log.exception("channel %s ended with an error", channel_id)
+        finally:
+            if ch is not None:
+                if self._channels.get(channel_id) is ch:
+                    del self._channels[channel_id]
+                ch.closed.set()
+
+    async def _forward(self, ch: _Channel, events: EventStream) -> None:
+        async for ev in events:
+            await self.write(self._event_line(ch, ev))
+            if ev.kind == "operationDone" and ev.client_operation_id:
+                done = ch.done_forwarded.pop(ev.client_operation_id, None)
+                ch.request_ids.pop(ev.client_operation_id, None)
+                if done is not None:
+                    done.set()
+
+    def _event_line(self, ch: _Channel, ev: CodexEvent) -> dict[str, Any]:
+        wire = ev.to_wire()
+        line: dict[str, Any] = {}
+        for key, value in wire.items():
+            line[key] = value
+            if key == "channelId":
+                line["sessionEpoch"] = ch.rt.session_epoch
+        if ev.kind == "operationQueued":
+            line["payload"] = {**ev.payload, "requestId": ch.request_ids.get(ev.client_operation_id or "")}
+        return line
+
+    async def _idle_reaper(self, idle_timeout: float) -> None:
+        """R-RT-6: never retire while a session is loaded, work is queued or running, an
+        interaction waits, or a read is in flight; otherwise retire after ``idle_timeout``."""
+        while True:
+            await trio.sleep(max(0.05, min(idle_timeout / 2, 5.0)))
+            now = trio.current_time()
+            for ch in list(self._channels.values()):
+                snap = ch.rt.runtime_snapshot()
+                if (snap["state"] == RuntimeState.READY.value and not snap["busy"] and snap["sessionCount"] == 0
+                        and snap["pendingInteractions"] == 0 and ch.inflight == 0
+                        and now - ch.last_activity >= idle_timeout):
+                    log.info("retiring idle runtime of channel %s", ch.id)
+                    await ch.rt.reset(reason="idle")
+
+    # -- long commands ---------------------------------------------------------------------
+
+    def _create_op(self, ch: _Channel, cmd: Command) -> Operation:
+        p = cmd.params
+        ch.touch()
+        rt = ch.rt
+        if cmd.name == "codex.send":
+            settings = Settings.from_wire(p["settings"]) if p.get("settings") else None
+            if p.get("cwd"):
+                settings = (settings or Settings()).merged(Settings(cwd=p["cwd"]))
+            return rt.send(p["message"], thread_id=p.get("threadId"), client_message_id=p.get("clientMessageId"),
+                           images=p.get("images") or (), additional_context=p.get("context") or None,
+                           settings=settings)
+        if cmd.name == "codex.compact":
+            return rt.compact(p["threadId"])
+        if cmd.name == "codex.review":
+            return rt.review(p["threadId"], p.get("target"))
+        return rt.preconnect(p.get("threadId"))
+
+    async def _await_op(self, cmd: Command, ch: _Channel, op: Operation, done: trio.Event) -> None:
+        result = await op.wait()
+        with trio.move_on_after(DONE_EVENT_GRACE):
+            await done.wait()
+        ch.touch()
+        await self._reply(cmd.id, {"kind": op.kind, **result.to_wire(), "clientMessageId": op.client_message_id})
+
+    # -- control commands (answered at once, never queued: R-OP-1) -------------------------
+
+    def _find_interaction_channel(self, p: dict[str, Any]) -> _Channel:
+        key = p["interactionKey"]
+        if p.get("channelId") is not None:
+            ch = self._channels.get(p["channelId"])
+            if ch is not None:
+                return ch
+        else:
+            for ch in self._channels.values():
+                if key in ch.rt.interactions:
+                    return ch
+        raise InteractionError(f"unknown interaction {key!r}", code="INTERACTION_UNKNOWN")
+
+    async def _control(self, cmd: Command) -> None:
+        p = cmd.params
+        if cmd.name == "codex.updateSettings":
+            ch = await self._channel(p["channelId"])
+            revision = ch.rt.update_settings(Settings.from_wire(p["settings"]))
+            await self._reply(cmd.id, {"settingsRevision": revision, "desired": ch.rt.desired.to_wire()})
+        elif cmd.name == "codex.abortTurn":
+            ch_or_none = self._channels.get(p["channelId"])
+            op_id = p.get("clientOperationId")
+            if ch_or_none is None:
+                await self._reply(cmd.id, {"stopPath": "noOperation", "clientOperationId": op_id})
+                return
+            rt = ch_or_none.rt
+            target = op_id or (rt.active.id if rt.active is not None else None)
+            if target is None:
+                queued = ch_or_none.live_ops()
+                target = queued[0].id if queued else None
+            path = rt.abort(target) if target is not None else "noOperation"
+            await self._reply(cmd.id, {"stopPath": path, "clientOperationId": target})
+        elif cmd.name == "codex.respondInteraction":
+            ch = self._find_interaction_channel(p)
+            await ch.rt.respond_interaction(p["interactionKey"], p["dialogToken"], p["result"])
+            ch.touch()
+            await self._reply(cmd.id, {"interactionKey": p["interactionKey"], "answered": True})
+        else:  # codex.respondInteractionError
+            ch = self._find_interaction_channel(p)
+            await ch.rt.respond_interaction_error(p["interactionKey"], p["dialogToken"], p["error"]["code"],
+                                                  p["error"]["message"])
+            ch.touch()
+            await self._reply(cmd.id, {"interactionKey": p["interactionKey"], "answered": True})
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def _stop_ops(self, ch: _Channel, ops: list[Operation]) -> list[dict[str, Any]]:
+        """Stop ``ops`` (R-OP-5) and wait for their terminals; the runtime's stop budget bounds
+        the wait (after it the child is killed and the op fails)."""
+        stopped = []
+        for op in ops:
+            stopped.append({"clientOperationId": op.id, "stopPath": ch.rt.abort(op), "status": None})
+        with trio.move_on_after(ch.rt.config.stop_budget + 15):
+            for op, entry in zip(ops, stopped):
+                entry["status"] = (await op.wait()).status
+        return stopped
+
+    async def _lifecycle(self, cmd: Command, ch: _Channel | None) -> None:
+        try:
+            if cmd.name == "codex.resetRuntime":
+                if ch is None:
+                    await self._reply(cmd.id, {"stoppedOperations": [], "runtime": None})
+                    return
+                stopped = await self._stop_ops(ch, ch.live_ops())
+                await ch.rt.reset(reason="resetRuntime")
+                await self._reply(cmd.id, {"stoppedOperations": stopped, "runtime": ch.snapshot()})
+                return
+            # codex.releaseThread
+            tid = cmd.params["threadId"]
+            result: dict[str, Any] = {"threadId": tid, "stoppedOperations": [], "unsubscribe": None,
+                                      "runtimeRetired": False}
+            if ch is None:
+                await self._reply(cmd.id, result)
+                return
+            rt = ch.rt
+            result["stoppedOperations"] = await self._stop_ops(ch, ch.live_ops(tid))
+            info = rt.threads.get(tid)
+            conn = rt.conn
+            if info is not None and info.loaded_generation == rt.generation and conn is not None:
+                try:
+                    res = await conn.call("thread/unsubscribe", {"threadId": tid})
+                    result["unsubscribe"] = (res or {}).get("status")
+                except CodexError as exc:
+                    result["unsubscribeError"] = exc.to_dict()
+            if info is not None:
+                info.loaded_generation = None  # the next operation on it resumes it
+            snap = rt.runtime_snapshot()
+            if snap["sessionCount"] == 0 and not snap["busy"] and rt.conn is not None:
+                await rt.reset(reason="releaseThread")  # confirms the child's exit (R-RT-5)
+                result["runtimeRetired"] = True
+            ch.touch()
+            await self._reply(cmd.id, result)
+        except CodexError as exc:
+            await self._reply(cmd.id, error=exc)
+
+    # -- read-only commands ----------------------------------------------------------------
+
+    async def _read_only(self, cmd: Command, ch: _Channel) -> None:
+        """Native reads: the runtime's connection, never the FIFO, never ``thread/resume``."""
+        p = dict(cmd.params)
+        p.pop("channelId", None)
+        method = READ_ONLY_METHODS[cmd.name]
+        try:
+            if cmd.name == "codex.readHistoryPage":
+                scope = p.pop("scope", "turns")
+                method = "thread/items/list" if scope == "items" else "thread/turns/list"
+            parent = p.pop("parentThreadId", None) if cmd.name == "codex.readSubagent" else None
+            conn = await ch.rt.ensure_started()
+            result = await conn.call(method, None if cmd.name == "codex.reloadMcp" else p)
+            if cmd.name == "codex.readSubagent":
+                thread = (result or {}).get("thread") or {}
+                actual = thread.get("parentThreadId")
+                if parent is not None and actual != parent:
+                    raise CodexError(
+                        f"thread {cmd.params['threadId']} is not a child of {parent} (its parent is {actual!r})",
+                        code="RELATION_UNVERIFIED",
+                        details={"threadId": cmd.params["threadId"], "parentThreadId": actual})
+                result = {"thread": thread, "parentThreadId": actual,
+                          "relationVerified": parent is not None and actual == parent}
+            await self._reply(cmd.id, result)
+        except CodexError as exc:
+            await self._reply(cmd.id, error=exc)
+        finally:
+            ch.inflight -= 1
+            ch.touch()
+
+    # -- status ----------------------------------------------------------------------------
+
+    def status(self, channel_id: str | None = None) -> dict[str, Any]:
+        channels = [ch.snapshot() for cid, ch in sorted(self._channels.items())
+                    if channel_id is None or cid == channel_id]
+        return {"protocolVersion": PROTOCOL_VERSION, "pid": os.getpid(), "draining": self.draining,
+                "channels": channels}
+
+
+async def serve_daemon(receive: trio.abc.ReceiveStream, send: trio.abc.SendStream,
+                       config: DaemonConfig | None = None,
+                       task_status: trio.TaskStatus[Daemon] = trio.TASK_STATUS_IGNORED) -> None:
+    """Run the command loop until ``receive`` reaches EOF (or :meth:`Daemon.stop_reading`),
+    then drain (module doc) and return. Cancelling it cancels everything at once — the
+    runtimes still stop their children, shielded."""
+    daemon = Daemon(receive, send, config or DaemonConfig())
+    task_status.started(daemon)
+    try:
+        await daemon.run()
+    finally:
+        daemon.finished.set()

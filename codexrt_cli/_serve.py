@@ -1,0 +1,186 @@
+"""``codexrt serve``: the NDJSON daemon on stdin/stdout (R-D-1 … R-D-4).
+
+The loop itself is :mod:`codexrt._daemon`; this module turns command-line options into a
+:class:`~codexrt._daemon.DaemonConfig` and wires the process's standard streams.
+
+stdio, and why it is done this way:
+
+* stdout belongs to the protocol. At start the real fd 1 is duplicated for the daemon's own
+  use and fd 1 is then pointed at stderr, so a stray ``print`` from any library — or a child
+  that inherits fd 1 — can never corrupt the protocol stream. stdin is duplicated the same way
+  and fd 0 pointed at ``/dev/null``.
+* A pipe or socket that is not shared with another standard stream becomes a
+  ``trio.lowlevel.FdStream`` (non-blocking, cancellable). Anything else — a regular file
+  (``serve < commands.ndjson > out.ndjson``), a TTY, or a pipe shared with stderr (``2>&1``) —
+  is read and written from a worker thread instead, because epoll cannot watch regular files
+  and non-blocking mode would leak onto the shared stream (trio issue #174).
+* Each protocol line is one ``send_all`` of the whole encoded line; the streams are
+  unbuffered, so every line is flushed as it is written.
+* SIGTERM and SIGINT act like stdin EOF: stop reading, drain, exit 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import stat
+import sys
+from typing import Any
+
+import trio
+
+from codexrt._daemon import DaemonConfig, serve_daemon
+from codexrt._runtime import RuntimeConfig
+
+__all__ = ["add_parser", "run_serve", "open_stdio"]
+
+log = logging.getLogger("codexrt.serve")
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "serve",
+        help="run the NDJSON daemon on stdin/stdout (for IDE plugins and other hosts)",
+        description=(
+            "Read one JSON command per line on stdin, write replies and events as JSON lines on "
+            "stdout (protocol lines only; logs go to stderr). One app-server child per channelId, "
+            "started on first use. EOF on stdin drains and exits 0. Protocol: docs/daemon-protocol.md."
+        ),
+    )
+    p.add_argument("--codex-bin", metavar="PATH",
+                   help="the Codex CLI (or any executable speaking the app-server protocol); "
+                        "default: $CODEX_BIN, else `codex` on PATH")
+    p.add_argument("--app-server-arg", metavar="ARG", action="append", dest="app_server_args",
+                   help="argument passed to the CLI instead of the default `app-server` (repeatable)")
+    p.add_argument("--codex-home", metavar="DIR", help="CODEX_HOME of the children (default: inherited)")
+    p.add_argument("--cwd", metavar="DIR", help="working directory of the children (default: ours)")
+    p.add_argument("--access-mode", choices=["cli_login", "inactive"], default="cli_login",
+                   help="cli_login (default): the CLI's own auth under CODEX_HOME; inactive: never spawn "
+                        "a process, refuse commands that need one (R-LC-3)")
+    p.add_argument("--rpc-timeout", type=float, default=30.0, metavar="SECONDS",
+                   help="budget of each short JSON-RPC request (default 30)")
+    p.add_argument("--handshake-timeout", type=float, default=30.0, metavar="SECONDS",
+                   help="budget of the initialize handshake (default 30)")
+    p.add_argument("--stop-budget", type=float, default=10.0, metavar="SECONDS",
+                   help="time an abort may take before the child is killed (default 10, R-OP-5)")
+    p.add_argument("--idle-timeout", type=float, default=600.0, metavar="SECONDS",
+                   help="retire a channel's child after this long with no session and no work "
+                        "(default 600; 0 = never, R-RT-6)")
+    p.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default=argparse.SUPPRESS,
+                   help="log level on stderr (same as `codexrt --log-level`)")
+    p.set_defaults(func=_main)
+    return p
+
+
+def config_from_args(args: argparse.Namespace) -> DaemonConfig:
+    runtime = RuntimeConfig(
+        codex_bin=args.codex_bin,
+        app_server_args=tuple(args.app_server_args or ("app-server",)),
+        codex_home=args.codex_home,
+        cwd=args.cwd,
+        rpc_timeout=args.rpc_timeout,
+        handshake_timeout=args.handshake_timeout,
+        stop_budget=args.stop_budget,
+    )
+    return DaemonConfig(runtime=runtime, inactive=args.access_mode == "inactive",
+                        idle_timeout=args.idle_timeout if args.idle_timeout > 0 else None)
+
+
+def _main(args: argparse.Namespace) -> int:
+    if getattr(args, "log_level", None):
+        logging.getLogger().setLevel(getattr(logging, args.log_level.upper()))
+    return trio.run(run_serve, config_from_args(args))
+
+
+class _ThreadFdStream(trio.abc.Stream):
+    """Blocking fd I/O in worker threads, for fds epoll cannot watch or must not make
+    non-blocking. Reads are abandoned on cancel (the thread finishes on its own)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._closed = False
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        if self._closed:
+            raise trio.ClosedResourceError("stream closed")
+        return await trio.to_thread.run_sync(os.read, self.fd, max_bytes or 65536, abandon_on_cancel=True)
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        if self._closed:
+            raise trio.ClosedResourceError("stream closed")
+
+        def write_all() -> None:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self.fd, view):]
+
+        try:
+            await trio.to_thread.run_sync(write_all)
+        except BrokenPipeError as exc:
+            raise trio.BrokenResourceError(str(exc)) from exc
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def aclose(self) -> None:
+        if not self._closed:
+            self._closed = True
+            os.close(self.fd)
+        await trio.lowlevel.checkpoint()
+
+
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _stream_for(fd: int, others: list[int]) -> trio.abc.Stream:
+    st = os.fstat(fd)
+    shared = False
+    for other in others:
+        try:
+            shared = shared or _same_file(st, os.fstat(other))
+        except OSError:
+            pass
+    if (stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode)) and not shared:
+        return trio.lowlevel.FdStream(fd)
+    return _ThreadFdStream(fd)
+
+
+def open_stdio() -> tuple[trio.abc.Stream, trio.abc.Stream]:
+    """The protocol's (stdin, stdout) streams; see the module doc. Repoints fds 0 and 1."""
+    in_fd = os.dup(0)
+    out_fd = os.dup(1)
+    stdin = _stream_for(in_fd, [1, 2])
+    stdout = _stream_for(out_fd, [0, 2])
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)  # fd 1 now goes to stderr: nothing else can write protocol lines
+    sys.stdout = sys.stderr
+    return stdin, stdout
+
+
+async def run_serve(config: DaemonConfig) -> int:
+    stdin, stdout = open_stdio()
+    async with stdin, stdout:
+        async with trio.open_nursery() as nursery:
+            daemon = await nursery.start(serve_daemon, stdin, stdout, config)
+
+            async def on_signal() -> None:
+                with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                    async for signum in signals:
+                        log.info("signal %s: draining", signal.Signals(signum).name)
+                        daemon.stop_reading()
+
+            signal_scope = trio.CancelScope()
+
+            async def watch_signals() -> None:
+                with signal_scope:
+                    await on_signal()
+
+            nursery.start_soon(watch_signals)
+            await daemon.finished.wait()
+            signal_scope.cancel()
+    return 0
