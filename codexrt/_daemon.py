@@ -167,6 +167,12 @@ def _resolve(root: dict[str, Any], ref: str) -> dict[str, Any]:
     return node
 
 
+def _most_specific(problems: list[str]) -> str:
+    """Of the alternatives' problems, the one found deepest (the alternative that got
+    furthest is the one the author meant)."""
+    return max(problems, key=lambda p: len(p.split(": ", 1)[0]))
+
+
 def validate(instance: Any, schema: dict[str, Any], root: dict[str, Any] | None = None, path: str = "$") -> str | None:
     """Check ``instance`` against ``schema``; ``None`` when it fits, else the first problem as
     ``"<json path>: <reason>"``. Supports the keywords the daemon schema uses: ``type``,
@@ -226,12 +232,12 @@ def validate(instance: Any, schema: dict[str, Any], root: dict[str, Any] | None 
     if "anyOf" in schema:
         problems = [validate(instance, s, root, path) for s in schema["anyOf"]]
         if all(problems):
-            return min(problems, key=len)  # type: ignore[arg-type]
+            return _most_specific(problems)  # type: ignore[arg-type]
     if "oneOf" in schema:
         problems = [validate(instance, s, root, path) for s in schema["oneOf"]]
         fits = sum(1 for p in problems if p is None)
         if fits == 0:
-            return min(problems, key=len)  # type: ignore[arg-type]
+            return _most_specific(problems)  # type: ignore[arg-type]
         if fits > 1:
             return f"{path}: matches more than one alternative"
     return None

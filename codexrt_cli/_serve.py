@@ -68,6 +68,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--idle-timeout", type=float, default=600.0, metavar="SECONDS",
                    help="retire a channel's child after this long with no session and no work "
                         "(default 600; 0 = never, R-RT-6)")
+    p.add_argument("--max-line-bytes", type=int, default=16 * 1024 * 1024, metavar="N",
+                   help="longest accepted command line; longer ones get a LINE_TOO_LONG reply (default 16 MiB)")
     p.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default=argparse.SUPPRESS,
                    help="log level on stderr (same as `codexrt --log-level`)")
     p.set_defaults(func=_main)
@@ -85,7 +87,8 @@ def config_from_args(args: argparse.Namespace) -> DaemonConfig:
         stop_budget=args.stop_budget,
     )
     return DaemonConfig(runtime=runtime, inactive=args.access_mode == "inactive",
-                        idle_timeout=args.idle_timeout if args.idle_timeout > 0 else None)
+                        idle_timeout=args.idle_timeout if args.idle_timeout > 0 else None,
+                        max_line=args.max_line_bytes)
 
 
 def _main(args: argparse.Namespace) -> int:
