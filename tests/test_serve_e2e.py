@@ -554,3 +554,62 @@ async def test_r_d_1_start_failure_is_a_failed_reply_not_a_crash(tmp_path):
         read = await sp.request("codex.listModels", {"channelId": "c"})
         assert read["ok"] is False and read["error"]["code"] == "CHILD_EXITED"
         assert await sp.finish() == 0
+
+
+# -- more commands and event kinds (also the docs' examples) -----------------------------------
+
+
+@pytest.mark.parametrize("scenario,kind,status", [
+    ("unknown-server-request", "unsupportedServerRequest", "completed"),
+    ("broken-framing", "protocolError", "completed"),
+    ("duplicate-terminal", "orphanTurnTerminal", "completed"),
+    ("turn-start-error", None, "failed"),
+    ("disconnect-mid-turn", "itemUpdated", "failed"),
+])
+async def test_r_d_2_event_kinds_and_terminals_from_fake_scenarios(tmp_path, scenario, kind, status):
+    async with ServeProcess.open(tmp_path, "--codex-bin", fake_cli(tmp_path, scenario)) as sp:
+        rid = await sp.send("codex.send", {"channelId": "c", "message": "hi"})
+        reply = await sp.response(rid)
+        assert reply["result"]["status"] == status
+        if kind is not None:
+            assert any(l["type"] == "daemon" and l["kind"] == kind for l in sp.lines)
+        if scenario == "disconnect-mid-turn":
+            assert reply["result"]["error"]["code"] == "CHILD_EXITED"
+            text = "".join(l["payload"]["delta"] for l in sp.lines if l["type"] == "daemon" and l["kind"] == "itemUpdated")
+            assert text  # what streamed before the crash was delivered
+        assert await sp.finish() == 0
+
+
+async def test_r_d_1_preconnect_compact_review(tmp_path):
+    async with ServeProcess.open(tmp_path, "--codex-bin", fake_cli(tmp_path, "settings-gate")) as sp:
+        pre = await sp.request("codex.preconnect", {"channelId": "c", "threadId": None})
+        assert pre["result"]["status"] == "completed" and pre["result"]["threadId"] is None
+        assert (await sp.request("status"))["result"]["channels"][0]["state"] == "READY"
+        tid = (await sp.request("codex.send", {"channelId": "c", "message": "hi"}))["result"]["threadId"]
+        await sp.request("codex.releaseThread", {"channelId": "c", "threadId": tid})
+        resumed = await sp.request("codex.preconnect", {"channelId": "c", "threadId": tid})
+        assert resumed["result"]["status"] == "completed" and resumed["result"]["turnId"] is None
+        await sp.event("threadResumed", lambda l: l["threadId"] == tid)
+        await sp.request("codex.updateSettings", {"channelId": "c", "settings": {"model": "mock-model-b"}})
+        # compact pushes the frozen settings first and waits for thread/settings/updated (R-SET-2);
+        # the fake then has no thread/compact/start: the failure is returned, never "started" (R-CAT-2)
+        compact = await sp.request("codex.compact", {"channelId": "c", "threadId": tid})
+        await sp.event("thread/settings/updated", lambda l: l["threadId"] == tid)
+        assert compact["result"]["status"] == "failed" and compact["result"]["error"]["code"] == "RPC_ERROR"
+        review = await sp.request("codex.review", {"channelId": "c", "threadId": tid,
+                                                   "target": {"type": "uncommittedChanges"}})
+        assert review["result"]["status"] == "failed" and review["result"]["kind"] == "review"
+        assert await sp.finish() == 0
+
+
+async def test_r_op_1_respond_interaction_error(tmp_path):
+    async with ServeProcess.open(tmp_path, "--codex-bin", fake_cli(tmp_path, "reverse-approval")) as sp:
+        send = await sp.send("codex.send", {"channelId": "c", "message": "run it"})
+        p = (await sp.event("interactionRequested"))["payload"]
+        ok = await sp.request("codex.respondInteractionError", {
+            "interactionKey": p["interactionKey"], "dialogToken": p["dialogToken"],
+            "error": {"code": -32000, "message": "host cannot show approvals"}})
+        assert ok["result"] == {"interactionKey": p["interactionKey"], "answered": True}
+        done = await sp.response(send)
+        assert done["result"]["finalText"] == "The command was not run."
+        assert await sp.finish() == 0
