@@ -118,7 +118,8 @@ class _Runner:
     def loop(self) -> None:
         self.queue.add(time.monotonic(), self.peer.start())
         self.run_due()
-        os.set_blocking(0, False)
+        # stdin stays blocking (it may be a shared terminal): select() reports it readable and
+        # os.read then returns what is there without waiting for a full chunk.
         sel = selectors.DefaultSelector()
         sel.register(0, selectors.EVENT_READ)
         buf = b""

@@ -58,6 +58,7 @@ class MemoryPeer:
         self._wake = trio.Event()
         self._stdout_open = True
         self._stderr_open = True
+        self._eof = False
 
     @property
     def received(self) -> list[Any]:
@@ -89,7 +90,6 @@ class MemoryPeer:
                 self._schedule(self.interpreter.start())
 
                 async def reader() -> None:
-                    nonlocal code, ended
                     buf = b""
                     while True:
                         try:
@@ -97,8 +97,10 @@ class MemoryPeer:
                         except (trio.BrokenResourceError, trio.ClosedResourceError):
                             chunk = b""
                         if not chunk:
-                            code, ended = 0, True
-                            nursery.cancel_scope.cancel()
+                            # Like the stdio runner: what is already due is still written, the
+                            # delayed rest is dropped, then the peer ends with 0.
+                            self._eof = True
+                            self._wake.set()
                             return
                         buf += chunk
                         *lines, buf = buf.split(b"\n")
@@ -133,6 +135,10 @@ class MemoryPeer:
                             elif isinstance(action, CloseStdout):
                                 self._stdout_open = False
                                 await to_client.aclose()
+                        if self._eof:
+                            code, ended = 0, True
+                            nursery.cancel_scope.cancel()
+                            return
 
                 nursery.start_soon(reader)
                 nursery.start_soon(writer)
@@ -147,7 +153,7 @@ class MemoryPeer:
         return code
 
     def _schedule(self, actions: list[Any]) -> None:
-        if actions:
+        if actions and not self._eof:
             self._queue.add(trio.current_time(), actions)
             self._wake.set()
 

@@ -404,6 +404,16 @@ async def test_memory_handshake_turn_and_eof_exit_0(nursery: trio.Nursery) -> No
     assert peer.received_methods() == ["initialize", "initialized", "thread/start", "turn/start"]
 
 
+async def test_memory_eof_writes_what_is_due_and_drops_the_delayed_rest(nursery: trio.Nursery, autojump_clock: Any) -> None:
+    send, receive, _e, peer = open_memory_peer(nursery, "never-respond")
+    c = Client(send, receive)
+    await c.request("initialize", INIT)
+    await c.request("model/list")  # due in 60 s: dropped at EOF, like the stdio runner
+    await send.aclose()
+    got = await c.rest()
+    assert [m["id"] for m in got] == [1] and peer.exit_code == 0 and trio.current_time() < 1
+
+
 async def test_r_wire_3_initialize_refusal_keeps_refusing(nursery: trio.Nursery) -> None:
     send, receive, _e, peer = open_memory_peer(nursery, "initialize-refusal")
     c = Client(send, receive)
@@ -487,8 +497,7 @@ async def test_r_wire_2_numeric_id_collision(nursery: trio.Nursery) -> None:
     resp = await c.recv()
     assert resp["id"] == rid and "result" in resp  # the client's own response follows
     await c.send({"id": rid, "error": {"code": -32601, "message": "unsupported server request: item/unknownThing/request"}})
-    await c.request("model/list")
-    await c.recv()
+    await c.until(id_is(await c.request("model/list")))
     assert peer.received[-2]["error"]["code"] == -32601 and not peer.interpreter.pending_server_requests
 
 
@@ -501,8 +510,7 @@ async def test_r_wire_2_string_id_reverse(nursery: trio.Nursery) -> None:
     assert ids == ["req-abc", "0"]
     for rid in ids:
         await c.send({"id": rid, "result": {}})
-    await c.request("model/list")
-    await c.recv()
+    await c.until(id_is(await c.request("model/list")))
     assert peer.interpreter.pending_server_requests == {}
 
 
