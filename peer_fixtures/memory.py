@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import trio
 import trio.testing
@@ -167,7 +167,7 @@ class MemoryPeerStreams:
     stderr: trio.abc.ReceiveStream
     peer: MemoryPeer
 
-    def __iter__(self):  # allows ``send, receive, stderr, peer = open_memory_peer(...)``
+    def __iter__(self) -> Iterator[Any]:  # allows ``send, receive, stderr, peer = open_memory_peer(...)``
         return iter((self.send, self.receive, self.stderr, self.peer))
 
 

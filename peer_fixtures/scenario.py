@@ -283,8 +283,9 @@ class Scenario:
             match = dict(raw["match"])
             if set(match) - _MATCH_KEYS:
                 raise ScenarioError(f"{at}: unknown matcher keys {sorted(set(match) - _MATCH_KEYS)}")
-            if "nth" in match and "method" not in match:
-                raise ScenarioError(f"{at}: 'nth' needs 'method'")
+            for key, needs in (("nth", "method"), ("params", "method"), ("result", "reply_to"), ("error", "reply_to")):
+                if key in match and needs not in match:
+                    raise ScenarioError(f"{at}: matcher key {key!r} needs {needs!r}")
             times = raw.get("times")
             if times is not None and (not isinstance(times, int) or times < 0):
                 raise ScenarioError(f"{at}: times must be a non-negative integer or null")

@@ -301,6 +301,10 @@ def test_scenario_errors_name_the_problem(tmp_path: Path) -> None:
         Scenario.load({"name": "x", "rules": [{"match": {}, "actions": [{"explode": True}]}]})
     with pytest.raises(ScenarioError, match="unknown matcher keys"):
         Scenario.load({"name": "x", "rules": [{"match": {"metod": "a"}, "actions": []}]})
+    with pytest.raises(ScenarioError, match="'result' needs 'reply_to'"):
+        Scenario.load({"name": "x", "rules": [{"match": {"result": {}}, "actions": []}]})
+    with pytest.raises(ScenarioError, match="unknown settings"):
+        Scenario.load({"name": "x", "settings": {"delta": 2}})
     with pytest.raises(ScenarioError, match="no such scenario"):
         Scenario.load("does-not-exist")
     p = tmp_path / "mine.json"
