@@ -542,6 +542,9 @@ class Connection:
         kill = getattr(self.transport, "kill", None)
         if kill is not None:
             kill()
+        elif self._nursery is not None and not self.closed.is_set():
+            # No process to signal (a stream transport): dropping the streams is the kill.
+            self._nursery.start_soon(self.transport.aclose)
 
 
 @contextlib.asynccontextmanager

@@ -37,6 +37,7 @@ host's answer in the host's own task.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import itertools
 import logging
@@ -220,6 +221,7 @@ class Operation:
         self._final_text_parts: dict[str, str] = {}
         self._final_text: str | None = None
         self.errors: list[dict[str, Any]] = []
+        self._turn_requested = False
 
     def __repr__(self) -> str:
         return f"<Operation {self.id} {self.kind} {self.phase.value} thread={self.thread_id} turn={self.turn_id}>"
@@ -370,6 +372,8 @@ class Runtime:
         self.cli_path: str | None = None
         self.last_error: CodexError | None = None
         self._idle_since: float = trio.current_time()
+        # Turns already settled: a late or duplicate event for one never binds a newer op (R-OP-8).
+        self._finished_turns: collections.OrderedDict[str, None] = collections.OrderedDict()
         self._pending_rebuild: Callable[[], Awaitable[None]] | None = None
 
     def __repr__(self) -> str:
@@ -383,7 +387,7 @@ class Runtime:
 
     @property
     def busy(self) -> bool:
-        return self.active is not None or bool(self._queue)
+        return (self.active is not None and not self.active.terminal) or bool(self._queue)
 
     def _transition(self, event: RuntimeEvent, **info: Any) -> None:
         before = self.machine.state
@@ -558,6 +562,13 @@ class Runtime:
             self._publish(self._event("runtimeReset", {
                 "reason": reason, "exit": attrs.asdict(status) if status else None}))
         self.conn = None
+        active = self.active
+        if active is not None and not active.terminal and active.generation == self.generation:
+            # Its child is gone: the turn can never report a terminal on this connection.
+            status = conn.exit_status if conn is not None else None
+            active._settle(STATUS_FAILED, ChildExited(
+                status.returncode if status else None, status.signal if status else None,
+                phase=active.phase.value, details={"reason": reason}))
         for info in self.threads.values():
             info.loaded_generation = None
         self._expire_interactions("runtime reset")
@@ -602,12 +613,24 @@ class Runtime:
         self.conn = None
 
     def _op_for(self, thread_id: str | None, turn_id: str | None) -> Operation | None:
+        """The operation a thread/turn event belongs to, if any. Routing is by thread id, so a
+        child thread never reaches its parent's operation (R-OP-6); an operation whose turn is
+        not yet known only takes events after its ``turn/start`` was queued, and never events
+        of a turn that already ended (R-OP-3, R-OP-8)."""
         op = self.active
         if op is None or op.terminal or thread_id is None or op.thread_id != thread_id:
             return None
-        if turn_id is not None and op.turn_id is not None and op.turn_id != turn_id:
-            return None
+        if turn_id is not None:
+            if op.turn_id is not None:
+                return op if op.turn_id == turn_id else None
+            if not op._turn_requested or turn_id in self._finished_turns:
+                return None
         return op
+
+    def _remember_finished(self, turn_id: str) -> None:
+        self._finished_turns[turn_id] = None
+        while len(self._finished_turns) > 1024:
+            self._finished_turns.popitem(last=False)
 
     def _on_notification(self, n: Notification) -> None:
         params = n.params if isinstance(n.params, dict) else {}
@@ -637,8 +660,8 @@ class Runtime:
         if method == "serverRequest/resolved":
             rid = params.get("requestId")
             for inter in self.interactions.values():
-                if inter._request_id == rid and type(inter._request_id) is type(rid) and inter.state == "pending" \
-                        and inter.generation == self.generation:
+                if inter._request_id == rid and type(inter._request_id) is type(rid) \
+                        and inter.state in ("pending", "answered") and inter.generation == self.generation:
                     inter.state = "resolved"
                     inter.resolved.set()
                     ev = self._event("interactionResolved", {"interactionKey": inter.key},
@@ -657,6 +680,7 @@ class Runtime:
             return
         if method == "turn/completed" and turn_id:
             status = (turn or {}).get("status")
+            self._remember_finished(turn_id)
             if op is not None and op._bind_turn(turn_id) and status in _NATIVE_TERMINALS:
                 error = None
                 if status == STATUS_FAILED:
@@ -987,6 +1011,7 @@ class Runtime:
         def written() -> None:
             op._fire(OpEvent.WRITTEN)
 
+        op._turn_requested = True
         try:
             result = await conn.call("turn/start", params, on_written=written)
         except RpcTimeout as exc:
@@ -999,6 +1024,8 @@ class Runtime:
             raise
         turn = (result or {}).get("turn") or {}
         tid = turn.get("id")
+        if op.terminal:
+            return  # the reader already settled it (a fast turn): no ack after the terminal
         if isinstance(tid, str) and op._bind_turn(tid):
             if op.cancel_requested:
                 self._nursery.start_soon(self._send_interrupt, op)
@@ -1014,7 +1041,10 @@ class Runtime:
         else:
             method, params = "review/start", {"threadId": op.thread_id, "target": op.payload["target"]}
         op._fire(OpEvent.WRITTEN)
+        op._turn_requested = True
         result = await conn.call(method, params)
+        if op.terminal:
+            return
         turn = (result or {}).get("turn") if isinstance(result, dict) else None
         if isinstance(turn, dict) and isinstance(turn.get("id"), str):
             op._bind_turn(turn["id"])
@@ -1044,8 +1074,11 @@ class Runtime:
         async def rebuild() -> None:
             await self.reset(reason=reason)
             if root_thread_id is not None:
+                # Cold resume of the root thread, ahead of anything queued meanwhile. Not
+                # awaited: this may run on the FIFO worker, which is what will run it.
                 op = self.preconnect(root_thread_id)
-                await op.wait()
+                self._queue.remove(op)
+                self._queue.insert(0, op)
 
         if self.busy:
             self._pending_rebuild = rebuild

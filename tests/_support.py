@@ -36,6 +36,19 @@ class MemoryPeers:
 
         return make
 
+    def sequence(self, *scenarios: Any):
+        """One startup candidate whose successive launches (restarts after a crash or reset)
+        use the given scenarios in turn; the last one repeats."""
+        factories = [self.factory(s) for s in scenarios]
+        calls = {"n": 0}
+
+        async def make() -> StreamTransport:
+            f = factories[min(calls["n"], len(factories) - 1)]
+            calls["n"] += 1
+            return await f()
+
+        return make
+
     def received(self, index: int = -1, method: str | None = None) -> list[dict]:
         msgs = self.peers[index].received
         return [m for m in msgs if method is None or m.get("method") == method]
