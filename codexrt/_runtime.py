@@ -43,7 +43,6 @@ import itertools
 import logging
 import os
 import secrets
-import shutil
 from typing import Any, AsyncIterator, Awaitable, Callable, Sequence, Union
 
 import attrs
@@ -127,12 +126,16 @@ _NATIVE_TERMINALS = {STATUS_COMPLETED, STATUS_FAILED, STATUS_INTERRUPTED}
 class RuntimeConfig:
     """How to launch and talk to the app-server.
 
-    ``codex_bin`` is the CLI to run (else ``CODEX_BIN`` or the first ``codex`` on ``PATH``;
-    full discovery is ``codexrt._discovery``). ``transports`` overrides launching entirely
-    (in-memory peers, sockets): each factory is one startup candidate, tried in order.
+    ``codex_bin`` is an explicit CLI path (else ``CODEX_BIN`` / ``CODEX_PATH`` /
+    ``CODEX_CLI_PATH``, then ``PATH`` and the usual install places — see
+    ``docs/discovery.md``); every candidate found is a startup fallback (R-CLI-5).
+    ``transports`` overrides launching entirely (in-memory peers, sockets): each factory is
+    one startup candidate, tried in order. ``access_mode="inactive"`` never spawns (R-LC-3).
     """
 
     codex_bin: str | None = None
+    access_mode: str = attrs.field(default="cli_login", validator=attrs.validators.in_(
+        ("cli_login", "managed", "inactive")))
     app_server_args: Sequence[str] = ("app-server",)
     codex_home: str | None = None
     env: dict[str, str] | None = attrs.field(default=None, repr=False)
@@ -150,27 +153,36 @@ class RuntimeConfig:
     secrets: Sequence[str] = attrs.field(default=(), repr=False)
 
     def candidate_factories(self) -> list[tuple[str, TransportFactory]]:
+        """Startup candidates in order (R-CLI-1, R-CLI-5): the given transports, else every
+        CLI that discovery finds on the filesystem (no process is spawned to find them).
+        Raises :class:`CliUnavailable` when there is none or an explicit override is stale,
+        and :class:`ConfigError` (``ACCESS_INACTIVE``) in inactive mode, which never spawns."""
+        if self.access_mode == "inactive":
+            raise ConfigError("access mode is inactive: codexrt starts no app-server",
+                              code="ACCESS_INACTIVE")
         if self.transports is not None:
             return [(f"transport#{i}", f) for i, f in enumerate(self.transports)]
-        paths: list[str] = []
-        explicit = self.codex_bin or (self.env or os.environ).get("CODEX_BIN")
-        if explicit:
-            paths.append(explicit)
-        else:
-            found = shutil.which("codex", path=(self.env or os.environ).get("PATH"))
-            if found:
-                paths.append(found)
-        env = dict(self.env if self.env is not None else os.environ)
+        from codexrt._discovery import discover_cli, launch_argv, unavailable_error
+
+        base_env = dict(self.env if self.env is not None else os.environ)
+        result = discover_cli(explicit=self.codex_bin, env=base_env)
+        if not result.candidates:
+            raise unavailable_error(result)
+        env = dict(base_env)
         if self.codex_home:
             env["CODEX_HOME"] = self.codex_home
 
-        def make(path: str) -> TransportFactory:
+        def make(argv: list[str]) -> TransportFactory:
             async def factory() -> Transport:
-                return await spawn_process_transport([path, *self.app_server_args], env=env, cwd=self.cwd)
+                return await spawn_process_transport(argv, env=env, cwd=self.cwd)
 
             return factory
 
-        return [(p, make(p)) for p in paths]
+        out = []
+        for cand in result.candidates:
+            argv = launch_argv(cand, list(self.app_server_args))
+            out.append((str(cand.path), make(argv)))
+        return out
 
 
 @attrs.frozen
@@ -469,15 +481,11 @@ class Runtime:
             return await self._start()
 
     async def _start(self) -> Connection:
-        candidates = self.config.candidate_factories()
-        if not candidates:
-            err = CliUnavailable(
-                f"{child_exited_message(None, None)}: no Codex CLI found. Install it with "
-                "`npm install -g @openai/codex`, or set CODEX_BIN to its path.",
-                details={"codexCliUnavailable": {"candidates": [], "hint": "set CODEX_BIN"}},
-            )
-            self.last_error = err
-            raise err
+        try:
+            candidates = self.config.candidate_factories()
+        except CodexError as exc:
+            self.last_error = exc
+            raise
         attempts: list[dict[str, Any]] = []
         self._transition(RuntimeEvent.START, attempt=1)
         last_exc: CodexError | None = None
