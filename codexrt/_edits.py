@@ -52,7 +52,13 @@ from typing import Any
 import attrs
 import trio
 
-from codexrt._errors import CodexError, LocalProtocolError
+from codexrt._errors import (
+    CodexError,
+    EditConflict,
+    LocalProtocolError,
+    ReviewError,
+    UndoError,
+)
 from codexrt._sansio._patch import (
     BinaryContentError,
     ChangeKind,
@@ -83,39 +89,8 @@ __all__ = [
 
 
 # ------------------------------------------------------------------------------ errors
-# (Kept here for now; the lead may move them to codexrt/_errors.py.)
-
-
-class UndoError(CodexError):
-    """An undo did not happen (unknown key, not applied, already undone, binary content,
-    I/O failure). ``details['keys']`` names the ledger keys; the entries are kept."""
-
-    code = "UNDO_FAILED"
-
-
-class EditConflict(UndoError):
-    """The file no longer holds what Codex wrote: nothing was written (R-EDIT-3).
-    ``conflict`` holds the comparison; ``details['diff']`` shows expected vs actual."""
-
-    code = "EDIT_CONFLICT"
-
-    def __init__(self, conflict: Conflict, *, keys: Sequence[EditKey]) -> None:
-        super().__init__(
-            f"undo refused: {conflict.path}: {conflict.reason}; nothing was written",
-            details={
-                "path": conflict.path,
-                "reason": conflict.reason,
-                "diff": conflict.diff,
-                "keys": [k.to_dict() for k in keys],
-            },
-        )
-        self.conflict = conflict
-
-
-class ReviewError(CodexError):
-    """A review checkpoint could not be opened or decided; nothing was recorded (R-EDIT-2)."""
-
-    code = "REVIEW_FAILED"
+# UndoError, EditConflict and ReviewError live in codexrt/_errors.py (the one exception tree);
+# they are imported above and stay importable from here.
 
 
 # ------------------------------------------------------------------------------ records

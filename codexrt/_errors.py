@@ -38,6 +38,11 @@ __all__ = [
     "ThreadResumeError",
     "InteractionError",
     "ConfigError",
+    "PatchFormatError",
+    "BinaryContentError",
+    "UndoError",
+    "EditConflict",
+    "ReviewError",
     "CHILD_EXITED_PREFIX",
     "child_exited_message",
 ]
@@ -219,3 +224,53 @@ class ConfigError(CodexError):
     """A launch configuration or setting is invalid (refused before anything is written)."""
 
     code = "CONFIG_ERROR"
+
+
+# ---------------------------------------------------------------------------- edit ledger
+# (R-EDIT-1..3; raised by ``codexrt/_edits.py`` and ``codexrt/_sansio/_patch.py``, which
+# re-export them under their old names.)
+
+
+class PatchFormatError(RemoteProtocolError):
+    """A native change could not be parsed (unknown kind, malformed hunk, counts that lie)."""
+
+    code = "PATCH_FORMAT"
+
+
+class BinaryContentError(CodexError):
+    """Content that is not text (NUL bytes, not UTF-8): codexrt never patches it."""
+
+    code = "BINARY_CONTENT"
+
+
+class UndoError(CodexError):
+    """An undo did not happen (unknown key, not applied, already undone, binary content,
+    I/O failure). ``details['keys']`` names the ledger keys; the entries are kept."""
+
+    code = "UNDO_FAILED"
+
+
+class EditConflict(UndoError):
+    """The file no longer holds what Codex wrote: nothing was written (R-EDIT-3).
+    ``conflict`` holds the comparison (a ``codexrt._sansio._patch.Conflict``: ``path``,
+    ``reason``, ``diff``); ``details['diff']`` shows expected vs actual."""
+
+    code = "EDIT_CONFLICT"
+
+    def __init__(self, conflict: Any, *, keys: Any) -> None:
+        super().__init__(
+            f"undo refused: {conflict.path}: {conflict.reason}; nothing was written",
+            details={
+                "path": conflict.path,
+                "reason": conflict.reason,
+                "diff": conflict.diff,
+                "keys": [k.to_dict() for k in keys],
+            },
+        )
+        self.conflict = conflict
+
+
+class ReviewError(CodexError):
+    """A review checkpoint could not be opened or decided; nothing was recorded (R-EDIT-2)."""
+
+    code = "REVIEW_FAILED"

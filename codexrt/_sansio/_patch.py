@@ -45,7 +45,7 @@ from typing import Any
 
 import attrs
 
-from codexrt._errors import CodexError, RemoteProtocolError
+from codexrt._errors import BinaryContentError, PatchFormatError  # re-exported: defined in _errors
 
 __all__ = [
     "ChangeKind",
@@ -85,18 +85,6 @@ _HEADER_PREFIXES = (
     "copy from",
     "copy to",
 )
-
-
-class PatchFormatError(RemoteProtocolError):
-    """A native change could not be parsed (unknown kind, malformed hunk, counts that lie)."""
-
-    code = "PATCH_FORMAT"
-
-
-class BinaryContentError(CodexError):
-    """Content that is not text (NUL bytes, not UTF-8): codexrt never patches it."""
-
-    code = "BINARY_CONTENT"
 
 
 class ChangeKind(enum.Enum):
