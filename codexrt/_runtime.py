@@ -72,7 +72,7 @@ from codexrt._errors import (
     ThreadResumeError,
     child_exited_message,
 )
-from codexrt._events import DELTA_METHODS, CodexEvent, EventStream
+from codexrt._events import DELTA_METHODS, CodexEvent, EventStream, delta_key
 from codexrt._sansio._redact import Redactor
 from codexrt._sansio._rpc import LateResponse, ProtocolViolation, UnsupportedServerRequest
 from codexrt._sansio._states import (
@@ -114,6 +114,8 @@ SUPPORTED_SERVER_REQUESTS = frozenset(
         "item/tool/call",
     }
 )
+
+_DELTA_IDS = frozenset({"threadId", "turnId", "itemId", "delta"})
 
 STATUS_COMPLETED = "completed"
 STATUS_FAILED = "failed"
@@ -641,6 +643,9 @@ class Runtime:
             self._finished_turns.popitem(last=False)
 
     def _on_notification(self, n: Notification) -> None:
+        if n.method in DELTA_METHODS:
+            self._on_delta(n)  # the hot path of a flood; no other branch takes these methods
+            return
         params = n.params if isinstance(n.params, dict) else {}
         method = n.method
         thread_id = params.get("threadId")
@@ -707,14 +712,6 @@ class Runtime:
             self._deliver(self._event(kind, {"item": item}, op=op, thread_id=thread_id, turn_id=turn_id,
                                       item_id=item_id), op)
             return
-        if method in DELTA_METHODS:
-            payload = {k: v for k, v in params.items() if k not in ("threadId", "turnId", "itemId")}
-            payload["stream"] = method
-            if not isinstance(payload.get("delta"), str):
-                payload["delta"] = str(payload.get("delta", ""))
-            self._deliver(self._event("itemUpdated", payload, op=op, thread_id=thread_id, turn_id=turn_id,
-                                      item_id=item_id), op)
-            return
         if method == "error":
             if op is not None:
                 op.errors.append(params.get("error") or {})
@@ -722,6 +719,46 @@ class Runtime:
             return
         self._deliver(self._event("nativeNotification", {"method": method, "params": params}, op=op,
                                   thread_id=thread_id, turn_id=turn_id, item_id=item_id), op)
+
+    def _on_delta(self, n: Notification) -> None:
+        """Streaming text (``itemUpdated``): the same identities :meth:`_event` would give, but
+        filed as a text run in each consumer's buffer — no event object per native delta; the
+        consumer gets one merged ``itemUpdated`` per run it takes (``codexrt._events``)."""
+        params = n.params
+        if not isinstance(params, dict):
+            params = {}
+        get = params.get
+        thread_id = get("threadId")
+        turn_id = get("turnId")
+        item_id = get("itemId")
+        if not turn_id:
+            turn = get("turn")
+            turn_id = turn.get("id") if isinstance(turn, dict) else None
+        if not item_id:
+            item = get("item")
+            item_id = item.get("id") if isinstance(item, dict) else None
+        if len(params) == 4 and "delta" in params and "itemId" in params and "turnId" in params \
+                and "threadId" in params:
+            extra = None
+        else:
+            extra = tuple((k, v) for k, v in params.items() if k not in _DELTA_IDS) or None
+        delta = get("delta", "")
+        if type(delta) is not str:
+            delta = str(delta)
+        op = self._op_for(thread_id, turn_id)
+        root = thread_id
+        if thread_id:
+            info = self.threads.get(thread_id)
+            if info is not None and not info.root:
+                root = None
+        if turn_id is None and op is not None:
+            turn_id = op.turn_id
+        key = delta_key(self.generation, self.config.channel_id, op.id if op is not None else None, root,
+                        thread_id, turn_id, item_id, n.method, extra)
+        if op is not None:
+            op.stream.put_text(key, delta)
+        for sub in self._subscribers:
+            sub.put_text(key, delta)
 
     def _deliver(self, ev: CodexEvent, op: Operation | None) -> None:
         if op is not None:
@@ -847,10 +884,12 @@ class Runtime:
             return
         try:
             await conn.call("turn/interrupt", {"threadId": op.thread_id, "turnId": op.turn_id})
-            self._deliver(self._event("turnAborted", {"requested": True}, op=op), op)
+            ev = self._event("turnAborted", {"requested": True}, op=op)
         except CodexError as exc:
-            self._deliver(self._event("error", {"message": f"turn/interrupt failed: {exc.message}",
-                                                "code": exc.code}, op=op), op)
+            ev = self._event("error", {"message": f"turn/interrupt failed: {exc.message}",
+                                       "code": exc.code}, op=op)
+        if not op.terminal:  # a turn that ended meanwhile raced the interrupt: nothing to report
+            self._deliver(ev, op)
 
     async def _stop_watchdog(self, op: Operation) -> None:
         with trio.move_on_after(self.config.stop_budget):
