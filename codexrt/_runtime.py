@@ -39,7 +39,9 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import hashlib
 import itertools
+import json
 import logging
 import os
 import secrets
@@ -73,6 +75,9 @@ from codexrt._errors import (
     child_exited_message,
 )
 from codexrt._events import DELTA_METHODS, CodexEvent, EventStream, delta_key
+from codexrt._context_probe import ContextCapabilityProbe
+from codexrt._sansio._context import (ContextDelivery, ContextFragment, ContextFragments, EditorState, build_context,
+                                      prepare_input)
 from codexrt._sansio._redact import Redactor
 from codexrt._sansio._rpc import LateResponse, ProtocolViolation, UnsupportedServerRequest
 from codexrt._sansio._states import (
@@ -153,6 +158,17 @@ class RuntimeConfig:
     settings: Settings = attrs.field(factory=Settings)
     transports: Sequence[TransportFactory] | None = attrs.field(default=None, repr=False)
     secrets: Sequence[str] = attrs.field(default=(), repr=False)
+    # Attach to a running app-server instead of spawning one (R-WIRE-10, docs/transports.md):
+    # ``connect`` is ``ws://IP:PORT`` or ``unix:///path``; the bearer token comes from
+    # ``token_file`` or the environment variable named ``token_env`` (never from the URL); a
+    # non-loopback ``ws://`` host needs ``allow_remote=True`` and a token. Reconnects after a
+    # connection loss use ``reconnect_backoff`` (bounded exponential backoff + jitter).
+    connect: str | None = None
+    token_file: str | None = None
+    token_env: str | None = None
+    allow_remote: bool = False
+    connect_timeout: float = 10.0
+    reconnect_backoff: Any = attrs.field(default=None, repr=False)  # codexrt._retry.Backoff | None
 
     def candidate_factories(self) -> list[tuple[str, TransportFactory]]:
         """Startup candidates in order (R-CLI-1, R-CLI-5): the given transports, else every
@@ -162,6 +178,10 @@ class RuntimeConfig:
         if self.access_mode == "inactive":
             raise ConfigError("access mode is inactive: codexrt starts no app-server",
                               code="ACCESS_INACTIVE")
+        if self.connect is not None:
+            if self.transports is not None:
+                raise ConfigError("give either transports or connect, not both", code="BAD_ENDPOINT")
+            return [self._attached_candidate()]
         if self.transports is not None:
             return [(f"transport#{i}", f) for i, f in enumerate(self.transports)]
         from codexrt._discovery import discover_cli, launch_argv, unavailable_error
@@ -185,6 +205,25 @@ class RuntimeConfig:
             argv = launch_argv(cand, list(self.app_server_args))
             out.append((str(cand.path), make(argv)))
         return out
+
+    def _attached_candidate(self) -> tuple[str, TransportFactory]:
+        """The single candidate of an attached runtime. The endpoint, the token source and the
+        remote policy are checked here, before anything connects (``ConfigError``); the token is
+        re-read at each (re)connect and never appears in the label, events or errors."""
+        from codexrt._transport_ws import (
+            DEFAULT_RECONNECT_BACKOFF, Endpoint, check_endpoint_policy, endpoint_factory, read_token)
+
+        assert self.connect is not None
+        endpoint = Endpoint.parse(self.connect)
+        env = dict(self.env if self.env is not None else os.environ)
+
+        def token_source() -> Any:
+            return read_token(token_file=self.token_file, token_env=self.token_env, env=env)
+
+        check_endpoint_policy(endpoint, has_token=token_source() is not None, allow_remote=self.allow_remote)
+        return endpoint.url, endpoint_factory(endpoint, token_source=token_source,
+                                              backoff=self.reconnect_backoff or DEFAULT_RECONNECT_BACKOFF,
+                                              timeout=self.connect_timeout)
 
 
 @attrs.frozen
@@ -389,6 +428,7 @@ class Runtime:
         # Turns already settled: a late or duplicate event for one never binds a newer op (R-OP-8).
         self._finished_turns: collections.OrderedDict[str, None] = collections.OrderedDict()
         self._pending_rebuild: Callable[[], Awaitable[None]] | None = None
+        self.probe: Any = ContextCapabilityProbe()  # R-CTX-2: one cached answer per CLI and child generation
 
     def __repr__(self) -> str:
         return f"<Runtime {self.config.channel_id} {self.state.value} gen={self.generation} queued={len(self._queue)}>"
@@ -724,27 +764,31 @@ class Runtime:
         """Streaming text (``itemUpdated``): the same identities :meth:`_event` would give, but
         filed as a text run in each consumer's buffer — no event object per native delta; the
         consumer gets one merged ``itemUpdated`` per run it takes (``codexrt._events``)."""
-        params = n.params
-        if not isinstance(params, dict):
-            params = {}
-        get = params.get
-        thread_id = get("threadId")
-        turn_id = get("turnId")
-        item_id = get("itemId")
-        if not turn_id:
-            turn = get("turn")
-            turn_id = turn.get("id") if isinstance(turn, dict) else None
-        if not item_id:
-            item = get("item")
-            item_id = item.get("id") if isinstance(item, dict) else None
-        if len(params) == 4 and "delta" in params and "itemId" in params and "turnId" in params \
-                and "threadId" in params:
-            extra = None
+        d = n.delta
+        extra: tuple[tuple[str, Any], ...] | None = None
+        if d is not None:  # the exact shape, typed (``_wire.DeltaParams``)
+            thread_id: Any = d.threadId
+            turn_id: Any = d.turnId or None
+            item_id: Any = d.itemId or None
+            delta: Any = d.delta
         else:
+            params = n.params
+            if not isinstance(params, dict):
+                params = {}
+            get = params.get
+            thread_id = get("threadId")
+            turn_id = get("turnId")
+            item_id = get("itemId")
+            if not turn_id:
+                turn = get("turn")
+                turn_id = turn.get("id") if isinstance(turn, dict) else None
+            if not item_id:
+                item = get("item")
+                item_id = item.get("id") if isinstance(item, dict) else None
             extra = tuple((k, v) for k, v in params.items() if k not in _DELTA_IDS) or None
-        delta = get("delta", "")
-        if type(delta) is not str:
-            delta = str(delta)
+            delta = get("delta", "")
+            if type(delta) is not str:
+                delta = str(delta)
         op = self._op_for(thread_id, turn_id)
         root = thread_id
         if thread_id:
@@ -931,15 +975,39 @@ class Runtime:
 
     def send(self, text: str, *, thread_id: str | None = None, client_message_id: str | None = None,
              images: Sequence[str] = (), additional_context: dict[str, Any] | None = None,
-             settings: Settings | None = None) -> Operation:
+             settings: Settings | None = None, editor_state: EditorState | None = None,
+             context: ContextFragments | None = None,
+             text_elements: Sequence[dict[str, Any]] = ()) -> Operation:
         """Queue a user message (R-OP-1). ``thread_id=None`` starts a new thread. Returns at
         once; the operation runs when the FIFO reaches it. ``client_message_id`` identifies
-        this submission (R-OP-7); a fresh one is chosen when omitted."""
+        this submission (R-OP-7); a fresh one is chosen when omitted.
+
+        ``text`` is the user's input only (R-CTX-1). IDE context comes as ``editor_state``
+        (built into fragments *now*: later editor changes never reach this send) or as
+        ready ``context`` fragments, and/or ``additional_context`` (a ready
+        ``{key: {kind, value, name?}}`` map, copied now). At dispatch the capability probe
+        decides how it travels: ``turn/start.additionalContext`` beside the raw text, or the
+        ``# Context from my IDE setup:`` text convention with ``text_elements`` byte ranges
+        shifted (R-CTX-2 … R-CTX-4). Raises ``ConfigError`` for malformed context."""
         if not isinstance(text, str):
             raise ConfigError("text must be a string")
+        if editor_state is not None and context is not None:
+            raise ConfigError("give editor_state or context, not both")
+        frozen = context if context is not None else (build_context(editor_state) if editor_state is not None
+                                                      else ContextFragments())
+        ready: dict[str, dict[str, Any]] = {}
+        for key, entry in (additional_context or {}).items():
+            if not (isinstance(key, str) and key and isinstance(entry, dict) and isinstance(entry.get("value"), str)
+                    and entry.get("kind") in ("application", "untrusted")):
+                raise ConfigError(f"additional_context[{key!r}] must be {{kind: application|untrusted, value: str, "
+                                  "name?}", details={"key": str(key)})
+            if key in frozen.keys():
+                raise ConfigError(f"context key {key!r} is given twice", details={"key": key})
+            ready[key] = dict(entry)
         cmid = client_message_id or f"cm-{secrets.token_hex(8)}"
         return self._new_op("send", thread_id=thread_id, client_message_id=cmid, payload={
-            "text": text, "images": list(images), "additionalContext": additional_context, "settings": settings})
+            "text": text, "images": list(images), "additionalContext": ready or None, "context": frozen,
+            "textElements": [dict(e) for e in text_elements], "settings": settings})
 
     def compact(self, thread_id: str) -> Operation:
         return self._new_op("compact", thread_id=thread_id, client_message_id=None, payload={})
@@ -1044,16 +1112,51 @@ class Runtime:
 
     async def _start_turn(self, op: Operation, conn: Connection) -> None:
         settings = op.settings or Settings()
-        inputs: list[dict[str, Any]] = [{"type": "text", "text": op.payload["text"], "text_elements": []}]
+        images: list[dict[str, Any]] = []
         for image in op.payload.get("images") or []:
             if image.startswith(("http://", "https://", "data:")):
-                inputs.append({"type": "image", "url": image})
+                images.append({"type": "image", "url": image})
             else:
-                inputs.append({"type": "localImage", "path": image})
-        params: dict[str, Any] = {"threadId": op.thread_id, "input": inputs,
+                images.append({"type": "localImage", "path": image})
+        # IDE context (R-CTX-1..4, R-CTX-6): fragments were frozen at submit; how they travel
+        # is decided now, by the probe, for this CLI and child generation.
+        frozen: ContextFragments = op.payload.get("context") or ContextFragments()
+        ready: dict[str, dict[str, Any]] = op.payload.get("additionalContext") or {}
+        fragments = ContextFragments(frozen.fragments + tuple(
+            ContextFragment(k, v["value"]) for k, v in ready.items() if v.get("kind") == "application"), frozen.dropped)
+        delivery = ContextDelivery.NONE
+        if fragments or ready:
+            if op.cancel_requested:  # a cancelled operation leaves before the probe (R-CTX-6)
+                op._settle(STATUS_CANCELLED, OperationCancelled("cancelled before the context probe"))
+                return
+            from codexrt._helpers import resolved_cli
+
+            cli, env = resolved_cli(self.config, self.cli_path)
+            try:
+                delivery = await self.probe.decide(fragments or ContextFragments((ContextFragment("_", "_"),)),
+                                                   cli=cli or (), env=env, generation=self.generation)
+            except ValueError:  # no CLI to ask (started from transports): the text convention
+                delivery = ContextDelivery.TEXT_CONVENTION
+            if op.cancel_requested:  # cancelled during the probe: no turn (R-CTX-6)
+                op._settle(STATUS_CANCELLED, OperationCancelled("cancelled during the context probe"))
+                return
+            op.payload["contextDelivery"] = delivery.value
+        untrusted = {k: v for k, v in ready.items() if v.get("kind") != "application"}
+        if untrusted and delivery is not ContextDelivery.ADDITIONAL_CONTEXT:
+            raise ConfigError("untrusted context cannot travel in the text convention (this CLI has no "
+                              "additionalContext); nothing was started", code="CONTEXT_NOT_DELIVERABLE",
+                              details={"keys": sorted(untrusted)})
+        try:
+            prepared = prepare_input(op.payload["text"], fragments if delivery is not ContextDelivery.NONE
+                                     else ContextFragments(), delivery, images=images,
+                                     text_elements=op.payload.get("textElements") or ())
+        except LocalProtocolError as exc:
+            raise ConfigError(exc.message, code="INVALID_TEXT_ELEMENTS", details=exc.details) from None
+        params: dict[str, Any] = {"threadId": op.thread_id, "input": prepared.input_items(),
                                   "clientUserMessageId": op.client_message_id, **settings.turn_params()}
-        if op.payload.get("additionalContext"):
-            params["additionalContext"] = op.payload["additionalContext"]
+        if prepared.additional_context is not None:
+            # ready entries travel verbatim (kind/name kept), built ones as application entries
+            params["additionalContext"] = {**prepared.additional_context, **ready}
 
         def written() -> None:
             op._fire(OpEvent.WRITTEN)
@@ -1076,7 +1179,10 @@ class Runtime:
         if isinstance(tid, str) and op._bind_turn(tid):
             if op.cancel_requested:
                 self._nursery.start_soon(self._send_interrupt, op)
-        self._deliver(self._event("operationAcked", {"turn": turn}, op=op), op)
+        ack: dict[str, Any] = {"turn": turn}
+        if "contextDelivery" in op.payload:
+            ack["contextDelivery"] = op.payload["contextDelivery"]
+        self._deliver(self._event("operationAcked", ack, op=op), op)
 
     async def _start_compact_or_review(self, op: Operation, conn: Connection) -> None:
         await self._settings_gate(op, conn)
@@ -1114,6 +1220,39 @@ class Runtime:
 
     # -- launch-config rebuild (R-LC-2) --------------------------------------------------
 
+    def launch_fingerprint(self) -> str:
+        """R-LC-1: a hash over what decides how the child is launched — access mode, CLI,
+        ``CODEX_HOME``, extra arguments and the environment's credentials (as hashes only).
+        Model, effort and other per-turn settings are not part of it: they travel by RPC."""
+        c = self.config
+        env = c.env if c.env is not None else os.environ
+        secret_names = sorted(k for k in env if any(w in k.upper() for w in ("KEY", "TOKEN", "SECRET")))
+        payload = {
+            "access": c.access_mode,
+            "cli": c.codex_bin,
+            "args": list(c.app_server_args),
+            "codexHome": c.codex_home or env.get("CODEX_HOME"),
+            "credentials": [[k, hashlib.sha256(env[k].encode()).hexdigest()] for k in secret_names],
+            "transports": [id(t) for t in c.transports] if c.transports is not None else None,
+        }
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+    def update_launch(self, **changes: Any) -> str:
+        """Change launch settings (``codex_bin``, ``codex_home``, ``env``, ``access_mode``,
+        ``app_server_args``, ``transports``). When the fingerprint changes the child is rebuilt
+        — at once when idle, after the active operation's terminal otherwise — and the root
+        thread of the last operation is cold-resumed (R-LC-2). Returns ``"unchanged"``,
+        ``"now"`` or ``"deferred"``."""
+        before = self.launch_fingerprint()
+        self.config = attrs.evolve(self.config, **changes)
+        if self.launch_fingerprint() == before:
+            return "unchanged"
+        if self.conn is None:
+            return "now"  # nothing running: the next start uses the new configuration
+        root = next((t.thread_id for t in self.threads.values()
+                     if t.root and t.loaded_generation == self.generation), None)
+        return self.request_rebuild(root_thread_id=root, reason="launch config changed")
+
     def request_rebuild(self, *, root_thread_id: str | None = None, reason: str = "launch config changed") -> str:
         """Rebuild the child (new launch configuration): at once when idle, else deferred
         until the active operation's terminal. Then a cold ``thread/resume`` of the root
@@ -1134,14 +1273,35 @@ class Runtime:
         return "now"
 
     async def _idle_reaper(self) -> None:
-        """R-RT-6: retire an idle child (no sessions, not busy) after ``idle_timeout``."""
+        """R-RT-6: retire an idle child after ``idle_timeout`` — never while a session is loaded
+        (``sessionCount > 0``, see :meth:`release_thread`), busy, or an interaction waits."""
         assert self.config.idle_timeout is not None
         while True:
             await trio.sleep(min(self.config.idle_timeout, 1.0))
-            if (self.state is RuntimeState.READY and not self.busy
+            snapshot = self.runtime_snapshot()
+            if (self.state is RuntimeState.READY and not self.busy and snapshot["sessionCount"] == 0
                     and trio.current_time() - self._idle_since >= self.config.idle_timeout
                     and not self.pending_interactions()):
                 await self.reset(reason="idle")
+
+    async def release_thread(self, thread_id: str) -> None:
+        """Stop tracking ``thread_id`` as a loaded session: abort its operations, tell the
+        server (``thread/unsubscribe``) and mark it unloaded (its id is kept). A runtime with
+        no loaded session may then be retired by the idle reaper (R-RT-6)."""
+        for op in [self.active, *self._queue]:
+            if op is not None and op.thread_id == thread_id and not op.terminal:
+                self.abort(op)
+                with trio.move_on_after(self.config.stop_budget + 11):
+                    await op._done.wait()
+        info = self.threads.get(thread_id)
+        if info is None or info.loaded_generation != self.generation:
+            return
+        info.loaded_generation = None
+        if self.conn is not None:
+            try:
+                await self.conn.call("thread/unsubscribe", {"threadId": thread_id})
+            except CodexError as exc:
+                log.info("thread/unsubscribe failed: %s", exc.message)
 
     # -- close ---------------------------------------------------------------------------
 

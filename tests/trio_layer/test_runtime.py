@@ -9,6 +9,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 import trio
+import trio.testing
 
 import codexrt
 from codexrt import ChildExited, RuntimeConfig, RuntimeState, Settings, ThreadResumeError
@@ -360,14 +361,13 @@ async def test_no_approval_is_granted_by_default(peers, autojump_clock):
     assert [m for m in peers.received(0) if "result" in m and "method" not in m] == []
 
 
-async def test_r_rt_6_snapshot_and_idle_reaper(peers, autojump_clock):
-    async with _rt(peers, "handshake-ok", idle_timeout=60) as rt:
+async def test_r_rt_6_snapshot(peers):
+    async with _rt(peers, "handshake-ok") as rt:
         op = rt.send("x")
         await op.wait()
         snap = rt.runtime_snapshot()
         assert snap["state"] == "READY" and snap["busy"] is False and snap["sessionCount"] == 1
-        await trio.sleep(61.5)
-        assert rt.state is RuntimeState.STOPPED
+        assert snap["runtimeGeneration"] == 1 and snap["queuedOperations"] == 0
 
 
 async def test_settings_validation_errors_are_typed():
@@ -416,3 +416,42 @@ async def test_r_cli_5_discovered_candidates_fall_back_in_order(tmp_path):
         assert result.status == "completed", result
         assert rt.cli_path == str(good / "codex")
     assert "runtimeFallback" in kinds
+
+
+async def test_r_lc_1_2_launch_fingerprint_and_rebuild(peers):
+    async with _rt(peers, "handshake-ok", RESUMING) as rt:
+        first = await rt.send("x").wait()
+        fp = rt.launch_fingerprint()
+        assert rt.update_launch(app_server_args=("app-server",)) == "unchanged"
+        rt.update_settings(model="other")  # settings are not part of the fingerprint
+        assert rt.launch_fingerprint() == fp
+        assert rt.update_launch(codex_home="/tmp/other-home") == "now"
+        while rt.generation < 2 or rt.busy or rt.state is not RuntimeState.READY:
+            await rt.wait_state(RuntimeState.READY, RuntimeState.STOPPED)
+            await trio.testing.wait_all_tasks_blocked()
+    assert _methods(peers, 1)[:3] == ["initialize", "initialized", "thread/resume"]
+    assert peers.received(1, "thread/resume")[0]["params"]["threadId"] == first.thread_id
+
+
+def test_r_lc_1_secrets_enter_the_fingerprint_only_as_hashes():
+    import attrs as _attrs
+
+    async def main():
+        async with codexrt.open_runtime(env={"OPENAI_API_KEY": "sk-very-secret-value"}) as rt:
+            fp1 = rt.launch_fingerprint()
+            rt.config = _attrs.evolve(rt.config, env={"OPENAI_API_KEY": "sk-other-secret-value"})
+            assert rt.launch_fingerprint() != fp1
+            assert "sk-very-secret-value" not in repr(rt.config)
+
+    trio.run(main)
+
+
+async def test_r_rt_6_idle_reaper_keeps_a_runtime_with_a_loaded_session(peers, autojump_clock):
+    async with _rt(peers, "handshake-ok", idle_timeout=60) as rt:
+        op = await rt.send("x").wait()
+        await trio.sleep(120)
+        assert rt.state is RuntimeState.READY  # sessionCount == 1
+        await rt.release_thread(op.thread_id)
+        assert rt.runtime_snapshot()["sessionCount"] == 0
+        await trio.sleep(61.5)
+        assert rt.state is RuntimeState.STOPPED
