@@ -19,6 +19,8 @@ import codexrt
 COMMAND_MODULES: list[str] = [
     "codexrt_cli._serve",
     "codexrt_cli._doctor",
+    "codexrt_cli._run",
+    "codexrt_cli._demo",
 ]
 
 

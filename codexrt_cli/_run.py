@@ -1,0 +1,363 @@
+"""``codexrt run "prompt"``: one turn from the terminal.
+
+What it does: starts one supervised ``codex app-server`` (discovery as everywhere in codexrt,
+or ``--codex-bin``), sends the prompt (a new thread, or ``--thread ID`` to continue one), and
+streams the assistant's text to stdout as it arrives. While a tool runs, a status line on stderr
+says what is running (redrawn in place, with elapsed time, when stderr is a terminal). The exit
+status is the turn's: 0 completed, 1 failed (or nothing could be started), 130 interrupted or
+cancelled, 2 bad usage.
+
+Approvals (R-INT-3) are never granted by default:
+
+* stdin is a terminal (and ``--approve`` not given): each request is shown on stderr and asked
+  ``[y]es / [n]o / [a]lways for this session / [c]ancel the turn``; end of input declines;
+* otherwise ``--approve`` decides: ``decline`` (the default), ``cancel``, or ``accept`` (an
+  explicit opt-in). Requests that are not approvals (questions, forms) are declined.
+
+``Ctrl+C`` (SIGINT) interrupts the turn (R-OP-5: ``turn/interrupt``, or a local cancel when it
+had not started) and the command exits 130 once the turn reports ``interrupted``; a second
+``Ctrl+C`` kills the app-server at once. The child is always reaped before exit.
+
+``--json`` writes every runtime event as one JSON line (the ``codexrt serve`` event shape,
+R-D-2) and ends with ``{"type": "result", ...}``; prompts and status still go to stderr.
+
+``--loopback`` runs against the bundled loopback model with a throw-away ``CODEX_HOME`` (see
+``codexrt demo``): no account, no network beyond 127.0.0.1.
+
+Why Trio directly and not the blocking facade: a CLI owns its main thread, so it can run
+``trio.run`` there and use Trio's signal receiver for SIGINT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+from typing import Any, Iterator, TextIO
+
+import trio
+
+from codexrt._errors import CodexError, InteractionError
+from codexrt._events import CodexEvent
+from codexrt._runtime import Interaction, Operation, Runtime, RuntimeConfig, open_runtime
+from codexrt._settings import APPROVAL_POLICIES, SANDBOX_MODES, Settings
+from codexrt.blocking import ApprovalRequest, approval_reply
+
+__all__ = ["add_parser", "run_turn", "EXIT_CODES"]
+
+log = logging.getLogger("codexrt.run")
+
+#: Exit status per turn status.
+EXIT_CODES = {"completed": 0, "failed": 1, "interrupted": 130, "cancelled": 130}
+_TOOL_ITEMS = {"commandExecution", "fileChange", "mcpToolCall", "dynamicToolCall", "webSearch",
+               "imageGeneration", "collabAgentToolCall"}
+_ANSWERS = {"y": "accept", "yes": "accept", "n": "decline", "no": "decline", "": "decline",
+            "a": "acceptForSession", "always": "acceptForSession", "c": "cancel", "cancel": "cancel"}
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "run",
+        help="run one turn: stream the answer, ask for approvals, exit with the turn's status",
+        description=__doc__.split("\n\n")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="exit status: 0 completed, 1 failed, 130 interrupted/cancelled, 2 usage error",
+    )
+    p.add_argument("prompt", nargs="?", help="the message; '-' or omitted reads it from stdin (when not a terminal)")
+    p.add_argument("--thread", metavar="ID", help="continue this thread (default: start a new one)")
+    p.add_argument("--json", action="store_true", help="write events as NDJSON on stdout instead of text")
+    p.add_argument("--approve", choices=["ask", "decline", "cancel", "accept"], default=None,
+                   help="how to answer approval requests: ask (default when stdin is a terminal), "
+                        "decline (default otherwise), cancel (decline and stop the turn), accept")
+    p.add_argument("--approval-policy", choices=sorted(APPROVAL_POLICIES), default=None,
+                   help="when the app-server asks for approval (native setting; default: its config)")
+    p.add_argument("--sandbox", choices=sorted(SANDBOX_MODES), default=None,
+                   help="sandbox of the turn (default: the app-server's config)")
+    p.add_argument("--model", help="model slug for the turn")
+    p.add_argument("--cwd", metavar="DIR", help="working directory of the turn (default: the current one)")
+    p.add_argument("--codex-bin", metavar="PATH", help="the Codex CLI (default: discovery, see docs/discovery.md)")
+    p.add_argument("--codex-home", metavar="DIR", help="CODEX_HOME of the app-server (default: inherited)")
+    p.add_argument("--loopback", action="store_true",
+                   help="use the bundled loopback model and a throw-away CODEX_HOME (no account, no internet)")
+    p.set_defaults(func=_main)
+    return p
+
+
+def _read_prompt(args: argparse.Namespace) -> str | None:
+    if args.prompt not in (None, "-"):
+        return args.prompt
+    if sys.stdin.isatty():
+        return None
+    return sys.stdin.read().strip() or None
+
+
+def _main(args: argparse.Namespace) -> int:
+    prompt = _read_prompt(args)
+    if not prompt:
+        print("codexrt run: no prompt (give it as an argument, or pipe it on stdin)", file=sys.stderr)
+        return 2
+    interactive = sys.stdin.isatty() and args.prompt not in (None, "-")
+    approve = args.approve or ("ask" if interactive else "decline")
+    if approve == "ask" and not sys.stdin.isatty():
+        print("codexrt run: --approve=ask needs a terminal on stdin", file=sys.stderr)
+        return 2
+    with _environment(args) as (config, note):
+        if note:
+            print(note, file=sys.stderr)
+        settings = Settings(model=args.model, approval_policy=args.approval_policy, sandbox=args.sandbox,
+                            cwd=os.path.abspath(args.cwd) if args.cwd else config.cwd)
+        try:
+            return trio.run(run_turn, config, prompt, settings, args.thread, approve, args.json)
+        except KeyboardInterrupt:  # a SIGINT before the turn existed: nothing to interrupt
+            print("\ninterrupted", file=sys.stderr)
+            return EXIT_CODES["interrupted"]
+
+
+@contextlib.contextmanager
+def _environment(args: argparse.Namespace) -> Iterator[tuple[RuntimeConfig, str | None]]:
+    cwd = os.path.abspath(args.cwd) if args.cwd else os.getcwd()
+    if not args.loopback:
+        yield RuntimeConfig(codex_bin=args.codex_bin, codex_home=args.codex_home, cwd=cwd), None
+        return
+    from codexrt_cli._demo import loopback_environment
+
+    with loopback_environment(codex_bin=args.codex_bin, cwd=args.cwd) as lb:
+        yield lb.config, f"loopback model at {lb.mock.base_url}, throw-away CODEX_HOME {lb.codex_home}"
+
+
+class _Status:
+    """The live status line on stderr (redrawn in place on a terminal, plain lines otherwise)."""
+
+    def __init__(self, err: TextIO) -> None:
+        self.err = err
+        self.tty = err.isatty()
+        self.running: dict[str, tuple[str, float]] = {}
+        self.shown = False
+
+    def clear(self) -> None:
+        if self.tty and self.shown:
+            self.err.write("\r\x1b[2K")
+            self.err.flush()
+            self.shown = False
+
+    def draw(self) -> None:
+        if not self.tty or not self.running:
+            return
+        now = trio.current_time()
+        label, since = next(reversed(self.running.values()))
+        more = f" (+{len(self.running) - 1})" if len(self.running) > 1 else ""
+        self.err.write(f"\r\x1b[2K… {label} [{now - since:.0f}s]{more}")
+        self.err.flush()
+        self.shown = True
+
+    def line(self, text: str) -> None:
+        self.clear()
+        self.err.write(text + "\n")
+        self.err.flush()
+        self.draw()
+
+    def started(self, item: dict[str, Any]) -> None:
+        label = _describe_item(item)
+        self.running[str(item.get("id"))] = (label, trio.current_time())
+        if not self.tty:
+            self.line(f"… {label}")
+        self.draw()
+
+    def completed(self, item: dict[str, Any]) -> None:
+        entry = self.running.pop(str(item.get("id")), None)
+        label = entry[0] if entry else _describe_item(item)
+        status = item.get("status", "done")
+        extra = f", exit {item['exitCode']}" if item.get("exitCode") is not None else ""
+        self.line(f"{'✓' if status == 'completed' else '✗'} {label} ({status}{extra})")
+
+    async def ticker(self) -> None:
+        while True:
+            await trio.sleep(1)
+            if self.running:
+                self.draw()
+
+
+def _describe_item(item: dict[str, Any]) -> str:
+    t = item.get("type")
+    if t == "commandExecution":
+        return f"running: {item.get('command')}"
+    if t == "fileChange":
+        paths = [c.get("path") for c in item.get("changes") or [] if isinstance(c, dict)]
+        return "editing: " + (", ".join(str(p) for p in paths) or "files")
+    if t == "mcpToolCall":
+        return f"tool: {item.get('server')}/{item.get('tool')}"
+    if t == "webSearch":
+        return f"searching: {item.get('query')}"
+    return f"{t}"
+
+
+class _Session:
+    def __init__(self, rt: Runtime, op: Operation, approve: str, json_mode: bool) -> None:
+        self.rt = rt
+        self.op = op
+        self.approve = approve
+        self.json = json_mode
+        self.out = sys.stdout
+        self.status = _Status(sys.stderr)
+        self.prompt_lock = trio.Lock()
+        self.text_open = False  # stdout has text not yet ended by a newline
+        self.interrupts = 0
+
+    def emit_event(self, ev: CodexEvent) -> None:
+        if self.json:
+            self.out.write(json.dumps(ev.to_wire(), ensure_ascii=False) + "\n")
+            self.out.flush()
+        mine = ev.client_operation_id == self.op.id
+        if ev.kind == "itemStarted" and mine and (ev.payload.get("item") or {}).get("type") in _TOOL_ITEMS:
+            self.status.started(ev.payload["item"])
+        elif ev.kind == "itemCompleted" and mine:
+            item = ev.payload.get("item") or {}
+            if item.get("type") in _TOOL_ITEMS:
+                self.status.completed(item)
+            elif item.get("type") == "agentMessage" and self.text_open and not self.json:
+                self.out.write("\n")
+                self.out.flush()
+                self.text_open = False
+        elif ev.kind == "itemUpdated" and mine and ev.payload.get("stream") == "item/agentMessage/delta":
+            if not self.json:
+                if self.status.shown and self.out.isatty():
+                    self.status.clear()
+                self.out.write(ev.payload["delta"])
+                self.out.flush()
+                self.text_open = True
+        elif ev.kind == "error" and mine:
+            self.status.line(f"error: {ev.payload.get('message') or ev.payload.get('error')}")
+        elif ev.kind in ("runtimeFallback", "runtimeUnhealthy"):
+            self.status.line(f"{ev.kind}: {json.dumps(ev.payload)[:300]}")
+
+    async def answer(self, inter: Interaction) -> None:
+        req = ApprovalRequest.from_interaction(inter)
+        decision: str
+        why: str
+        if self.approve == "ask" and req.kind in ("command", "fileChange"):
+            async with self.prompt_lock:
+                if inter.state != "pending":
+                    return
+                got = await self._ask(inter, req)
+                if got is None:
+                    return  # resolved meanwhile (turn interrupted)
+                decision, why = got, "your answer"
+        elif self.approve == "ask":
+            decision, why = "decline", f"{req.kind} requests are not supported by `codexrt run`"
+        else:
+            decision, why = self.approve, f"--approve={self.approve}" + (
+                "" if self.approve != "decline" or sys.stdin.isatty() else " (default when stdin is not a terminal)")
+        try:
+            how, value = approval_reply(req.method, decision)
+        except CodexError:
+            how, value = approval_reply(req.method, "decline")
+            decision = "decline"
+        if self.approve != "ask" or req.kind not in ("command", "fileChange"):
+            self.status.line(f"approval requested: {req.describe()} → {decision} ({why})")
+        try:
+            if how == "result":
+                await self.rt.respond_interaction(req.key, req.dialog_token, value)
+            else:
+                await self.rt.respond_interaction_error(req.key, req.dialog_token, *value)
+        except InteractionError as exc:
+            log.info("approval not delivered: %s", exc.message)
+        if decision == "cancel":
+            self.rt.abort(self.op)
+
+    async def _ask(self, inter: Interaction, req: ApprovalRequest) -> str | None:
+        self.status.clear()
+        if self.text_open and not self.json:
+            self.out.write("\n")
+            self.out.flush()
+            self.text_open = False
+        err = self.status.err
+        err.write(f"\napproval requested: {req.describe()}\n")
+        if req.reason:
+            err.write(f"  reason: {req.reason}\n")
+        box: list[str] = []
+        async with trio.open_nursery() as n:
+            async def read() -> None:
+                while True:
+                    err.write("  Allow? [y]es / [n]o / [a]lways for this session / [c]ancel the turn: ")
+                    err.flush()
+                    line = await trio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
+                    if not line:  # end of input
+                        box.append("decline")
+                        break
+                    choice = _ANSWERS.get(line.strip().lower())
+                    if choice is not None:
+                        box.append(choice)
+                        break
+                n.cancel_scope.cancel()
+
+            async def resolved() -> None:
+                await inter.resolved.wait()
+                err.write("\n  (no longer needed: the request was resolved)\n")
+                n.cancel_scope.cancel()
+
+            n.start_soon(read)
+            n.start_soon(resolved)
+        return box[0] if box else None
+
+    async def watch_sigint(self) -> None:
+        with trio.open_signal_receiver(signal.SIGINT) as signals:
+            async for _ in signals:
+                self.interrupts += 1
+                if self.interrupts == 1:
+                    path = self.rt.abort(self.op)
+                    self.status.line(f"interrupting the turn ({path}); Ctrl+C again to kill the app-server")
+                else:
+                    self.status.line("killing the app-server")
+                    if self.rt.conn is not None:
+                        self.rt.conn.kill()
+
+
+async def run_turn(config: RuntimeConfig, prompt: str, settings: Settings, thread_id: str | None,
+                   approve: str, json_mode: bool) -> int:
+    """Run one turn and return the exit status. Cancelling it stops the turn and reaps the
+    child (``open_runtime`` does, shielded)."""
+    session: _Session | None = None
+    try:
+        async with open_runtime(config) as rt:
+            with rt.subscribe() as events:
+                op = rt.send(prompt, thread_id=thread_id, settings=settings)
+                session = _Session(rt, op, approve, json_mode)
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(session.watch_sigint)
+                    nursery.start_soon(session.status.ticker)
+                    async for ev in events:
+                        session.emit_event(ev)
+                        if ev.kind == "interactionRequested":
+                            inter = rt.interactions.get(ev.payload.get("interactionKey", ""))
+                            if inter is not None and inter.state == "pending":
+                                nursery.start_soon(session.answer, inter)
+                        if ev.kind == "operationDone" and ev.client_operation_id == op.id:
+                            break
+                    nursery.cancel_scope.cancel()
+                result = await op.wait()
+    except CodexError as exc:
+        if session is not None:
+            session.status.clear()
+        print(f"codexrt run: {exc.message}", file=sys.stderr)
+        hint = exc.details.get("hint") if isinstance(exc.details, dict) else None
+        if hint:
+            print(f"hint: {hint}", file=sys.stderr)
+        return 1
+    assert session is not None
+    session.status.clear()
+    if session.text_open and not json_mode:
+        sys.stdout.write("\n")
+    if json_mode:
+        sys.stdout.write(json.dumps({"type": "result", **result.to_wire()}, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+    summary = f"[{result.status}] thread {result.thread_id}"
+    if result.error is not None and result.status != "completed":
+        summary += f": {result.error.message}"
+    if result.thread_id:
+        summary += f"\ncontinue with: codexrt run --thread {result.thread_id} \"…\""
+    print(summary, file=sys.stderr)
+    return EXIT_CODES.get(result.status, 1)
