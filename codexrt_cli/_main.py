@@ -21,6 +21,7 @@ COMMAND_MODULES: list[str] = [
     "codexrt_cli._doctor",
     "codexrt_cli._run",
     "codexrt_cli._demo",
+    "codexrt_cli._edits_cli",
 ]
 
 
