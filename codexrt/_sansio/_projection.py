@@ -31,6 +31,13 @@ injected context), assistant text and reasoning from the response copy; the othe
 a fallback for a turn that lacks the preferred one. Snapshots (``item_completed``) share the
 native id and upsert over the response copy.
 
+Legacy code-mode ``exec`` wrappers (R-H-5): the wrapper call, its output and the native
+receipts that follow it in the same turn (up to the next wrapper) are collected while feeding;
+at read time :func:`~._wrappers.attribute_wrapper` decides. When every call is attributed without
+doubt the wrapper and the receipts it consumed are replaced, at the wrapper's place, by one
+record per call in *source* order; otherwise the wrapper stays whole (a ``dynamicToolCall``
+named ``exec`` with its output) and :meth:`Projector.wrapper_attributions` says why.
+
 Display records are for display: nothing here is ever sent back to the model.
 """
 
@@ -46,6 +53,7 @@ import attrs
 
 from ._legacy import LegacyRecord
 from ._sanitize import FileMention, sanitize_user_text
+from ._wrappers import Attribution, ToolRecord, WrapperCall, attribute_wrapper, receipts_from_rollout_line
 
 __all__ = [
     "STATUSES",
@@ -925,6 +933,17 @@ class _Entry:
 
 
 @attrs.define
+class _Wrapper:
+    """A legacy code-mode ``exec`` call (R-H-5) and the receipts seen after it in its turn."""
+
+    key: str
+    turn_id: str
+    call: dict[str, Any]
+    output: dict[str, Any] | None = None
+    receipts: list[Any] = attrs.Factory(list)
+
+
+@attrs.define
 class _Turn:
     turn_id: str
     keys: list[str] = attrs.Factory(list)
@@ -962,6 +981,8 @@ class Projector:
         self._turn_cwd: dict[str, str] = {}
         self._polling_calls: set[str] = set()
         self._last_compaction: dict[str, tuple[str, set[str]]] = {}
+        self._wrappers: dict[str, _Wrapper] = {}
+        self._wrapper_scope: str | None = None  # the latest exec wrapper of the current turn
 
     def __repr__(self) -> str:
         return f"<Projector thread={self.thread_id} turns={len(self._order)} entries={len(self._entries)}>"
@@ -1219,6 +1240,7 @@ class Projector:
         p = rec.payload if isinstance(rec.payload, dict) else {}
         ts = _parse_ts(rec.timestamp)
         line_key = f"L{rec.line_no}"
+        self._wrapper_receipts(rec, p)
         if rec.type == "session_meta":
             if self.thread_id is None and isinstance(p.get("id"), str):
                 self.thread_id = p["id"]
@@ -1241,6 +1263,53 @@ class Projector:
             self._legacy_event(rec, p, line_key, ts)
             return
         # world_state, token_usage_record, unknown top-level types: not display items.
+
+    def _wrapper_receipts(self, rec: LegacyRecord, p: dict[str, Any]) -> None:
+        """R-H-5 scope: native receipts after an exec wrapper, in its turn, up to the next
+        wrapper. A new turn or a new wrapper call ends the scope."""
+        w = self._wrappers.get(self._wrapper_scope) if self._wrapper_scope is not None else None
+        if w is None:
+            return
+        new_turn = (rec.type == "turn_context" or rec.subtype in ("task_started", "turn_started"))
+        if new_turn and _str(p.get("turn_id")) != w.turn_id:
+            self._wrapper_scope = None
+            return
+        if rec.subtype == "custom_tool_call" and p.get("name") == "exec":
+            self._wrapper_scope = None  # the next wrapper starts its own scope
+            return
+        if rec.type not in ("response_item", "event_msg"):
+            return
+        line = {"type": rec.type, "payload": p, "ordinal": rec.ordinal}
+        for r in receipts_from_rollout_line(line):
+            if r.call_id != w.key:
+                w.receipts.append(r)
+
+    def wrapper_attributions(self) -> dict[str, Attribution]:
+        """The engine's decision for every legacy exec wrapper that has an output, by the
+        wrapper's call id (R-H-5). A wrapper without an output is kept whole and not listed."""
+        out: dict[str, Attribution] = {}
+        for key, w in self._wrappers.items():
+            if w.output is not None:
+                out[key] = attribute_wrapper(WrapperCall.from_response_items(w.call, w.output), w.receipts)
+        return out
+
+    def _tool_record(self, w: _Wrapper, r: ToolRecord) -> Any:
+        """One attributed call of a replaced wrapper as a display record. A command whose
+        receipt is a record of this projection keeps that record (the server's own facts)."""
+        status = {"in_progress": "inProgress"}.get(r.status, r.status)
+        e = self._entries.get(r.call_id) if r.call_id else None
+        if e is not None and isinstance(e.record, CommandExecution):
+            return e.record
+        key = r.call_id or f"{w.key}#{r.source_index}"
+        common = {"id": key, "thread_id": self.thread_id, "turn_id": w.turn_id, "status": status, "source": "legacy"}
+        if r.tool == "apply_patch" and r.patch is not None:
+            return FileChange(changes=parse_apply_patch(r.patch.patch), **common)
+        if r.command is not None:
+            return CommandExecution(command=r.command, cwd=r.cwd, exit_code=r.exit_code, output=r.output,
+                                    process_id=r.process_id, **common)
+        content = (ContentBlock("text", r.output),) if r.output is not None else ()
+        return DynamicToolCall(tool=r.tool, arguments=dict(r.args) if not isinstance(r.args, str) else r.args,
+                               content=content, **common)
 
     def _legacy_compaction(self, turn_id: str, key: str, facet: str, ts: int | None, summary: str | None) -> None:
         """A compaction is recorded as up to three facets (``compacted``, the ``context_compacted``
@@ -1345,6 +1414,9 @@ class Projector:
         if name == "write_stdin":
             self._polling_calls.add(key)  # polling: no record of its own (R-H-5)
             return
+        if name == "exec" and st == "custom_tool_call":
+            self._wrappers[key] = _Wrapper(key, tid, dict(p))
+            self._wrapper_scope = key  # shown whole until attribution replaces it (turns())
         if name in _EXEC_TOOLS:
             cmd = a.get("cmd", a.get("command"))
             cmd_s = _join_argv(cmd)
@@ -1381,6 +1453,8 @@ class Projector:
         key = _str(p.get("call_id"))
         if key is None or key in self._polling_calls:
             return
+        if key in self._wrappers:
+            self._wrappers[key].output = dict(p)
         e = self._entries.get(key)
         if e is None or e.channel == "snapshot":
             return  # an output without its call (or a snapshot already knows better)
@@ -1579,12 +1653,33 @@ class Projector:
             r = _redact_record(r, self._redact)
         return r
 
+    def _replacements(self) -> tuple[set[str], dict[str, list[Any]]]:
+        """R-H-5 at read time: entries hidden by replaced wrappers, and each replaced
+        wrapper's records (source order)."""
+        hidden: set[str] = set()
+        repl: dict[str, list[Any]] = {}
+        for key, a in self.wrapper_attributions().items():
+            if not a.replace:
+                continue
+            w = self._wrappers[key]
+            hidden.add(key)
+            recs = [self._tool_record(w, r) for r in a.records]
+            hidden.update(r.call_id for r in a.records if r.call_id)
+            repl[key] = recs
+        return hidden, repl
+
     def turns(self) -> list[TurnGroup]:
         """Every turn in order with its projected records."""
         out = []
+        hidden, repl = self._replacements() if self._wrappers else (set(), {})
         for tid in self._order:
             t = self._turns[tid]
-            recs = [self._finish(e, t) for e in self._visible(t)]
+            recs = []
+            for e in self._visible(t):
+                if e.key in repl:
+                    recs.extend(self._finish(_Entry(r.id, r, True, False, "response", tid), t) for r in repl[e.key])
+                if e.key not in hidden:
+                    recs.append(self._finish(e, t))
             if t.status == "failed" and t.error:
                 msg = t.error.get("message") if isinstance(t.error, dict) else str(t.error)
                 recs.append(ErrorRecord(id=f"turn-error:{tid}", thread_id=self.thread_id, turn_id=tid,
