@@ -546,13 +546,21 @@ async def test_r_d_4_unterminated_last_line_is_still_a_command(tmp_path):
 
 
 async def test_r_d_1_start_failure_is_a_failed_reply_not_a_crash(tmp_path):
-    async with ServeProcess.open(tmp_path, "--codex-bin", str(tmp_path / "missing-codex")) as sp:
+    async with ServeProcess.open(tmp_path, "--codex-bin", fake_cli(tmp_path, "crash-before-ready")) as sp:
         reply = await sp.request("codex.send", {"channelId": "c", "message": "hi"})
         assert reply["ok"] is True and reply["result"]["status"] == "failed"
         assert reply["result"]["error"]["code"] == "CHILD_EXITED"
         assert reply["result"]["error"]["message"].startswith("codex app-server exited")
         read = await sp.request("codex.listModels", {"channelId": "c"})
         assert read["ok"] is False and read["error"]["code"] == "CHILD_EXITED"
+        assert await sp.finish() == 0
+
+
+async def test_r_cli_3_stale_codex_bin_is_a_typed_failure(tmp_path):
+    async with ServeProcess.open(tmp_path, "--codex-bin", str(tmp_path / "missing-codex")) as sp:
+        reply = await sp.request("codex.send", {"channelId": "c", "message": "hi"})
+        assert reply["ok"] is True and reply["result"]["status"] == "failed"
+        assert reply["result"]["error"]["code"] == "CODEX_CLI_OVERRIDE_INVALID"
         assert await sp.finish() == 0
 
 
