@@ -58,7 +58,14 @@ from codexrt._sansio._rpc import (
     RpcCore,
     UnsupportedServerRequest,
 )
-from codexrt._sansio._wire import Notification, RequestId, ServerRequest, decode_json
+from codexrt._sansio._wire import (
+    _DELTA_HINT,
+    Notification,
+    RequestId,
+    ServerRequest,
+    decode_delta_line,
+    decode_json,
+)
 from codexrt._transport import ExitStatus, Transport
 from codexrt._util import unwrap_single_group
 
@@ -213,7 +220,18 @@ class Connection:
                 data = await stream.receive_some(65536)
                 if not data:
                     break
+                sink = self._sink
                 for frame in self._framer.feed(data):
+                    # Fast path of a delta flood: exact delta lines skip the RPC core (they
+                    # are notifications: no RPC state) and go straight to the sink.
+                    if type(frame) is bytes and frame.startswith(_DELTA_HINT):
+                        n = decode_delta_line(frame)
+                        if n is not None:
+                            try:
+                                sink(n)
+                            except Exception:  # the sink must not raise; never let it kill the reader
+                                log.exception("connection sink raised on a notification")
+                            continue
                     self._on_frame(frame)
             for frame in self._framer.close():
                 self._on_frame(frame)
@@ -222,10 +240,19 @@ class Connection:
         await self._settle_end()
 
     def _on_frame(self, frame: bytes | OversizedLine) -> None:
-        events = self.core.receive_line(frame)
-        for data in self.core.data_to_send():
-            self._enqueue(_Frame(data), reply=True)
+        core = self.core
+        events = core.receive_line(frame)
+        if core.has_data_to_send:
+            for data in core.data_to_send():
+                self._enqueue(_Frame(data), reply=True)
         for ev in events:
+            if type(ev) is Notification and ev.method != "serverRequest/resolved":
+                # The common case (a delta flood is all notifications): straight to the sink.
+                try:
+                    self._sink(ev)
+                except Exception:  # the sink must not raise; never let it kill the reader
+                    log.exception("connection sink raised on a notification")
+                continue
             if isinstance(ev, (CallSucceeded, CallFailed)):
                 waiter = self._waiters.pop(ev.call.id, None)
                 if waiter is not None:

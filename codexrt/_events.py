@@ -7,7 +7,12 @@ identities (generation, channel, operation, thread, turn, item) and a JSON-able 
 Streaming text — assistant deltas, reasoning deltas, command output — is ``itemUpdated`` with
 ``payload["delta"]`` and ``payload["stream"]`` (the native method). Buffers coalesce
 consecutive deltas of one item and stream into one event when the consumer lags: fewer events,
-never less text (see ``codexrt._sansio._buffer``).
+never less text (see ``codexrt._sansio._buffer`` and ``docs/streaming.md``). An event that
+merged several native deltas says how many in ``payload["deltaCount"]``.
+
+The reader files text with :meth:`EventStream.put_text` (a run key from :func:`delta_key` plus
+the text), not as ready-made events: that is the hot path of a delta flood, and it costs a list
+append; the :class:`CodexEvent` is built when the consumer takes it.
 """
 
 from __future__ import annotations
@@ -18,9 +23,9 @@ import attrs
 import trio
 
 from codexrt._errors import BusyResourceError
-from codexrt._sansio._buffer import EventBuffer
+from codexrt._sansio._buffer import EventBuffer, TextRun
 
-__all__ = ["CodexEvent", "EventStream", "DELTA_METHODS", "DROPPABLE_KINDS"]
+__all__ = ["CodexEvent", "EventStream", "DELTA_METHODS", "DROPPABLE_KINDS", "delta_key"]
 
 #: Native notifications whose ``delta`` text becomes ``itemUpdated``.
 DELTA_METHODS = frozenset(
@@ -89,12 +94,46 @@ def _coalesce(prev: CodexEvent, new: CodexEvent) -> CodexEvent | None:
         new.item_id, new.turn_id, new.thread_id, new.client_operation_id
     ):
         return None
+    if (prev.runtime_generation, prev.root_thread_id) != (new.runtime_generation, new.root_thread_id):
+        return None
     a, b = prev.payload, new.payload
-    if a.keys() != b.keys() or any(a[k] != b[k] for k in a if k != "delta"):
+    if a.keys() - _COUNT != b.keys() - _COUNT or any(a[k] != b[k] for k in a if k not in _MERGED):
         return None
     merged = dict(a)
     merged["delta"] = a["delta"] + b["delta"]
+    merged["deltaCount"] = a.get("deltaCount", 1) + b.get("deltaCount", 1)
     return attrs.evolve(prev, payload=merged)
+
+
+_COUNT = frozenset({"deltaCount"})
+_MERGED = frozenset({"delta", "deltaCount"})
+
+
+def delta_key(
+    generation: int | None,
+    channel_id: str | None,
+    operation_id: str | None,
+    root_thread_id: str | None,
+    thread_id: str | None,
+    turn_id: str | None,
+    item_id: str | None,
+    stream: str,
+    extra: tuple[tuple[str, Any], ...] | None = None,
+) -> tuple[Any, ...]:
+    """The identity of a text run: deltas with equal keys that arrive back to back may be
+    merged. ``extra`` holds the native params other than the ids and ``delta`` (e.g.
+    ``summaryIndex``), so deltas that differ there are never merged."""
+    return (generation, channel_id, operation_id, root_thread_id, thread_id, turn_id, item_id, stream, extra)
+
+
+def _materialize(key: tuple[Any, ...], text: str, count: int) -> CodexEvent:
+    gen, channel, op_id, root, thread, turn, item, stream, extra = key
+    payload: dict[str, Any] = dict(extra) if extra else {}
+    payload["delta"] = text
+    payload["stream"] = stream
+    if count > 1:
+        payload["deltaCount"] = count
+    return CodexEvent("itemUpdated", payload, gen, channel, op_id, root, thread, turn, item)
 
 
 def _droppable(ev: CodexEvent) -> bool:
@@ -112,13 +151,30 @@ class EventStream:
 
     def __init__(self, *, max_droppable: int = 1000) -> None:
         self._buf: EventBuffer[CodexEvent] = EventBuffer(
-            coalesce=_coalesce, droppable=_droppable, make_marker=_marker, max_droppable=max_droppable
+            coalesce=_coalesce, droppable=_droppable, make_marker=_marker, max_droppable=max_droppable,
+            materialize=_materialize,
         )
         self._wakeup = trio.Event()
         self._iterating = False
 
     def put(self, ev: CodexEvent) -> None:
         self._buf.put(ev)
+        self._wakeup.set()
+
+    def put_text(self, key: tuple[Any, ...], text: str) -> None:
+        """One native delta's text for run ``key`` (see :func:`delta_key`); never blocks."""
+        buf = self._buf
+        q = buf._q
+        if q and not buf.closed:
+            # EventBuffer.put_text's append, inlined (once per native delta). No wakeup: the
+            # queue was not empty, so the consumer was already woken and has not slept since.
+            tail = q[-1]
+            if type(tail) is TextRun and tail.key == key:
+                tail.parts.append(text)
+                tail.count += 1
+                buf.coalesced += 1
+                return
+        buf.put_text(key, text)
         self._wakeup.set()
 
     def close(self) -> None:

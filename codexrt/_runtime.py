@@ -74,7 +74,7 @@ from codexrt._errors import (
     ThreadResumeError,
     child_exited_message,
 )
-from codexrt._events import DELTA_METHODS, CodexEvent, EventStream, delta_key
+from codexrt._events import DELTA_METHODS, CodexEvent, EventStream
 from codexrt._context_probe import ContextCapabilityProbe
 from codexrt._sansio._context import (ContextDelivery, ContextFragment, ContextFragments, EditorState, build_context,
                                       prepare_input)
@@ -789,7 +789,9 @@ class Runtime:
             delta = get("delta", "")
             if type(delta) is not str:
                 delta = str(delta)
-        op = self._op_for(thread_id, turn_id)
+        op = self.active
+        if op is None or turn_id is None or op.turn_id != turn_id or op.thread_id != thread_id or op.terminal:
+            op = self._op_for(thread_id, turn_id)  # the fast test above is _op_for's common hit
         root = thread_id
         if thread_id:
             info = self.threads.get(thread_id)
@@ -797,8 +799,9 @@ class Runtime:
                 root = None
         if turn_id is None and op is not None:
             turn_id = op.turn_id
-        key = delta_key(self.generation, self.config.channel_id, op.id if op is not None else None, root,
-                        thread_id, turn_id, item_id, n.method, extra)
+        # delta_key(), inlined: this runs once per native delta
+        key = (self.generation, self.config.channel_id, op.id if op is not None else None, root,
+               thread_id, turn_id, item_id, n.method, extra)
         if op is not None:
             op.stream.put_text(key, delta)
         for sub in self._subscribers:

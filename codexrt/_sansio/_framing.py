@@ -48,6 +48,8 @@ class LineBuffer:
 
     def feed(self, data: bytes) -> list[Frame]:
         """Add ``data``; return every line it completed, in order."""
+        if not self._discarding:
+            return self._feed_fast(data)
         out: list[Frame] = []
         start = 0
         n = len(data)
@@ -74,6 +76,31 @@ class LineBuffer:
                 out.append(data[start:nl])
             start = nl + 1
         return out
+
+    def _feed_fast(self, data: bytes) -> list[Frame]:
+        """Not discarding: finish the held-over line, then split the rest in C and check the
+        limit once (a flood is hundreds of lines per read; a Python loop per line is what
+        this avoids)."""
+        limit = self.max_line
+        first: Frame | None = None
+        if self._buf:
+            nl = data.find(b"\n")
+            if nl < 0:
+                self._append_partial(data, 0, len(data))
+                return []
+            self._buf += data[:nl]
+            first = OversizedLine(len(self._buf), limit) if len(self._buf) > limit else bytes(self._buf)
+            self._buf.clear()
+            data = data[nl + 1:]
+        lines: list[Frame] = data.split(b"\n")  # type: ignore[assignment]
+        tail = lines.pop()
+        if lines and max(map(len, lines)) > limit:  # type: ignore[arg-type]
+            lines = [OversizedLine(len(x), limit) if len(x) > limit else x for x in lines]  # type: ignore[arg-type]
+        if first is not None:
+            lines.insert(0, first)
+        if tail:
+            self._append_partial(tail, 0, len(tail))  # type: ignore[arg-type]
+        return lines
 
     def _append_partial(self, data: bytes, start: int, end: int) -> None:
         if self._discarding:

@@ -241,14 +241,14 @@ class RpcCore:
     # -- incoming -----------------------------------------------------------------------
 
     def receive_line(self, line: bytes | OversizedLine) -> list[Event]:
-        if isinstance(line, OversizedLine):
+        if type(line) is OversizedLine:
             return [
                 ProtocolViolation(f"line of {line.size} bytes exceeds the {line.limit}-byte limit")
             ]
-        if not line.strip():
+        if not line or line.isspace():  # type: ignore[union-attr]
             return []
-        env = decode_envelope(line)
-        if isinstance(env, Notification):
+        env = decode_envelope(line)  # type: ignore[arg-type]
+        if type(env) is Notification:
             return [env]
         if isinstance(env, ServerRequest):
             return self._on_server_request(env)
@@ -308,8 +308,14 @@ class RpcCore:
 
     def data_to_send(self) -> list[bytes]:
         """Lines the core queued on its own (``-32601`` replies); the driver writes them."""
+        if not self._outbox:
+            return []
         out, self._outbox = self._outbox, []
         return out
+
+    @property
+    def has_data_to_send(self) -> bool:
+        return bool(self._outbox)
 
     # -- end ----------------------------------------------------------------------------
 

@@ -30,12 +30,14 @@ from msgspec import UNSET, Raw, UnsetType
 __all__ = [
     "RequestId",
     "Notification",
+    "DeltaParams",
     "ServerRequest",
     "Response",
     "ErrorResponse",
     "Violation",
     "Envelope",
     "decode_envelope",
+    "decode_delta_line",
     "encode_json",
     "decode_json",
     "ErrorObject",
@@ -93,13 +95,56 @@ class _LazyParams:
         return cache
 
 
-@attrs.define(eq=False, slots=False)
-class Notification(_LazyParams):
-    """A server notification. ``params`` is decoded lazily (plain dict)."""
+class DeltaParams(msgspec.Struct, forbid_unknown_fields=True):
+    """The exact params of a streaming-text notification (``item/agentMessage/delta`` and
+    its siblings): the hot path of a flood decodes straight into this (see :func:`decode_envelope`)."""
+
+    threadId: str
+    turnId: str
+    itemId: str
+    delta: str
+
+
+class _DeltaLine(msgspec.Struct, forbid_unknown_fields=True):
+    method: str
+    params: DeltaParams
+    emittedAtMs: Union[int, float, None] = None
+
+
+_delta_decoder = msgspec.json.Decoder(_DeltaLine)
+
+
+class Notification(msgspec.Struct, eq=False, repr_omit_defaults=True):
+    """A server notification. ``params`` is decoded lazily (plain dict).
+
+    ``delta`` is set (a :class:`DeltaParams`) when the line had exactly the shape of a
+    streaming-text notification — ``{method, params: {threadId, turnId, itemId, delta},
+    emittedAtMs?}`` with string values — so the runtime's delta path reads typed fields and
+    never builds a dict; ``params`` still works (built from it on first access). A msgspec
+    Struct rather than an attrs class because one is built per line of a flood (C init)."""
 
     method: str
-    params_raw: Raw = attrs.field(repr=False)
-    emitted_at_ms: float | None = None
+    params_raw: Union[Raw, bytes] = Raw()
+    emitted_at_ms: Union[int, float, None] = None
+    delta: Union[DeltaParams, None] = None
+    _params: Any = UNSET
+
+    @property
+    def params(self) -> Any:
+        cache = self._params
+        if cache is UNSET:
+            d = self.delta
+            if d is not None:
+                cache = {"threadId": d.threadId, "turnId": d.turnId, "itemId": d.itemId, "delta": d.delta}
+            else:
+                cache = decode_json(self.params_raw)
+                if cache is None:
+                    cache = {}
+            self._params = cache
+        return cache
+
+
+_NO_PARAMS = Raw()
 
 
 @attrs.define(eq=False, slots=False)
@@ -147,8 +192,34 @@ def _excerpt(line: bytes) -> bytes:
     return bytes(line[:200])
 
 
+#: Lines of the exact delta shape from the real server start like this (its key order). Only
+#: a hint for where to try the typed decoder first; it never changes how a line is classified.
+_DELTA_HINT = b'{"method":"item/'
+
+
+def decode_delta_line(line: bytes) -> Notification | None:
+    """The line as a streaming-text :class:`Notification` (with ``delta`` set) when it has
+    exactly that shape, else None (then :func:`decode_envelope` classifies it). A delta line
+    is a notification, so it never touches RPC state: the connection's reader may take this
+    shortcut before :class:`~codexrt._sansio._rpc.RpcCore` sees the line."""
+    try:
+        d = _delta_decoder.decode(line)
+    except msgspec.DecodeError:
+        return None
+    return Notification(d.method, _NO_PARAMS, d.emittedAtMs, d.params)
+
+
 def decode_envelope(line: bytes) -> Envelope:
-    """Classify one line by structure. Never raises on bad input: returns a :class:`Violation`."""
+    """Classify one line by structure. Never raises on bad input: returns a :class:`Violation`.
+
+    Streaming text is most of the traffic of a busy turn, so a line that starts like an item
+    notification is first tried against the exact delta shape (one typed decode, no dict);
+    any other shape fails that decoder at its first unexpected key and takes the general
+    path. The prefix test is only a hint: either path classifies every line the same way."""
+    if line.startswith(_DELTA_HINT):
+        n = decode_delta_line(line)
+        if n is not None:
+            return n
     try:
         env = _envelope_decoder.decode(line)
     except msgspec.DecodeError as exc:  # includes ValidationError
