@@ -22,6 +22,8 @@ COMMAND_MODULES: list[str] = [
     "codexrt_cli._run",
     "codexrt_cli._demo",
     "codexrt_cli._edits_cli",
+    "codexrt_cli._threads",
+    "codexrt_cli._show",
 ]
 
 
