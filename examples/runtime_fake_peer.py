@@ -1,10 +1,12 @@
-"""Run one turn through codexrt against the scripted fake app-server, printing its events.
+"""The README's Trio loop against the scripted fake app-server: no Codex install needed.
 
-    .venv/bin/python examples/runtime_fake_peer.py
+    .venv/bin/python examples/runtime_fake_peer.py [SCENARIO]
 
-No Codex install is needed: the transport is the stdio fake peer from ``peer_fixtures``.
-Swap ``transports=[...]`` for ``codex_bin="/path/to/codex"`` to talk to a real app-server.
+SCENARIO is a bundled fake-peer scenario (default ``reverse-approval``: the turn asks for a
+command approval, which this example declines — codexrt never approves by default).
 """
+
+from __future__ import annotations
 
 import sys
 
@@ -13,23 +15,29 @@ import trio
 import codexrt
 
 
-async def fake_peer() -> codexrt.ProcessTransport:
-    return await codexrt.spawn_process_transport(
-        [sys.executable, "-m", "peer_fixtures.fake_app_server", "handshake-ok"])
+def fake_app_server(scenario: str):
+    """A startup candidate that spawns the scripted fake app-server instead of ``codex``."""
+    async def spawn() -> codexrt.ProcessTransport:
+        return await codexrt.spawn_process_transport(
+            [sys.executable, "-m", "peer_fixtures.fake_app_server", scenario])
+
+    return spawn
 
 
-async def main() -> int:
-    async with codexrt.open_runtime(transports=[fake_peer]) as rt:
-        op = rt.send("Say hello", client_message_id="example-1")
+async def main(scenario: str) -> int:
+    config = codexrt.RuntimeConfig(transports=[fake_app_server(scenario)])
+    async with codexrt.open_runtime(config) as rt:
+        op = rt.send("Summarise this repository")
         async for ev in op.events():
-            if ev.kind == "itemUpdated":
+            if ev.is_delta:
                 print(ev.payload["delta"], end="", flush=True)
-            else:
-                print(f"\n[{ev.kind}]", end="")
+            elif ev.kind == "interactionRequested":
+                print(f"[approval requested: {ev.payload['method']} → declining]")
+                await rt.interactions[ev.payload["interactionKey"]].decline()
         result = await op.wait()
-        print(f"\nstatus={result.status} thread={result.thread_id}")
-        return 0 if result.status == "completed" else 1
+    print(f"\n[{result.status}] {result.final_text!r}")
+    return 0 if result.status == "completed" else 1
 
 
 if __name__ == "__main__":
-    raise SystemExit(trio.run(main))
+    raise SystemExit(trio.run(main, sys.argv[1] if len(sys.argv) > 1 else "reverse-approval"))
