@@ -154,7 +154,8 @@ class McpStatus:
     pages: int
 
     def to_wire(self) -> dict[str, Any]:
-        return {"data": list(self.servers), "nextCursor": None, "pages": self.pages}
+        # the native shape, all pages merged (the page count stays on the object)
+        return {"data": list(self.servers), "nextCursor": None}
 
 
 # --------------------------------------------------------------------------- paging

@@ -68,6 +68,11 @@ from codexrt._runtime import Operation, Runtime, RuntimeConfig, open_runtime
 from codexrt._sansio._framing import DEFAULT_MAX_LINE, LineBuffer, OversizedLine
 from codexrt._sansio._states import RuntimeState
 from codexrt._settings import Settings
+from codexrt._catalog import run_catalog_command
+from codexrt._helpers import (DEFAULT_HELPER_TIMEOUT, enhance_prompt, generate_commit_message, generate_title,
+                              helper_config)
+from codexrt._sansio._editor_wire import editor_state_from_wire, is_fragment_map
+from codexrt._workspace import DiffStatus, read_workspace_diff
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -117,7 +122,13 @@ READ_ONLY_METHODS: dict[str, str] = {
     "codex.reloadMcp": "config/mcpServer/reload",
 }
 READ_ONLY_COMMANDS = frozenset({*READ_ONLY_METHODS, "codex.countThreadMessages"})
-ALL_COMMANDS = frozenset({*LONG_COMMANDS, *CONTROL_COMMANDS, *LIFECYCLE_COMMANDS, *READ_ONLY_COMMANDS, "status"})
+#: Read-only commands answered by ``codexrt._catalog`` (paged, bounded; R-CAT-1).
+CATALOG_COMMANDS = frozenset({"codex.listModels", "codex.listSkills", "codex.getMcpStatus", "codex.reloadMcp"})
+#: Helper requests: each on its own ephemeral app-server child (R-HLP-1 … R-HLP-3).
+HELPER_COMMANDS = frozenset({"codex.generateTitle", "codex.enhancePrompt", "codex.generateCommitMessage"})
+#: Git only, no Codex process: works in access mode ``inactive`` too (R-DIFF-1).
+WORKSPACE_COMMANDS = frozenset({"codex.readWorkspaceDiff"})
+ALL_COMMANDS = frozenset({*LONG_COMMANDS, *CONTROL_COMMANDS, *LIFECYCLE_COMMANDS, *READ_ONLY_COMMANDS, *HELPER_COMMANDS, *WORKSPACE_COMMANDS, "status"})
 
 RequestId = Union[str, int, float]
 
@@ -505,10 +516,17 @@ class Daemon:
         if name in CONTROL_COMMANDS:
             await self._control(cmd)
             return
+        if name in WORKSPACE_COMMANDS:
+            assert self._nursery is not None
+            self._nursery.start_soon(self._workspace_diff, cmd)
+            return
         if self.config.inactive:
             raise ConfigError("runtime access is inactive: codexrt starts no Codex process in this mode (R-LC-3)",
                               code="ACCESS_INACTIVE", details={"command": name})
         assert self._nursery is not None
+        if name in HELPER_COMMANDS:
+            self._nursery.start_soon(self._helper, cmd)
+            return
         if name in LONG_COMMANDS:
             ch = await self._channel(p["channelId"])
             op = self._create_op(ch, cmd)
@@ -614,8 +632,14 @@ class Daemon:
             settings = Settings.from_wire(p["settings"]) if p.get("settings") else None
             if p.get("cwd"):
                 settings = (settings or Settings()).merged(Settings(cwd=p["cwd"]))
+            # context: ready additionalContext fragments, or the editor state (R-CTX-1); both
+            # are frozen by rt.send now, and the probe decides at dispatch how they travel.
+            ctx = p.get("context") or None
+            editor_state = None
+            if ctx is not None and not is_fragment_map(ctx):
+                editor_state, ctx = editor_state_from_wire(ctx), None
             return rt.send(p["message"], thread_id=p.get("threadId"), client_message_id=p.get("clientMessageId"),
-                           images=p.get("images") or (), additional_context=p.get("context") or None,
+                           images=p.get("images") or (), additional_context=ctx, editor_state=editor_state,
                            settings=settings)
         if cmd.name == "codex.compact":
             return rt.compact(p["threadId"])
@@ -738,8 +762,11 @@ class Daemon:
                 scope = p.pop("scope", "turns")
                 method = "thread/items/list" if scope == "items" else "thread/turns/list"
             parent = p.pop("parentThreadId", None) if cmd.name == "codex.readSubagent" else None
+            if cmd.name in CATALOG_COMMANDS:
+                await self._reply(cmd.id, await run_catalog_command(ch.rt, cmd.name, p))
+                return
             conn = await ch.rt.ensure_started()
-            result = await conn.call(method, None if cmd.name == "codex.reloadMcp" else p)
+            result = await conn.call(method, p)
             if cmd.name == "codex.readSubagent":
                 thread = (result or {}).get("thread") or {}
                 actual = thread.get("parentThreadId")
@@ -756,6 +783,64 @@ class Daemon:
         finally:
             ch.inflight -= 1
             ch.touch()
+
+    # -- helper requests and workspace diff (R-HLP, R-DIFF) ---------------------------------
+
+    async def _helper(self, cmd: Command) -> None:
+        """A helper on its own ephemeral child (R-HLP-1); never the channel's FIFO or writer."""
+        p = cmd.params
+        cfg = helper_config(attrs.evolve(self.config.runtime, channel_id=p["channelId"]))
+        timeout = float(p.get("timeout") or DEFAULT_HELPER_TIMEOUT)
+        try:
+            if cmd.name == "codex.enhancePrompt":
+                result: dict[str, Any] = {"prompt": await enhance_prompt(cfg, p["prompt"], timeout=timeout,
+                                                                         cwd=p.get("cwd"))}
+            elif cmd.name == "codex.generateCommitMessage":
+                diff_text, diff_status = p.get("diff"), None
+                if diff_text is None:
+                    cwd = p.get("cwd") or cfg.cwd
+                    if not cwd:
+                        raise ConfigError("codex.generateCommitMessage needs a diff or a cwd")
+                    d = await read_workspace_diff(cwd, session_id=p.get("sessionId") or "")
+                    diff_status = d.status.value
+                    if d.status not in (DiffStatus.OK, DiffStatus.TRUNCATED):
+                        raise CodexError(f"cannot read the workspace diff of {cwd}: {d.status.value}",
+                                         code="DIFF_UNAVAILABLE", details={"status": d.status.value,
+                                                                           "message": d.message})
+                    diff_text = d.staged or (d.unstaged + d.untracked)
+                message = await generate_commit_message(cfg, diff_text, timeout=timeout, cwd=p.get("cwd"))
+                result = {"message": message, "diffStatus": diff_status}
+            else:  # codex.generateTitle
+                title = await generate_title(cfg, p["message"], timeout=timeout, cwd=p.get("cwd"))
+                tid, saved, reason = p.get("threadId"), False, None
+                if tid and p.get("save", True):
+                    ch = self._channels.get(p["channelId"])
+                    rt = ch.rt if ch is not None else None
+                    conn = rt.conn if rt is not None else None
+                    # never starts or restarts the writer: only a READY runtime with a live child
+                    if rt is None or rt.state is not RuntimeState.READY or conn is None or conn.closed.is_set():
+                        reason = "runtime not ready"
+                    else:
+                        await conn.call("thread/name/set", {"threadId": tid, "name": title})
+                        saved = True
+                result = {"title": title, "threadId": tid, "saved": saved, "reason": reason}
+            await self._reply(cmd.id, result)
+        except CodexError as exc:
+            await self._reply(cmd.id, error=exc)
+
+    async def _workspace_diff(self, cmd: Command) -> None:
+        """Git only, no model turn; a fresh read every time, tied to the session and cwd (R-DIFF-1)."""
+        p = cmd.params
+        kwargs: dict[str, Any] = {}
+        if p.get("maxBytes") is not None:
+            kwargs["max_bytes"] = int(p["maxBytes"])
+        if p.get("timeout") is not None:
+            kwargs["timeout"] = float(p["timeout"])
+        try:
+            diff = await read_workspace_diff(p["cwd"], session_id=p.get("sessionId") or "", **kwargs)
+            await self._reply(cmd.id, diff.to_dict())
+        except CodexError as exc:
+            await self._reply(cmd.id, error=exc)
 
     # -- status ----------------------------------------------------------------------------
 
