@@ -62,6 +62,7 @@ import attrs
 import msgspec
 import trio
 
+from codexrt._edits_live import EDIT_COMMANDS, LiveEdits, run_edit_command
 from codexrt._errors import ClosedError, CodexError, ConfigError, InteractionError
 from codexrt._events import CodexEvent, EventStream
 from codexrt._runtime import Operation, Runtime, RuntimeConfig, open_runtime
@@ -128,7 +129,8 @@ CATALOG_COMMANDS = frozenset({"codex.listModels", "codex.listSkills", "codex.get
 HELPER_COMMANDS = frozenset({"codex.generateTitle", "codex.enhancePrompt", "codex.generateCommitMessage"})
 #: Git only, no Codex process: works in access mode ``inactive`` too (R-DIFF-1).
 WORKSPACE_COMMANDS = frozenset({"codex.readWorkspaceDiff"})
-ALL_COMMANDS = frozenset({*LONG_COMMANDS, *CONTROL_COMMANDS, *LIFECYCLE_COMMANDS, *READ_ONLY_COMMANDS, *HELPER_COMMANDS, *WORKSPACE_COMMANDS, "status"})
+ALL_COMMANDS = frozenset({*LONG_COMMANDS, *CONTROL_COMMANDS, *LIFECYCLE_COMMANDS, *READ_ONLY_COMMANDS,
+                          *EDIT_COMMANDS, *HELPER_COMMANDS, *WORKSPACE_COMMANDS, "status"})
 
 RequestId = Union[str, int, float]
 
@@ -395,6 +397,7 @@ class _Channel:
         self.done_forwarded: dict[str, trio.Event] = {}
         self.last_activity = trio.current_time()
         self.inflight = 0
+        self.edits: LiveEdits | None = None  # the edit ledgers, on the first edit command
 
     def touch(self) -> None:
         self.last_activity = trio.current_time()
@@ -543,6 +546,9 @@ class Daemon:
         ch = await self._channel(p["channelId"])
         ch.inflight += 1
         ch.touch()
+        if name in EDIT_COMMANDS:
+            self._nursery.start_soon(self._edit_command, cmd, ch)
+            return
         self._nursery.start_soon(self._read_only, cmd, ch)
 
     # -- channels --------------------------------------------------------------------------
@@ -778,6 +784,27 @@ class Daemon:
                 result = {"thread": thread, "parentThreadId": actual,
                           "relationVerified": parent is not None and actual == parent}
             await self._reply(cmd.id, result)
+        except CodexError as exc:
+            await self._reply(cmd.id, error=exc)
+        finally:
+            ch.inflight -= 1
+            ch.touch()
+
+    # -- edit ledger commands (R-EDIT-1..3) --------------------------------------------------
+
+    async def _edit_command(self, cmd: Command, ch: _Channel) -> None:
+        """``codex.listEdits`` … ``codex.undoFile``: like a read-only command, never the FIFO and
+        never a resume; each runs in its own task, so undos of different files run in parallel.
+        The channel's :class:`LiveEdits` starts on the first one (history covers what came
+        before) and ends with the channel's runtime."""
+        try:
+            live = ch.edits
+            if live is None or live.closed:
+                live = ch.edits = LiveEdits(ch.rt)
+                assert self._nursery is not None
+                await self._nursery.start(live.run)
+            await live.subscribed.wait()
+            await self._reply(cmd.id, await run_edit_command(live, cmd.name, cmd.params))
         except CodexError as exc:
             await self._reply(cmd.id, error=exc)
         finally:

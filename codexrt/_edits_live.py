@@ -284,6 +284,8 @@ class LiveEdits:
         self._stores: dict[str, EditStore] = {}
         self._closed = False
         self.recorded = 0
+        #: Set once :meth:`run` is subscribed: every later event of the runtime is seen.
+        self.subscribed = trio.Event()
 
     def __repr__(self) -> str:
         return f"<LiveEdits threads={len(self._threads)} recorded={self.recorded} closed={self._closed}>"
@@ -402,6 +404,7 @@ class LiveEdits:
         every event after ``await nursery.start(live.run)`` is seen."""
         try:
             with self.rt.subscribe() as events:
+                self.subscribed.set()
                 task_status.started(self)
                 async for ev in events:
                     try:

@@ -369,3 +369,107 @@ async def test_feeder_ignores_other_events_and_survives_a_bad_item(nursery, tree
             assert entry.patch is None and entry.parse_error  # listed, not undoable
             assert live.threads() == [res.thread_id]
             assert repr(live).startswith("<LiveEdits threads=1")
+
+
+# ------------------------------------------------------------------------------ codexrt serve
+
+
+class Wire:
+    """``serve_daemon`` in process over memory streams; every output line is checked against
+    the shipped schema (and each reply's result against its command's result schema)."""
+
+    def __init__(self, config) -> None:
+        self.to_daemon_send, self.to_daemon_recv = trio.testing.memory_stream_one_way_pair()
+        self.from_daemon_send, self.from_daemon_recv = trio.testing.memory_stream_one_way_pair()
+        self.buf = b""
+        self.lines: list[dict] = []
+        self.commands: dict[Any, str] = {}
+        self.n = 0
+        self.config = config
+
+    async def start(self, nursery) -> "Wire":
+        from codexrt._daemon import DaemonConfig, serve_daemon
+
+        self.daemon = await nursery.start(serve_daemon, self.to_daemon_recv, self.from_daemon_send,
+                                          DaemonConfig(runtime=self.config, idle_timeout=None))
+        return self
+
+    async def send(self, command: str, params: dict) -> int:
+        import json
+
+        self.n += 1
+        self.commands[self.n] = command
+        line = json.dumps({"id": self.n, "command": command, "params": {"channelId": "c", **params}})
+        await self.to_daemon_send.send_all(line.encode() + b"\n")
+        return self.n
+
+    async def response(self, rid: int) -> dict:
+        import json
+
+        from codexrt._daemon import load_schema, validate
+
+        schema = load_schema()
+        with trio.fail_after(10):
+            while True:
+                for line in self.lines:
+                    if line.get("type") == "response" and line["id"] == rid:
+                        return line
+                chunk = await self.from_daemon_recv.receive_some()
+                self.buf += chunk
+                *done, self.buf = self.buf.split(b"\n")
+                for raw in done:
+                    obj = json.loads(raw)
+                    assert validate(obj, {"$ref": "#/$defs/outputLine"}, schema) is None, obj
+                    if obj.get("type") == "response" and obj.get("ok"):
+                        name = self.commands[obj["id"]]
+                        problem = validate(obj["result"], {"$ref": f"#/$defs/commandResult/{name}"}, schema)
+                        assert problem is None, (name, problem)
+                    self.lines.append(obj)
+
+    async def request(self, command: str, params: dict) -> dict:
+        return await self.response(await self.send(command, params))
+
+    async def close(self) -> None:
+        """EOF on stdin: the daemon drains (channels closed, children reaped) and returns."""
+        await self.to_daemon_send.aclose()
+        with trio.fail_after(10):  # stdout is an unbounded memory stream: nothing to drain
+            await self.daemon.finished.wait()
+
+
+async def test_r_edit_serve_commands_end_to_end(nursery, tree: Path, tmp_path: Path, monkeypatch):
+    """The five serve commands: list (JSON schema-valid), review open/accept/reject, parallel
+    undos of two files, a conflict reply that writes nothing, and params refused by the schema."""
+    monkeypatch.setenv("CODEXRT_STATE_DIR", str(tmp_path / "state"))
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (tree / name).write_text(V2)
+    history = [{"id": "t1", "items": [fc("fc-1", [upd(tree / n, 3, "line 3", "line three")
+                                                  for n in ("a.txt", "b.txt", "c.txt")], "completed")]}]
+    peers = MemoryPeers(nursery)
+    wire = await Wire(RuntimeConfig(transports=[peers.factory(scenario(tree, *history_rules(tree, history)))])).start(nursery)
+    listed = await wire.request("codex.listEdits", {"threadId": TID})
+    assert listed["ok"] and [e["path"] for e in listed["result"]["entries"]] == ["a.txt", "b.txt", "c.txt"]
+    opened = await wire.request("codex.openReview", {"threadId": TID, "path": "c.txt"})
+    ticket = opened["result"]["ticketId"]
+    accepted = await wire.request("codex.acceptReview", {"threadId": TID, "ticketId": ticket})
+    assert accepted["result"]["decision"] == "accepted" and accepted["result"]["sessionId"] == "sess-root"
+    stale = await wire.request("codex.rejectReview", {"threadId": TID, "ticketId": ticket})
+    assert not stale["ok"] and stale["error"]["code"] == "REVIEW_STALE"
+    # two undos of different files, sent back to back, both done (each in its own task)
+    r1 = await wire.send("codex.undoFile", {"threadId": TID, "path": "a.txt"})
+    r2 = await wire.send("codex.undoFile", {"threadId": TID, "path": str(tree / "b.txt")})
+    assert (await wire.response(r1))["ok"] and (await wire.response(r2))["ok"]
+    assert (tree / "a.txt").read_text() == V1 and (tree / "b.txt").read_text() == V1
+    mine = V2.replace("line three", "mine")
+    (tree / "c.txt").write_text(mine)
+    conflict = await wire.request("codex.undoFile", {"threadId": TID, "path": "c.txt"})
+    assert not conflict["ok"] and conflict["error"]["code"] == "EDIT_CONFLICT"
+    assert "+mine" in conflict["error"]["details"]["diff"] and (tree / "c.txt").read_text() == mine
+    both = await wire.request("codex.undoFile", {"threadId": TID, "path": "a.txt",
+                                                 "key": {"turnId": "t1", "itemId": "fc-1", "path": "a.txt"}})
+    assert not both["ok"] and both["error"]["code"] == "INVALID_PARAMS"
+    states = await wire.request("codex.listEdits", {"threadId": TID})
+    assert [(e["state"], e["undoFailure"] and e["undoFailure"]["code"]) for e in states["result"]["entries"]] == [
+        ("undone", None), ("undone", None), ("accepted", "EDIT_CONFLICT")]
+    methods = peers.peers[0].received_methods()
+    assert "thread/resume" not in methods and "turn/start" not in methods  # read-only
+    await wire.close()
