@@ -65,6 +65,7 @@ import trio
 from codexrt._edits_live import EDIT_COMMANDS, LiveEdits, run_edit_command
 from codexrt._errors import ClosedError, CodexError, ConfigError, InteractionError
 from codexrt._events import CodexEvent, EventStream
+from codexrt._history import HISTORY_COMMANDS, MessageCounter, run_history_command
 from codexrt._runtime import Operation, Runtime, RuntimeConfig, open_runtime
 from codexrt._sansio._framing import DEFAULT_MAX_LINE, LineBuffer, OversizedLine
 from codexrt._sansio._states import RuntimeState
@@ -426,6 +427,7 @@ class Daemon:
         self.draining = False
         self.finished = trio.Event()
         self.stdout_broken = False
+        self._history_counter: MessageCounter | None = None
         self.lines_written = 0
 
     # -- output ----------------------------------------------------------------------------
@@ -511,11 +513,6 @@ class Daemon:
         if name == "status":
             await self._reply(cmd.id, self.status(p.get("channelId")))
             return
-        if name == "codex.countThreadMessages":
-            raise CodexError(
-                "codex.countThreadMessages is not implemented yet: message counting (R-H-7) lands with "
-                "the history reader; codexrt never answers with a guessed count",
-                code="NOT_IMPLEMENTED", details={"command": name})
         if name in CONTROL_COMMANDS:
             await self._control(cmd)
             return
@@ -762,8 +759,16 @@ class Daemon:
         """Native reads: the runtime's connection, never the FIFO, never ``thread/resume``."""
         p = dict(cmd.params)
         p.pop("channelId", None)
-        method = READ_ONLY_METHODS[cmd.name]
+        method = READ_ONLY_METHODS.get(cmd.name, "")
         try:
+            if cmd.name in HISTORY_COMMANDS:  # R-H-1..R-H-8: codexrt._history
+                if self._history_counter is None:
+                    assert self._nursery is not None
+                    self._history_counter = MessageCounter(self._nursery)  # host-level (R-H-7)
+                await self._reply(cmd.id, await run_history_command(ch.rt, cmd.name, cmd.params,
+                                                                    counter=self._history_counter,
+                                                                    nursery=self._nursery))
+                return
             if cmd.name == "codex.readHistoryPage":
                 scope = p.pop("scope", "turns")
                 method = "thread/items/list" if scope == "items" else "thread/turns/list"

@@ -109,6 +109,8 @@ __all__ = [
     "record_to_json",
     "transcript_to_json",
     "MASKING_NOTICE",
+    "HISTORY_COMMANDS",
+    "run_history_command",
 ]
 
 log = logging.getLogger("codexrt.history")
@@ -532,6 +534,13 @@ class MessageCounter:
     def invalidate(self, thread_id: str) -> None:
         """Metadata of ``thread_id`` changed (or it became active): forget its count."""
         self._cache.pop(thread_id, None)
+
+    def note_version(self, thread_id: str, version: str | None) -> None:
+        """A list showed ``thread_id`` at ``version``: a count cached for another version is
+        dropped (R-H-7 invalidation by metadata change)."""
+        hit = self._cache.get(thread_id)
+        if hit is not None and hit[0] != version:
+            del self._cache[thread_id]
 
     def cached(self, thread_id: str, version: str | None = None) -> int | None:
         hit = self._cache.get(thread_id)
@@ -991,3 +1000,54 @@ def transcript_to_json(t: Transcript) -> dict[str, Any]:
                   for g in t.turns],
     }
 
+
+
+# ---------------------------------------------------------------------------------------------
+# serve: the read-only history commands (R-D-1)
+
+HISTORY_COMMANDS = frozenset({"codex.listThreads", "codex.readThread", "codex.readHistoryPage",
+                              "codex.countThreadMessages", "codex.readSubagent"})
+
+
+async def run_history_command(rt: Any, name: str, params: dict[str, Any], *, counter: MessageCounter,
+                              nursery: trio.Nursery) -> Any:
+    """One read-only history command of ``codexrt serve`` on ``rt``'s connection — never the
+    send FIFO, never ``thread/resume`` (R-D-1). ``counter`` is the host-level message counter
+    (R-H-7). Results (``docs/daemon-protocol.md``):
+
+    * ``codex.listThreads``: the native ``thread/list`` result plus ``source`` and ``partial`` (R-H-6);
+    * ``codex.readThread``: the native ``thread/read`` result; with ``display: true`` instead
+      ``{thread, transcript}`` — the whole projected transcript from one source (R-H-1, R-H-3);
+    * ``codex.readHistoryPage``: the native page plus ``source`` and its display ``records``;
+    * ``codex.countThreadMessages``: :meth:`MessageCount.to_json` (``messageCount`` null when unknown);
+    * ``codex.readSubagent``: ``{thread, parentThreadId, relationVerified, ancestry, status}`` (R-H-8).
+    """
+    p = {k: v for k, v in params.items() if k != "channelId"}
+    reader = HistoryReader(nursery, rt.ensure_started, codex_home=rt.config.codex_home,
+                           inactive=rt.config.access_mode == "inactive",
+                           redact=Redactor(rt.config.secrets) if rt.config.secrets else None, counter=counter)
+    if name == "codex.countThreadMessages":
+        expected = p.get("updatedAt")
+        res = await reader.count_messages(p["threadId"], expected_version=None if expected is None else str(expected))
+        return res.to_json()
+    if name == "codex.readSubagent":
+        view = await reader.read_subagent(p["threadId"], p.get("parentThreadId"))
+        return {"thread": view.thread, "parentThreadId": view.parent_thread_id,
+                "relationVerified": view.relation_verified, "ancestry": list(view.ancestry), "status": view.status}
+    if name == "codex.readThread" and p.pop("display", False):
+        tr = await reader.read_thread(p["threadId"])
+        return {"thread": tr.thread, "transcript": transcript_to_json(tr)}
+    if name == "codex.readHistoryPage":
+        return await reader.read_page(p["threadId"], scope=p.get("scope", "turns"), cursor=p.get("cursor"),
+                                      limit=p.get("limit"), sort_direction=p.get("sortDirection"))
+    conn = await rt.ensure_started()
+    if name == "codex.listThreads":
+        res = await conn.call("thread/list", p)
+        if not isinstance(res, dict) or not isinstance(res.get("data"), list):
+            raise RemoteProtocolError("thread/list answered without a data list", details={"method": "thread/list"})
+        page = [ThreadSummary.from_native(t) for t in res["data"] if isinstance(t, dict) and isinstance(t.get("id"), str)]
+        for t in page:
+            counter.note_version(t.thread_id, t.version)
+        partial = res.get("nextCursor") is not None or "nextCursor" not in res or len(page) != len(res["data"])
+        return {**res, "source": "native", "partial": partial}
+    return await conn.call("thread/read", p)  # codex.readThread, native form

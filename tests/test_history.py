@@ -480,3 +480,11 @@ async def test_r_h_8_ancestry_verified_and_child_status_is_its_own(peers):
             await reader.read_subagent(T1, T3)
         assert ei.value.code == "RELATION_UNVERIFIED"
     assert not methods(peers, "thread/resume")
+
+
+async def test_r_h_1_a_repeated_cursor_stops_the_walk_as_incomplete(peers):
+    loop = page([entry(user("u1", "a")), entry(agent("a1", "b"))], "same")
+    async with rt_for(peers, counting_scenario(items_page=loop)) as rt, open_history_reader(rt) as reader:
+        c = await reader.count_messages(T1)
+    assert (c.count, c.reason) == (None, "incomplete")  # never loops, never guesses
+    assert [m["params"].get("cursor") for m in methods(peers, "thread/items/list")] == [None, "same"]

@@ -424,7 +424,8 @@ async def test_r_d_1_read_only_commands_answer_while_a_send_is_running(tmp_path)
         reload = await sp.request("codex.reloadMcp", {"channelId": "c"})
         assert reload["ok"] is False and reload["error"]["code"] == "RPC_ERROR"  # the fake lacks the method
         count = await sp.request("codex.countThreadMessages", {"channelId": "c", "threadId": tid})
-        assert count["ok"] is False and count["error"]["code"] == "NOT_IMPLEMENTED"
+        assert count["ok"] is True and count["result"]["messageCount"] == 1  # R-H-7: the userMessage so far
+        assert count["result"]["known"] is True and count["result"]["cached"] is False
         missing = await sp.request("codex.readThread", {"channelId": "c", "threadId": "not-a-uuid"})
         assert missing["ok"] is False and missing["error"]["code"] == "RPC_ERROR"  # native errors are returned
         assert "invalid thread id" in missing["error"]["message"]
