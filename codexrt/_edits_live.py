@@ -116,7 +116,9 @@ class ThreadMeta:
 
 def _thread_read_error(thread_id: str, exc: RpcError) -> CodexError:
     text = exc.message.lower()
-    if "not found" in text or "no rollout" in text or "invalid thread id" in text:
+    # 0.169.0 answers thread/read of an id it has no rollout for with "thread not loaded: <id>"
+    # (a persisted thread is read fine without being loaded); older wording: "no rollout found".
+    if any(s in text for s in ("not found", "no rollout", "invalid thread id", "thread not loaded")):
         return CodexError(f"thread {thread_id} not found: {exc.message}", code="THREAD_NOT_FOUND",
                           details={"threadId": thread_id, "rpcCode": exc.rpc_code})
     return CodexError(f"could not read thread {thread_id}: {exc.message}", code="HISTORY_READ_FAILED",

@@ -274,9 +274,10 @@ async def test_serve_commands_list_review_undo(nursery, tree: Path, state_dir: s
 
 
 async def test_unknown_thread_is_a_typed_error_and_creates_nothing(nursery, tree: Path, state_dir: str):
+    """0.169.0's wording for an id without a rollout (the CLI test uses the older one)."""
     peers = MemoryPeers(nursery)
     sc = scenario(tree, {"match": {"method": "thread/read"}, "actions": [
-        {"error": {"code": -32600, "message": f"no rollout found for thread id {TID}"}}]})
+        {"error": {"code": -32600, "message": f"thread not loaded: {TID}"}}]})
     async with open_runtime(RuntimeConfig(transports=[peers.factory(sc)])) as rt:
         async with open_live_edits(rt, state_dir=state_dir) as live:
             with pytest.raises(CodexError) as exc:
@@ -403,16 +404,20 @@ class Wire:
         await self.to_daemon_send.send_all(line.encode() + b"\n")
         return self.n
 
-    async def response(self, rid: int) -> dict:
+    async def response(self, rid: int, timeout: float = 10) -> dict:
+        return await self.wait_for(lambda l: l.get("type") == "response" and l["id"] == rid, timeout)
+
+    async def wait_for(self, pred, timeout: float = 10) -> dict:
+        """The first output line (seen before or arriving within ``timeout``) matching ``pred``."""
         import json
 
         from codexrt._daemon import load_schema, validate
 
         schema = load_schema()
-        with trio.fail_after(10):
+        with trio.fail_after(timeout):
             while True:
                 for line in self.lines:
-                    if line.get("type") == "response" and line["id"] == rid:
+                    if pred(line):
                         return line
                 chunk = await self.from_daemon_recv.receive_some()
                 self.buf += chunk

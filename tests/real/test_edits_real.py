@@ -96,3 +96,45 @@ async def test_r_edit_3_real_turn_edits_then_ledger_lists_and_cli_undo_restores_
     assert snapshot(real_cwd) == before  # byte for byte
     again = cli(env, "edits", tid, "--json", cwd=shell_cwd)
     assert {e["state"] for e in json.loads(again.stdout)["entries"]} == {"undone"}
+
+
+async def test_r_edit_1_real_serve_edit_commands_live_ledger_and_undo(nursery, codex_bin, real_env, real_cwd,
+                                                                     mock_model, tmp_path, monkeypatch):
+    """``serve`` in process on the real binary: the channel's live ledger is started first
+    (an unknown thread answers ``THREAD_NOT_FOUND``), then an approved patch turn; listEdits
+    shows the changes, undoFile of both files restores the tree byte for byte."""
+    from tests.test_edits_live import Wire
+
+    monkeypatch.setenv("CODEXRT_STATE_DIR", str(tmp_path / "state"))
+    for rel, text in BEFORE.items():
+        (real_cwd / rel).write_bytes(text.encode())
+    before = snapshot(real_cwd)
+    mock_model.enqueue(Script.exec_command(f"apply_patch <<'EOF'\n{PATCH}EOF\n"))
+    wire = await Wire(RuntimeConfig(codex_bin=str(codex_bin), env=real_env, cwd=str(real_cwd))).start(nursery)
+    missing = await wire.request("codex.listEdits", {"threadId": "00000000-0000-7000-8000-000000000000"})
+    assert not missing["ok"] and missing["error"]["code"] == "THREAD_NOT_FOUND", missing
+    rid = await wire.send("codex.send", {"message": "edit the files", "cwd": str(real_cwd), "settings": {
+        "approvalPolicy": "untrusted", "sandbox": "workspace-write"}})
+    answered: set[str] = set()
+    while True:
+        line = await wire.wait_for(lambda l: (l.get("type") == "response" and l["id"] == rid) or (
+            l.get("kind") == "interactionRequested" and l["payload"]["interactionKey"] not in answered), WAIT)
+        if line.get("type") == "response":
+            break
+        p = line["payload"]
+        answered.add(p["interactionKey"])
+        ok = await wire.request("codex.respondInteraction", {"interactionKey": p["interactionKey"],
+                                                             "dialogToken": p["dialogToken"],
+                                                             "result": {"decision": "accept"}})
+        assert ok["ok"], ok
+    assert line["result"]["status"] == "completed" and answered
+    tid = line["result"]["threadId"]
+    listed = await wire.request("codex.listEdits", {"threadId": tid})
+    entries = listed["result"]["entries"]
+    assert {(e["path"], e["kind"], e["state"], e["added"], e["removed"]) for e in entries} == {
+        ("new/hello.txt", "add", "pending", 2, 0), ("a.txt", "update", "pending", 2, 1)}
+    r1 = await wire.send("codex.undoFile", {"channelId": "c", "threadId": tid, "path": "a.txt"})
+    r2 = await wire.send("codex.undoFile", {"channelId": "c", "threadId": tid, "path": "new/hello.txt"})
+    assert (await wire.response(r1, WAIT))["ok"] and (await wire.response(r2, WAIT))["ok"]
+    assert snapshot(real_cwd) == before
+    await wire.close()
