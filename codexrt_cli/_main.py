@@ -19,6 +19,7 @@ import codexrt
 COMMAND_MODULES: list[str] = [
     "codexrt_cli._serve",
     "codexrt_cli._doctor",
+    "codexrt_cli._diff",
     "codexrt_cli._run",
     "codexrt_cli._demo",
     "codexrt_cli._edits_cli",
