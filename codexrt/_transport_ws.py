@@ -48,7 +48,7 @@ import logging
 import os
 import random
 import urllib.parse
-from typing import Awaitable, Callable, Mapping
+from typing import Any, Awaitable, Callable, Mapping
 
 import attrs
 import trio
@@ -82,6 +82,7 @@ __all__ = [
     "check_ready",
     "connect_endpoint",
     "endpoint_factory",
+    "probe_endpoint",
     "DEFAULT_RECONNECT_BACKOFF",
 ]
 
@@ -587,3 +588,28 @@ def endpoint_factory(endpoint: Endpoint, *, token_source: TokenSource = lambda: 
                                         f"(last: {last})")
 
     return factory
+
+
+async def probe_endpoint(endpoint: Endpoint, *, token: Secret | None = None, timeout: float = 10.0) -> dict[str, Any]:
+    """One bounded check of an attached app-server for ``codexrt doctor --connect``: ``/readyz``
+    (ws), the WebSocket upgrade and the ``initialize`` handshake. Returns a JSON-able report
+    (``ok``, ``endpoint``, ``ready``, ``userAgent``, ``error``) that never contains the token.
+    The connection is closed afterwards; the server is left running."""
+    from codexrt._connection import ClientInfo, open_connection
+    from codexrt._errors import CodexError
+
+    report: dict[str, Any] = {"ok": False, "endpoint": endpoint.url, "loopback": endpoint.is_loopback,
+                              "auth": token is not None, "ready": None, "userAgent": None}
+    try:
+        report["ready"] = await check_ready(endpoint, timeout=timeout) if endpoint.scheme == "ws" else None
+        transport = await connect_endpoint(endpoint, token=token, timeout=timeout, probe_ready=False)
+        async with open_connection(transport, sink=lambda ev: None, handshake_timeout=timeout,
+                                   client_info=ClientInfo(name="codexrt-doctor")) as conn:
+            result = await conn.initialize()
+        report["userAgent"] = result.get("userAgent")
+        report["ok"] = True
+    except OSError as exc:
+        report["error"] = {"code": "ENDPOINT_UNAVAILABLE", "message": str(exc)}
+    except CodexError as exc:
+        report["error"] = exc.to_dict()
+    return report

@@ -33,7 +33,7 @@ from codexrt._discovery import (
 )
 from codexrt._errors import CliUnavailable
 
-__all__ = ["add_parser", "run_doctor"]
+__all__ = ["add_parser", "run_doctor", "run_doctor_connect"]
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -56,11 +56,21 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         action="store_true",
         help="if nothing else is found, also search the PATH of your login shell (runs `$SHELL -l` once)",
     )
+    p.add_argument("--connect", metavar="ENDPOINT",
+                   help="check a running app-server instead (ws://127.0.0.1:PORT or unix:///path): "
+                        "/readyz, WebSocket upgrade, initialize")
+    p.add_argument("--token-file", metavar="PATH", help="bearer token file for --connect (never printed)")
+    p.add_argument("--token-env", metavar="NAME", help="environment variable holding the token for --connect")
+    p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback ws:// --connect endpoint")
     p.set_defaults(func=_main)
     return p
 
 
 def _main(args: argparse.Namespace) -> int:
+    if getattr(args, "connect", None):
+        return run_doctor_connect(args.connect, token_file=args.token_file, token_env=args.token_env,
+                                  allow_remote=args.allow_remote, as_json=args.json, timeout=args.timeout,
+                                  out=sys.stdout)
     return run_doctor(
         explicit=args.cli, as_json=args.json, timeout=args.timeout, login_shell=args.login_shell, out=sys.stdout
     )
@@ -124,6 +134,32 @@ def run_doctor(
     else:
         _print_table(report, out)
     return 0 if chosen is not None else 1
+
+
+def run_doctor_connect(endpoint: str, *, token_file: str | None = None, token_env: str | None = None,
+                       allow_remote: bool = False, as_json: bool = False, timeout: float = 5.0,
+                       env: dict[str, str] | None = None, out: TextIO | None = None) -> int:
+    """``doctor --connect``: check an attached app-server (R-WIRE-10). Exit 0 when the handshake
+    succeeds, 1 otherwise. The token is read like the runtime reads it and never printed."""
+    from codexrt._errors import ConfigError
+    from codexrt._transport_ws import Endpoint, check_endpoint_policy, probe_endpoint, read_token
+
+    out = sys.stdout if out is None else out
+    try:
+        ep = Endpoint.parse(endpoint)
+        token = read_token(token_file=token_file, token_env=token_env, env=os.environ if env is None else env)
+        check_endpoint_policy(ep, has_token=token is not None, allow_remote=allow_remote)
+        report = trio.run(lambda: probe_endpoint(ep, token=token, timeout=timeout))
+    except ConfigError as exc:
+        report = {"ok": False, "endpoint": endpoint, "error": exc.to_dict()}
+    if as_json:
+        out.write(json.dumps(report, indent=2) + "\n")
+    elif report["ok"]:
+        ready = {True: "ready", False: "not ready", None: "no probe"}[report.get("ready")]
+        out.write(f"Attached to {report['endpoint']} ({ready}; {report['userAgent']}).\n")
+    else:
+        out.write(f"Cannot use {report['endpoint']}: {report['error']['message']}\n")
+    return 0 if report["ok"] else 1
 
 
 def _report(

@@ -59,6 +59,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--access-mode", choices=["cli_login", "inactive"], default="cli_login",
                    help="cli_login (default): the CLI's own auth under CODEX_HOME; inactive: never spawn "
                         "a process, refuse commands that need one (R-LC-3)")
+    p.add_argument("--connect", metavar="ENDPOINT",
+                   help="attach to a running app-server (ws://127.0.0.1:PORT or unix:///path) instead of "
+                        "spawning one; codexrt never stops a server it did not start (docs/transports.md)")
+    p.add_argument("--token-file", metavar="PATH",
+                   help="file holding the bearer token for --connect (never printed or logged)")
+    p.add_argument("--token-env", metavar="NAME",
+                   help="environment variable holding the bearer token for --connect")
+    p.add_argument("--allow-remote", action="store_true",
+                   help="allow --connect to a non-loopback ws:// host (a token is then required)")
     p.add_argument("--rpc-timeout", type=float, default=30.0, metavar="SECONDS",
                    help="budget of each short JSON-RPC request (default 30)")
     p.add_argument("--handshake-timeout", type=float, default=30.0, metavar="SECONDS",
@@ -85,6 +94,10 @@ def config_from_args(args: argparse.Namespace) -> DaemonConfig:
         rpc_timeout=args.rpc_timeout,
         handshake_timeout=args.handshake_timeout,
         stop_budget=args.stop_budget,
+        connect=getattr(args, "connect", None),
+        token_file=getattr(args, "token_file", None),
+        token_env=getattr(args, "token_env", None),
+        allow_remote=getattr(args, "allow_remote", False),
     )
     return DaemonConfig(runtime=runtime, inactive=args.access_mode == "inactive",
                         idle_timeout=args.idle_timeout if args.idle_timeout > 0 else None,

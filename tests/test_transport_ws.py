@@ -411,3 +411,61 @@ async def test_startup_failure_when_nothing_listens_is_a_typed_error(tmp_path):
         with pytest.raises(ChildExited) as info:
             await rt.ensure_started()
         assert "cannot connect" in info.value.details["error"] and rt.state is RuntimeState.FAILED
+
+
+# -- the CLI: serve --connect, doctor --connect ---------------------------------------------------
+
+
+def test_serve_options_reach_the_runtime_config():
+    import argparse
+
+    from codexrt_cli import _serve
+
+    parser = argparse.ArgumentParser()
+    _serve.add_parser(parser.add_subparsers())
+    args = parser.parse_args(["serve", "--connect", "ws://10.0.0.2:4500", "--token-env", "CX_T", "--allow-remote"])
+    rc = _serve.config_from_args(args).runtime
+    assert (rc.connect, rc.token_env, rc.token_file, rc.allow_remote) == ("ws://10.0.0.2:4500", "CX_T", None, True)
+    assert _serve.config_from_args(parser.parse_args(["serve"])).runtime.connect is None
+
+
+async def _cli(*args: str, env: dict | None = None) -> tuple[int, str]:
+    import os
+    import sys
+
+    from tests._support import ROOT
+
+    with trio.fail_after(WAIT):
+        proc = await trio.run_process([sys.executable, "-m", "codexrt_cli", *args], capture_stdout=True,
+                                      capture_stderr=True, check=False, cwd=str(ROOT),
+                                      env={**os.environ, **(env or {})})
+    return proc.returncode, (proc.stdout + proc.stderr).decode()
+
+
+async def test_doctor_connect_reports_handshake_without_showing_the_token(nursery):
+    server = WsPeerServer(token=TOKEN)
+    url = await server.serve_tcp(nursery)
+    rc, out = await _cli("doctor", "--connect", url, "--token-env", "CX_DOCTOR_TOKEN", "--json",
+                         env={"CX_DOCTOR_TOKEN": TOKEN})
+    report = json.loads(out)
+    assert rc == 0 and report["ok"] and report["ready"] is True and report["auth"] is True
+    assert TOKEN not in out
+    rc, out = await _cli("doctor", "--connect", url)
+    assert rc == 1 and "401" in out
+    rc, out = await _cli("doctor", "--connect", "ws://10.9.9.9:1")
+    assert rc == 1 and "loopback" in out
+
+
+async def test_serve_connect_runs_a_turn_on_the_attached_server(nursery, tmp_path):
+    from tests.test_serve_e2e import ServeProcess
+
+    server = WsPeerServer("handshake-ok")
+    url = await server.serve_tcp(nursery)
+    async with ServeProcess.open(tmp_path, "--connect", url, "--idle-timeout", "0") as sp:
+        reply = await sp.request("codex.send", {"channelId": "c", "message": "hi over ws"})
+        assert reply["result"]["status"] == "completed"
+        assert await sp.finish(timeout=WAIT) == 0
+    assert [m["params"]["input"][0]["text"] for m in server.received(0, "turn/start")] == ["hi over ws"]
+    with trio.fail_after(WAIT):
+        await server.peers[0].finished.wait()
+    assert server.peers[0].exit_code == 0  # serve closed the websocket; the server was never signalled
