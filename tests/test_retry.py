@@ -183,3 +183,16 @@ async def test_cancel_during_backoff_leaves_nothing_running(peers, autojump_cloc
         assert cs.cancelled_caught
         assert conn.statistics()["pendingCalls"] == 0
     assert _count(peers, "model/list") == 1
+
+
+def test_documented_table_matches_the_code():
+    """docs/transports.md lists exactly the retried methods, and every never-retried one."""
+    import re
+
+    from tests._support import ROOT
+
+    text = (ROOT / "docs" / "transports.md").read_text(encoding="utf-8")
+    retried = text.split("### Retried on overload", 1)[1].split("### Never retried", 1)[0]
+    never = text.split("### Never retried", 1)[1].split("### Where reads", 1)[0]
+    assert set(re.findall(r"`([a-zA-Z]+/[a-zA-Z/]+)`", retried)) == set(READ_ONLY_RETRY_TABLE)
+    assert set(NEVER_RETRIED) <= set(re.findall(r"`([a-zA-Z]+/[a-zA-Z/]+)`", never))
