@@ -16,6 +16,9 @@ tasks, and nothing outside it:
 ``sink`` is called on the reader and must neither block nor raise: it files events into
 buffers (the runtime's router does exactly that). User code — approval handlers, consumers —
 never runs on the reader, so the reader never waits for a human or a slow consumer.
+Streaming text: back-to-back exact delta lines of one item *in one read* reach the sink as one
+:class:`Notification` (text joined in order, ``delta_count`` = how many lines); pass
+``coalesce_deltas=False`` for one notification per line.
 
 Waits: every ``call`` has a deadline (default 30 s, R-WIRE-4); ``reply`` waits only for its
 line to be written (bounded too). End of stream settles every pending call exactly once with
@@ -59,12 +62,11 @@ from codexrt._sansio._rpc import (
     UnsupportedServerRequest,
 )
 from codexrt._sansio._wire import (
-    _DELTA_HINT,
     Notification,
     RequestId,
     ServerRequest,
-    decode_delta_line,
     decode_json,
+    merge_delta_lines,
 )
 from codexrt._transport import ExitStatus, Transport
 from codexrt._util import unwrap_single_group
@@ -145,8 +147,10 @@ class Connection:
         stderr_tail_lines: int = 200,
         redactor: Redactor | None = None,
         exit_wait: float = 5.0,
+        coalesce_deltas: bool = True,
     ) -> None:
         self.transport = transport
+        self._coalesce_deltas = coalesce_deltas
         self._sink = sink
         self.core = RpcCore(supported_server_requests)
         self.client_info = client_info or ClientInfo()
@@ -220,18 +224,20 @@ class Connection:
                 data = await stream.receive_some(65536)
                 if not data:
                     break
+                frames = self._framer.feed(data)
+                if self._coalesce_deltas:
+                    # Fast path of a delta flood: back-to-back exact delta lines of one item
+                    # become one notification (``merge_delta_lines``); they are notifications,
+                    # so they skip the RPC core (no RPC state) and go straight to the sink.
+                    frames = merge_delta_lines(frames)
                 sink = self._sink
-                for frame in self._framer.feed(data):
-                    # Fast path of a delta flood: exact delta lines skip the RPC core (they
-                    # are notifications: no RPC state) and go straight to the sink.
-                    if type(frame) is bytes and frame.startswith(_DELTA_HINT):
-                        n = decode_delta_line(frame)
-                        if n is not None:
-                            try:
-                                sink(n)
-                            except Exception:  # the sink must not raise; never let it kill the reader
-                                log.exception("connection sink raised on a notification")
-                            continue
+                for frame in frames:
+                    if type(frame) is Notification:
+                        try:
+                            sink(frame)
+                        except Exception:  # the sink must not raise; never let it kill the reader
+                            log.exception("connection sink raised on a notification")
+                        continue
                     self._on_frame(frame)
             for frame in self._framer.close():
                 self._on_frame(frame)

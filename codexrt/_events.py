@@ -23,7 +23,7 @@ import attrs
 import trio
 
 from codexrt._errors import BusyResourceError
-from codexrt._sansio._buffer import EventBuffer, TextRun
+from codexrt._sansio._buffer import EventBuffer
 
 __all__ = ["CodexEvent", "EventStream", "DELTA_METHODS", "DROPPABLE_KINDS", "delta_key"]
 
@@ -161,20 +161,9 @@ class EventStream:
         self._buf.put(ev)
         self._wakeup.set()
 
-    def put_text(self, key: tuple[Any, ...], text: str) -> None:
-        """One native delta's text for run ``key`` (see :func:`delta_key`); never blocks."""
-        buf = self._buf
-        q = buf._q
-        if q and not buf.closed:
-            # EventBuffer.put_text's append, inlined (once per native delta). No wakeup: the
-            # queue was not empty, so the consumer was already woken and has not slept since.
-            tail = q[-1]
-            if type(tail) is TextRun and tail.key == key:
-                tail.parts.append(text)
-                tail.count += 1
-                buf.coalesced += 1
-                return
-        buf.put_text(key, text)
+    def put_text(self, key: tuple[Any, ...], text: str, count: int = 1) -> None:
+        """Text of ``count`` native deltas for run ``key`` (see :func:`delta_key`); never blocks."""
+        self._buf.put_text(key, text, count)
         self._wakeup.set()
 
     def close(self) -> None:

@@ -802,10 +802,11 @@ class Runtime:
         # delta_key(), inlined: this runs once per native delta
         key = (self.generation, self.config.channel_id, op.id if op is not None else None, root,
                thread_id, turn_id, item_id, n.method, extra)
+        count = n.delta_count  # > 1: the reader merged back-to-back lines (one read)
         if op is not None:
-            op.stream.put_text(key, delta)
+            op.stream.put_text(key, delta, count)
         for sub in self._subscribers:
-            sub.put_text(key, delta)
+            sub.put_text(key, delta, count)
 
     def _deliver(self, ev: CodexEvent, op: Operation | None) -> None:
         if op is not None:

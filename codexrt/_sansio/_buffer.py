@@ -42,10 +42,10 @@ class TextRun:
 
     __slots__ = ("key", "parts", "count")
 
-    def __init__(self, key: Hashable, text: str) -> None:
+    def __init__(self, key: Hashable, text: str, count: int = 1) -> None:
         self.key = key
         self.parts = [text]
-        self.count = 1
+        self.count = count
 
     def absorb(self, other: "TextRun") -> None:
         self.parts.extend(other.parts)
@@ -89,9 +89,10 @@ class EventBuffer(Generic[T]):
     def __len__(self) -> int:
         return len(self._q) + (1 if self._pending_drop_report else 0)
 
-    def put_text(self, key: Hashable, text: str) -> None:
-        """Add one delta's text to run ``key`` — appended to the newest entry when that is the
-        same run, else a new run. O(1); never blocks; ignored after close."""
+    def put_text(self, key: Hashable, text: str, count: int = 1) -> None:
+        """Add the text of ``count`` native deltas to run ``key`` — appended to the newest
+        entry when that is the same run, else a new run. O(1); never blocks; ignored after
+        close."""
         if self.closed:
             return
         q = self._q
@@ -99,12 +100,13 @@ class EventBuffer(Generic[T]):
             tail = q[-1]
             if type(tail) is TextRun and tail.key == key:
                 tail.parts.append(text)
-                tail.count += 1
-                self.coalesced += 1
+                tail.count += count
+                self.coalesced += count
                 return
         if self._materialize is None:
             raise TypeError("this buffer was built without materialize=; put_text is unavailable")
-        q.append(TextRun(key, text))
+        q.append(TextRun(key, text, count))
+        self.coalesced += count - 1
 
     def put(self, ev: T) -> None:
         """Add an event; never blocks, never fails (after close it is ignored)."""

@@ -38,6 +38,7 @@ __all__ = [
     "Envelope",
     "decode_envelope",
     "decode_delta_line",
+    "merge_delta_lines",
     "encode_json",
     "decode_json",
     "ErrorObject",
@@ -127,6 +128,9 @@ class Notification(msgspec.Struct, eq=False, repr_omit_defaults=True):
     params_raw: Union[Raw, bytes] = Raw()
     emitted_at_ms: Union[int, float, None] = None
     delta: Union[DeltaParams, None] = None
+    #: How many native notifications this one stands for (> 1 only for merged deltas, see
+    #: :func:`merge_delta_lines`).
+    delta_count: int = 1
     _params: Any = UNSET
 
     @property
@@ -207,6 +211,55 @@ def decode_delta_line(line: bytes) -> Notification | None:
     except msgspec.DecodeError:
         return None
     return Notification(d.method, _NO_PARAMS, d.emittedAtMs, d.params)
+
+
+def merge_delta_lines(frames: list[Any]) -> list[Any]:
+    """Frames of one read (bytes lines, or anything else) with every run of back-to-back exact
+    delta lines of the same method/thread/turn/item replaced by one :class:`Notification`
+    whose ``delta.delta`` is their text joined in order and ``delta_count`` their number.
+
+    Why here: a flood is hundreds of deltas per pipe read, and the text is what consumers
+    keep; handing the runtime one notification per run instead of per line removes the
+    per-line routing cost without changing what any consumer can observe (buffers merge
+    such deltas anyway, text and order are kept, and a non-delta line always ends a run,
+    so nothing is reordered around it). Other frames pass through unchanged, in order."""
+    out: list[Any] = []
+    run: _DeltaLine | None = None
+    parts: list[str] = []
+    decode = _delta_decoder.decode
+    hint = _DELTA_HINT
+    for frame in frames:
+        if type(frame) is bytes and frame.startswith(hint):
+            try:
+                d = decode(frame)
+            except msgspec.DecodeError:
+                pass
+            else:
+                if run is not None:
+                    p, q = run.params, d.params
+                    if d.method == run.method and q.itemId == p.itemId and q.turnId == p.turnId \
+                            and q.threadId == p.threadId:
+                        parts.append(q.delta)
+                        continue
+                    out.append(_run_notification(run, parts))
+                run = d
+                parts = [d.params.delta]
+                continue
+        if run is not None:
+            out.append(_run_notification(run, parts))
+            run = None
+        out.append(frame)
+    if run is not None:
+        out.append(_run_notification(run, parts))
+    return out
+
+
+def _run_notification(first: _DeltaLine, parts: list[str]) -> Notification:
+    p = first.params
+    if len(parts) == 1:
+        return Notification(first.method, _NO_PARAMS, first.emittedAtMs, p)
+    merged = DeltaParams(p.threadId, p.turnId, p.itemId, "".join(parts))
+    return Notification(first.method, _NO_PARAMS, first.emittedAtMs, merged, len(parts))
 
 
 def decode_envelope(line: bytes) -> Envelope:
