@@ -11,7 +11,7 @@ per turn and written again and again, so writing costs a ``write(2)`` per 64 KiB
 Usage::
 
     python -m peer_fixtures.flood_peer [--deltas N] [--chatter-every K] [--probe-every M]
-                                       [--idle-probes P --idle-gap-ms G]
+                                       [--idle-probes P --idle-gap-ms G] [--history-items N]
 
 A turn's delta count can be set per turn by putting ``[[flood:N]]`` in the ``turn/start`` text
 (``[[flood:N:K]]`` also sets ``--chatter-every``), so a benchmark can warm up with a tiny turn
@@ -38,6 +38,10 @@ with an idle pipe.
 0); a ``turn/interrupt`` is answered at once and the turn ends ``interrupted`` after the delta
 being written. So a client whose reader keeps reading can stop a flood promptly, and a client
 whose reader blocks cannot — which is what the slow-consumer test checks.
+
+**History**: with ``--history-items N``, ``thread/read`` answers a (not loaded) thread and
+``thread/items/list`` pages through N synthetic items (userMessage/agentMessage pairs, cursor =
+offset), for the message-counting benchmark.
 
 stdin EOF exits 0 at once (like the real server); SIGTERM exits 0.
 """
@@ -100,7 +104,9 @@ def _dumps(obj: Any) -> bytes:
 
 
 class FloodPeer:
-    def __init__(self, deltas: int, chatter_every: int, probe_every: int, idle_probes: int, idle_gap_ms: float) -> None:
+    def __init__(self, deltas: int, chatter_every: int, probe_every: int, idle_probes: int, idle_gap_ms: float,
+                 history_items: int = 0) -> None:
+        self.history_items = history_items
         self.deltas = deltas
         self.chatter_every = chatter_every
         self.probe_every = probe_every
@@ -174,6 +180,13 @@ class FloodPeer:
                                           "reasoningEffort": None}))
             if method == "thread/start":
                 self.write(self.notify("thread/started", {"thread": thread}))
+        elif method == "thread/read":
+            tid = params.get("threadId")
+            self.write(self.respond(rid, {"thread": {"id": tid, "preview": "", "ephemeral": False, "updatedAt": 1764500000,
+                                                     "createdAt": 1764400000, "status": {"type": "notLoaded"},
+                                                     "path": None, "cwd": "/", "turns": []}}))
+        elif method == "thread/items/list":
+            self.write(self.respond(rid, self.items_page(params)))
         elif method == "turn/start":
             if self.flooding_turn is not None:
                 self.write(self.error(rid, "a turn is already running"))
@@ -186,6 +199,29 @@ class FloodPeer:
                 self.write(self.error(rid, "no active turn to interrupt"))
         else:
             self.write(self.error(rid, f"flood_peer does not implement {method}"))
+
+    # -- history --------------------------------------------------------------------------
+
+    def items_page(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``thread/items/list`` over a synthetic thread of ``--history-items`` items: turns of
+        a userMessage and an agentMessage, ascending, ``limit`` per page, cursor = offset."""
+        limit = max(1, min(int(params.get("limit") or 50), 500))
+        start = int(params.get("cursor") or 0)
+        end = min(self.history_items, start + limit)
+        data = []
+        for i in range(start, end):
+            turn_id = f"turn-{i // 2:08d}"
+            if i % 2 == 0:
+                item = {"type": "userMessage", "id": f"u-{i}", "clientId": None,
+                        "content": [{"type": "text", "text": f"question {i}", "text_elements": []}],
+                        "startedAtMs": 1764400000000 + i, "completedAtMs": 1764400000000 + i}
+            else:
+                item = {"type": "agentMessage", "id": f"m-{i}", "text": f"answer {i}", "phase": None,
+                        "moderation": None, "memoryCitation": None, "delivery": None, "questions": None,
+                        "startedAtMs": 1764400000000 + i, "completedAtMs": 1764400000000 + i}
+            data.append({"turnId": turn_id, "item": item, "startedAtMs": item["startedAtMs"],
+                         "completedAtMs": item["completedAtMs"]})
+        return {"data": data, "nextCursor": str(end) if end < self.history_items else None}
 
     # -- a turn ---------------------------------------------------------------------------
 
@@ -312,9 +348,11 @@ def main(args: list[str] | None = None) -> int:
     ap.add_argument("--idle-probes", type=int, default=0, metavar="P",
                     help="instead of a flood, P timestamped deltas --idle-gap-ms apart")
     ap.add_argument("--idle-gap-ms", type=float, default=2.0)
+    ap.add_argument("--history-items", type=int, default=0, metavar="N",
+                    help="thread/items/list pages over a synthetic thread of N items (thread/read too)")
     ns, _unknown = ap.parse_known_args(args)  # ignore `app-server`, `--listen …`
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
-    peer = FloodPeer(ns.deltas, ns.chatter_every, ns.probe_every, ns.idle_probes, ns.idle_gap_ms)
+    peer = FloodPeer(ns.deltas, ns.chatter_every, ns.probe_every, ns.idle_probes, ns.idle_gap_ms, ns.history_items)
     while True:
         peer.poll(None)
 

@@ -1,0 +1,1 @@
+"""codexrt's benchmark suite: ``python -m bench`` (see ``bench/README.md``)."""

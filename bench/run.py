@@ -1,0 +1,194 @@
+"""Run every benchmark and print one table: ``python -m bench`` (or ``python bench/run.py``).
+
+Each row measures codexrt **and its baseline in the same run**, alternating them
+``--repeat`` times (the machines this runs on are shared and noisy; absolute times mean
+little), and reports the medians and their ratio. Every benchmark runs in a fresh interpreter
+(``python -m bench.stream NAME N`` / ``python -m bench.startup NAME``) so peak RSS is its own.
+
+Options: ``--quick`` (smaller N, one repeat: a smoke run), ``--only SUBSTRING`` (rows whose
+name contains it), ``--no-real`` (skip the rows that need the pinned real codex binary),
+``--json PATH`` (also write the raw results).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+if __package__ in (None, ""):  # run by path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._common import ROOT, env_with_root  # noqa: E402
+
+
+def worker(module: str, *args: str, timeout: float = 600) -> dict[str, Any]:
+    proc = subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, env=env_with_root(),
+                          capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0 or not proc.stdout.strip():
+        raise RuntimeError(f"{module} {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def paired(a: Callable[[], dict[str, Any]], b: Callable[[], dict[str, Any]], repeat: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    ra, rb = [], []
+    for _ in range(repeat):
+        ra.append(a())
+        rb.append(b())
+    return ra, rb
+
+
+def med(rows: list[dict[str, Any]], key: str) -> float:
+    vals = [r[key] for r in rows if r.get(key) is not None]
+    return statistics.median(vals) if vals else float("nan")
+
+
+class Table:
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, str, str, str, str, str]] = []
+        self.raw: dict[str, Any] = {}
+
+    def add(self, name: str, codexrt: str, baseline: str, ratio: str, target: str, notes: str) -> None:
+        self.rows.append((name, codexrt, baseline, ratio, target, notes))
+        print(f"  {name}: {codexrt} | {baseline} | {ratio} | {target} | {notes}", file=sys.stderr, flush=True)
+
+    def render(self) -> str:
+        head = ("benchmark", "codexrt", "baseline", "ratio", "target", "notes")
+        out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for r in self.rows:
+            out.append("| " + " | ".join(r) + " |")
+        return "\n".join(out)
+
+
+def machine() -> str:
+    cpu = "?"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import os
+
+    mem = "?"
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemTotal"):
+                mem = f"{int(line.split()[1]) // 1024} MiB"
+    except OSError:
+        pass
+    return (f"{platform.system()} {platform.release()}, {cpu}, {os.cpu_count()} CPUs, {mem} RAM, "
+            f"Python {platform.python_version()}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small N, one repeat (smoke run)")
+    ap.add_argument("--repeat", type=int, default=None, help="pairs per row (default 5; --quick: 1)")
+    ap.add_argument("--only", default=None, help="run rows whose name contains this")
+    ap.add_argument("--no-real", action="store_true", help="skip rows needing the real codex binary")
+    ap.add_argument("--json", default=None, help="write raw results here")
+    ns = ap.parse_args(argv)
+    repeat = ns.repeat or (1 if ns.quick else 5)
+    n = 20_000 if ns.quick else 200_000
+    t = Table()
+
+    def want(name: str) -> bool:
+        return ns.only is None or ns.only in name
+
+    def stream(name: str) -> dict[str, Any]:
+        return worker("bench.stream", name, str(n))
+
+    print(f"machine: {machine()}", file=sys.stderr)
+    if want("stream"):
+        raw, lib = paired(lambda: stream("raw_msgspec"), lambda: stream("lib"), repeat)
+        ok = all(r["ok"] for r in lib + raw)
+        r_raw, r_lib = med(raw, "rate"), med(lib, "rate")
+        t.raw["stream"] = {"raw_msgspec": raw, "lib": lib}
+        t.add(f"1. stream throughput, {n:,} deltas (library API)", f"{r_lib:,.0f}/s, peak RSS {med(lib, 'rss_mb'):.0f} MB",
+              f"raw msgspec loop {r_raw:,.0f}/s", f"{r_lib / r_raw:.2f}×", "≥ 0.5×, RSS ≤ 60 MB",
+              f"text {'exact' if ok else 'MISMATCH'}; {med(lib, 'events'):.0f} consumer events")
+        js = [stream("raw_json") for _ in range(1 if ns.quick else 2)]
+        t.raw["stream"]["raw_json"] = js
+        t.add("   stdlib json loop (reference)", "", f"{med(js, 'rate'):,.0f}/s", f"{r_lib / med(js, 'rate'):.2f}×", "", "")
+    if want("serve"):
+        raw, srv = paired(lambda: stream("raw_msgspec"), lambda: stream("serve"), repeat)
+        ok = all(r["ok"] for r in srv)
+        r_raw, r_srv = med(raw, "rate"), med(srv, "rate")
+        t.raw["serve"] = {"raw_msgspec": raw, "serve": srv}
+        t.add(f"2. through `codexrt serve`, {n:,} deltas, warm", f"{r_srv:,.0f}/s, serve peak RSS {med(srv, 'rss_mb'):.0f} MB",
+              f"raw msgspec loop {r_raw:,.0f}/s", f"{r_srv / r_raw:.2f}×", "≥ 0.3×",
+              f"text {'exact' if ok else 'MISMATCH'}; {med(srv, 'lines'):.0f} stdout lines")
+    if want("slow"):
+        fast, slow = paired(lambda: stream("lib_chatter"), lambda: stream("lib_slow"), max(1, repeat // 2))
+        ok = all(r["ok"] for r in slow + fast)
+        t.raw["slow"] = {"fast": fast, "slow": slow}
+        t.add("3. slow consumer (2 ms sleep per event), chatter every 50 deltas",
+              f"peak RSS {med(slow, 'rss_mb'):.0f} MB, max queued {med(slow, 'max_queued'):.0f}",
+              f"fast consumer {med(fast, 'rss_mb'):.0f} MB", f"{med(slow, 'rss_mb') / med(fast, 'rss_mb'):.2f}× RSS",
+              "bounded, lossless text", f"text {'exact' if ok else 'MISMATCH'}; "
+              f"{med(slow, 'dropped_chatter'):.0f} status events dropped (reported)")
+        intr = [stream("lib_slow_interrupt") for _ in range(max(1, repeat // 2))]
+        t.raw["slow"]["interrupt"] = intr
+        t.add("   interrupt during the flood, slow consumer", f"ack after {med(intr, 'interrupt_ack_ms'):.1f} ms",
+              "", "", "prompt", f"status {intr[0]['status']}; streamed text == final text: {all(r['ok'] for r in intr)}")
+    if want("latency"):
+        for mode in ("flood", "idle"):
+            raw, lib = paired(lambda: stream(f"raw_latency_{mode}"), lambda: stream(f"lib_latency_{mode}"), max(1, repeat // 2))
+            t.raw[f"latency_{mode}"] = {"raw": raw, "lib": lib}
+            t.add(f"4. latency pipe→consumer, {mode}", f"p50 {med(lib, 'p50_us'):,.0f} µs, p99 {med(lib, 'p99_us'):,.0f} µs",
+                  f"raw loop p50 {med(raw, 'p50_us'):,.0f} µs, p99 {med(raw, 'p99_us'):,.0f} µs",
+                  f"{med(lib, 'p50_us') / med(raw, 'p50_us'):.2f}× p50", "", f"{med(lib, 'probes'):.0f} probes")
+    if want("history"):
+        r = worker("bench.history", "legacy", "20" if ns.quick else "200")
+        t.raw["history_legacy"] = r
+        t.add(f"5. legacy rollout parse, {r['mb']:.0f} MB", f"{r['codexrt_mb_s']:.0f} MB/s ({r['records']:,} records), "
+              f"peak RSS {r['codexrt_rss_mb']:.0f} MB", f"raw msgspec line loop {r['baseline_mb_s']:.0f} MB/s",
+              f"{r['codexrt_mb_s'] / r['baseline_mb_s']:.2f}×", "RSS bounded", "")
+        c = worker("bench.history", "count", "2000" if ns.quick else "20000")
+        t.raw["history_count"] = c
+        if c.get("available"):
+            t.add(f"   count messages, native thread of {c['items']:,} items", f"{c['codexrt_s'] * 1000:.0f} ms "
+                  f"({c['count']:,} messages, {c['pages']} pages)", f"raw paging loop {c['baseline_s'] * 1000:.0f} ms",
+                  f"{c['codexrt_s'] / c['baseline_s']:.2f}× time", "", "fake peer over a pipe")
+        else:
+            t.add("   count messages, native thread", "n/a", "", "", "", c.get("reason", ""))
+    if want("startup"):
+        for name, label in (("import", "`import codexrt`"), ("help", "`codexrt --help`"),
+                            ("discovery", "discovery over 50 candidates")):
+            r = worker("bench.startup", name)
+            t.raw[f"startup_{name}"] = r
+            t.add(f"6. {label}", f"{r['codexrt_s'] * 1000:.1f} ms", f"{r['baseline_s'] * 1000:.1f} ms",
+                  f"{r['codexrt_s'] / r['baseline_s']:.2f}×", "", {
+                      "import": f"baseline: import trio, msgspec, attrs; bare interpreter {r.get('bare_s', 0) * 1000:.0f} ms",
+                      "help": "baseline: python -c 'import argparse'",
+                      "discovery": "baseline: os.access over the same 50 paths"}[name])
+        if not ns.no_real:
+            try:
+                r = worker("bench.startup", "ready")
+                t.raw["startup_ready"] = r
+                t.add("6. spawn → READY, real codex 0.169.0", f"{r['codexrt_s'] * 1000:.0f} ms",
+                      f"raw handshake script {r['baseline_s'] * 1000:.0f} ms", f"{r['codexrt_s'] / r['baseline_s']:.2f}×",
+                      "", "median of 3")
+                r = worker("bench.startup", "real_turn")
+                t.raw["real_turn"] = r
+                t.add("   real server (issue 4), medians of 3", f"READY {r['ready_s'] * 1000:.0f} ms, first delta "
+                      f"{r['first_delta_s'] * 1000:.0f} ms, turn {r['turn_s'] * 1000:.0f} ms, warm turn "
+                      f"{r['warm_turn_s'] * 1000:.0f} ms", "", "", "", "200 mock deltas, loopback mock model")
+            except RuntimeError as exc:
+                t.add("6. spawn → READY, real codex", "skipped", "", "", "", str(exc).splitlines()[0][:120])
+    print(f"\nmachine: {machine()}\n")
+    print(t.render())
+    if ns.json:
+        Path(ns.json).write_text(json.dumps({"machine": machine(), "results": t.raw}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
