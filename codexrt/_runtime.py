@@ -108,17 +108,28 @@ log = logging.getLogger("codexrt.runtime")
 
 TransportFactory = Callable[[], Awaitable[Transport]]
 
-#: Server requests codexrt hands to the host as interactions; all others get -32601 (R-WIRE-7).
-SUPPORTED_SERVER_REQUESTS = frozenset(
-    {
-        "item/commandExecution/requestApproval",
-        "item/fileChange/requestApproval",
-        "item/permissions/requestApproval",
-        "item/tool/requestUserInput",
-        "mcpServer/elicitation/request",
-        "item/tool/call",
-    }
+#: Server requests codexrt hands to the host as interactions (``codexrt._interactions``, which
+#: owns the registry, typed replies, deadlines, policies and the privacy index); all others get
+#: -32601 (R-WIRE-7).
+from codexrt._interactions import (  # noqa: E402
+    PRIVACY_ERROR_CODE,
+    SUPPORTED_SERVER_REQUESTS,
+    Interaction,
+    InteractionPolicy,
+    InteractionRegistry,
+    PlanExecution,
+    PrivacyStore,
+    default_privacy_dir,
+    privacy_record_for,
+    safe_negative_reply,
+    validate_reply,
 )
+from codexrt._sansio._plans import EXECUTE_PLAN_MESSAGE, PlanTracker, default_collaboration_mode  # noqa: E402
+from codexrt._sansio._privacy import PrivacyIndex  # noqa: E402
+
+#: Notifications the plan tracker reads (R-INT-5); a set check keeps the hook cheap on deltas.
+_PLAN_METHODS = frozenset({"item/started", "item/completed", "item/plan/delta", "turn/plan/updated",
+                           "turn/completed"})
 
 _DELTA_IDS = frozenset({"threadId", "turnId", "itemId", "delta"})
 
@@ -333,60 +344,6 @@ class Operation:
         return True
 
 
-class Interaction:
-    """A native server → client request waiting for the host (R-INT-1).
-
-    The host answers with the opaque ``key`` and ``dialog_token`` only; the runtime maps them
-    back to the raw RPC id. Approvals are never granted by default: nobody answers for the host.
-    """
-
-    def __init__(self, runtime: "Runtime", request: ServerRequest, generation: int, sequence: int) -> None:
-        self.runtime = runtime
-        self.method = request.method
-        self.params: dict[str, Any] = request.params if isinstance(request.params, dict) else {}
-        self._request_id = request.id
-        self.generation = generation
-        self.delivery_sequence = sequence
-        self.key = f"ik-{runtime.config.channel_id}-{runtime.session_epoch}-{generation}-{secrets.token_hex(6)}"
-        self.dialog_token = secrets.token_urlsafe(12)
-        self.state = "pending"  # pending | answered | resolved | expired
-        self.thread_id = self.params.get("threadId")
-        self.turn_id = self.params.get("turnId")
-        self.item_id = self.params.get("itemId")
-        self.resolved = trio.Event()
-
-    def __repr__(self) -> str:
-        return f"<Interaction {self.method} {self.state} key={self.key}>"
-
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "interactionKey": self.key,
-            "dialogToken": self.dialog_token,
-            "method": self.method,
-            "params": self.params,
-            "deliverySequence": self.delivery_sequence,
-            "state": self.state,
-        }
-
-    async def respond(self, result: Any) -> None:
-        await self.runtime.respond_interaction(self.key, self.dialog_token, result)
-
-    async def respond_error(self, code: int, message: str) -> None:
-        await self.runtime.respond_interaction_error(self.key, self.dialog_token, code, message)
-
-    async def accept(self) -> None:
-        await self.respond({"decision": "accept"})
-
-    async def accept_for_session(self) -> None:
-        await self.respond({"decision": "acceptForSession"})
-
-    async def decline(self) -> None:
-        await self.respond({"decision": "decline"})
-
-    async def cancel(self) -> None:
-        await self.respond({"decision": "cancel"})
-
-
 @attrs.define
 class _ThreadInfo:
     thread_id: str
@@ -414,8 +371,13 @@ class Runtime:
         self._ops: dict[str, Operation] = {}
         self._op_counter = itertools.count(1)
         self.threads: dict[str, _ThreadInfo] = {}
-        self.interactions: dict[str, Interaction] = {}
-        self._interaction_seq = itertools.count(1)
+        self._registry = InteractionRegistry()
+        self.interactions: dict[str, Interaction] = self._registry.by_key  # key → interaction (R-INT-1)
+        self._interaction_policy: InteractionPolicy | None = None
+        self._privacy_store: PrivacyStore | None = None
+        self.plans = PlanTracker()  # R-INT-5
+        self.plan_executions: dict[str, PlanExecution] = {}
+        self._plan_inflight: PlanExecution | None = None
         self._subscribers: list[EventStream] = []
         self.desired = config.settings
         self.settings_revision = 0
@@ -683,6 +645,7 @@ class Runtime:
             self._finished_turns.popitem(last=False)
 
     def _on_notification(self, n: Notification) -> None:
+        self._track_plans(n)  # R-INT-5: plan items / TODOs (a set check; never blocks)
         if n.method in DELTA_METHODS:
             self._on_delta(n)  # the hot path of a flood; no other branch takes these methods
             return
@@ -711,15 +674,7 @@ class Runtime:
             self._publish(self._event("thread/settings/updated", params, thread_id=thread_id))
             return
         if method == "serverRequest/resolved":
-            rid = params.get("requestId")
-            for inter in self.interactions.values():
-                if inter._request_id == rid and type(inter._request_id) is type(rid) \
-                        and inter.state in ("pending", "answered") and inter.generation == self.generation:
-                    inter.state = "resolved"
-                    inter.resolved.set()
-                    ev = self._event("interactionResolved", {"interactionKey": inter.key},
-                                     thread_id=inter.thread_id, turn_id=inter.turn_id, item_id=inter.item_id)
-                    self._deliver(ev, self._op_for(inter.thread_id, inter.turn_id))
+            self._on_server_request_resolved(params)
             return
 
         op = self._op_for(thread_id, turn_id)
@@ -813,67 +768,268 @@ class Runtime:
             op.stream.put(ev)
         self._publish(ev)
 
+    # -- interactions (R-INT-1 … R-INT-4, R-PRIV-1; the registry is codexrt._interactions) --
+
     def _on_server_request(self, req: ServerRequest, gen: int) -> None:
-        inter = Interaction(self, req, gen, next(self._interaction_seq))
-        self.interactions[inter.key] = inter
+        """On the reader: register, publish, and start the deadline watcher and the policy (if
+        any) as tasks of the runtime nursery — nothing here waits."""
+        inter = Interaction(self, req, gen, self._registry.next_sequence(), self._registry.deadline_for(req.method))
+        self._registry.add(inter)
         op = self._op_for(inter.thread_id, inter.turn_id)
         ev = self._event("interactionRequested", inter.to_wire(), op=op, thread_id=inter.thread_id,
                          turn_id=inter.turn_id, item_id=inter.item_id)
         self._deliver(ev, op)
+        if inter.deadline_at is not None:
+            self._nursery.start_soon(self._interaction_deadline, inter)
+        if self._interaction_policy is not None:
+            self._nursery.start_soon(self._run_interaction_policy, inter, self._interaction_policy)
+
+    def _interaction_event(self, kind: str, inter: Interaction, payload: dict[str, Any]) -> None:
+        ev = self._event(kind, {"interactionKey": inter.key, **payload}, thread_id=inter.thread_id,
+                         turn_id=inter.turn_id, item_id=inter.item_id)
+        self._deliver(ev, self._op_for(inter.thread_id, inter.turn_id))
+
+    def _on_server_request_resolved(self, params: dict[str, Any]) -> None:
+        """``serverRequest/resolved`` closes exactly the matching interaction of this
+        generation (also sent when the server clears requests on turn end/interrupt)."""
+        inter = self._registry.resolve(params.get("requestId"), self.generation)
+        if inter is not None:
+            self._interaction_event("interactionResolved", inter, {"dialogToken": inter.dialog_token})
+
+    async def _interaction_deadline(self, inter: Interaction) -> None:
+        """At the kind's deadline, answer the server with the safe negative reply (never an
+        accept) and tell the host (``interactionExpired``)."""
+        assert inter.deadline_at is not None
+        with trio.move_on_at(inter.deadline_at):
+            await inter.settled.wait()
+            return
+        if inter.state != "pending":
+            return
+        reply = safe_negative_reply(inter.method, inter.params)
+        try:
+            await self._send_answer(inter, reply, by="deadline", final="expire")
+        except CodexError as exc:
+            self._interaction_event("interactionExpired", inter, {"reason": "deadline", "reply": None,
+                                                                  "error": exc.to_dict()})
+            return
+        self._interaction_event("interactionExpired", inter, {"reason": "deadline", "reply": reply,
+                                                              "deadlineSeconds": inter.deadline_seconds})
+
+    async def _run_interaction_policy(self, inter: Interaction, policy: InteractionPolicy) -> None:
+        """The library policy, in its own task. Its errors become ``interactionPolicyError``
+        events and leave the interaction pending for the host."""
+        try:
+            reply = await policy(inter)
+        except Exception as exc:  # a broken policy must not take the runtime down
+            self._interaction_event("interactionPolicyError", inter, {
+                "error": self._redactor(f"{type(exc).__name__}: {exc}")})
+            return
+        if reply is None or inter.state != "pending":
+            return
+        try:
+            validate_reply(inter.method, reply, inter.params)
+            await self._send_answer(inter, reply, by="policy")
+        except InteractionError as exc:
+            if inter.state == "pending":
+                self._interaction_event("interactionPolicyError", inter, {"error": exc.message, "code": exc.code})
+
+    def set_interaction_policy(self, policy: InteractionPolicy | None) -> None:
+        """Install (or remove, with None) the policy run for every *new* interaction, e.g.
+        ``codexrt._interactions.decline_all_in_read_only``. It runs in its own task; returning
+        None leaves the interaction to the host."""
+        self._interaction_policy = policy
+
+    def set_interaction_deadlines(self, **seconds: float | None) -> None:
+        """Change deadlines per kind for new interactions, e.g.
+        ``set_interaction_deadlines(commandApproval=600, dynamicToolCall=None)``."""
+        self._registry.set_deadlines(seconds)
+
+    def set_privacy_store(self, store: PrivacyStore) -> None:
+        """Where the privacy index lives (R-PRIV-1); default: :func:`default_privacy_dir`
+        scoped by the fingerprint of CODEX_HOME."""
+        self._privacy_store = store
+
+    def privacy_store(self) -> PrivacyStore:
+        if self._privacy_store is None:
+            env = self.config.env if self.config.env is not None else os.environ
+            home = self.config.codex_home or env.get("CODEX_HOME") or os.path.join(os.path.expanduser("~"), ".codex")
+            self._privacy_store = PrivacyStore.for_home(default_privacy_dir(env), home)
+        return self._privacy_store
+
+    def privacy_index(self) -> PrivacyIndex:
+        """Load the privacy index (blocking file reads) for masking history (R-PRIV-2)."""
+        return self.privacy_store().load()
 
     def _expire_interactions(self, reason: str) -> None:
-        for inter in self.interactions.values():
-            if inter.state == "pending":
-                inter.state = "expired"
-                inter.resolved.set()
-        # keep only a bounded history of settled interactions
-        if len(self.interactions) > 1000:
-            for key in [k for k, i in self.interactions.items() if i.state != "pending"][:500]:
-                del self.interactions[key]
+        """The child is gone: its requests can never be answered. Also withdraws every
+        execute-plan offer (R-INT-5: runtime reset/failure)."""
+        for inter in self._registry.expire_all():
+            self._interaction_event("interactionExpired", inter, {"reason": reason})
+        for change in self.plans.withdraw_all(reason):
+            self._publish(self._event(change.kind, change.payload, thread_id=change.thread_id))
 
     def pending_interactions(self) -> list[Interaction]:
-        """Pending interactions in delivery order (for replay, R-INT-2)."""
-        return sorted((i for i in self.interactions.values() if i.state == "pending"),
-                      key=lambda i: i.delivery_sequence)
+        """Pending interactions in delivery order (R-INT-2)."""
+        return self._registry.pending()
+
+    def replay_interactions(self) -> list[Interaction]:
+        """For a rebuilt host UI (R-INT-2): every pending interaction, in ``deliverySequence``
+        order, with a rotated ``dialogToken`` (the old one is refused from now on), deadline and
+        params snapshot kept. Each is also re-published as ``interactionRequested`` with
+        ``replayed: true``."""
+        out = self._registry.replay()
+        for inter in out:
+            self._interaction_event("interactionRequested", inter, inter.to_wire(replayed=True))
+        return out
+
+    replay_pending = replay_interactions
+
+    async def _send_answer(self, inter: Interaction, result: Any, *, by: str, final: str = "sent") -> None:
+        """Send a validated answer: claim (``answering``) before the first await, write the
+        privacy record when the kind needs one (R-PRIV-1), then the reply with the raw id."""
+        conn = self.conn
+        if conn is None:
+            raise InteractionError("runtime is not connected", code="INTERACTION_EXPIRED")
+        inter._fire("answer")
+        inter.answered_by = by
+        try:
+            store = self.privacy_store() if inter.kind in ("userInput", "elicitation") else None
+            record = privacy_record_for(inter, result, store) if store is not None else None
+            if record is not None:
+                assert store is not None
+                try:
+                    await trio.to_thread.run_sync(store.write, record)
+                except OSError as exc:
+                    if inter.state == "answering":
+                        inter._fire("failed")
+                    with contextlib.suppress(CodexError):
+                        await conn.reply_error(inter._request_id, PRIVACY_ERROR_CODE,
+                                               "the client could not record its privacy index; "
+                                               "the answer was not forwarded")
+                    why = exc.strerror or type(exc).__name__
+                    self._interaction_event("privacyIndexWriteFailed", inter, {"error": why,
+                                                                               "forwarded": False})
+                    raise InteractionError(f"privacy index write failed ({why}); the answer was not forwarded",
+                                           code="PRIVACY_INDEX_WRITE_FAILED",
+                                           details={"interactionKey": inter.key}) from None
+            await conn.reply(inter._request_id, result)
+        except LocalProtocolError as exc:
+            if inter.state == "answering":
+                inter._fire("resolve")
+            raise InteractionError(str(exc), code="INTERACTION_EXPIRED") from None
+        except BaseException:
+            # Unknown whether it reached the server: never answered twice (R-OP-7 spirit).
+            if inter.state == "answering":
+                inter._fire("failed")
+            raise
+        if inter.state == "answering":
+            inter._fire(final)
+        if final == "sent":
+            self._interaction_event("interactionAnswered", inter, {"by": by})
 
     # -- control calls (bypass the FIFO, R-OP-1) ----------------------------------------
 
-    def _lookup_interaction(self, key: str, token: str) -> Interaction:
-        inter = self.interactions.get(key)
-        if inter is None:
-            raise InteractionError(f"unknown interaction {key!r}", code="INTERACTION_UNKNOWN")
-        if not secrets.compare_digest(inter.dialog_token, token):
-            raise InteractionError("stale or wrong dialog token", code="INTERACTION_STALE_TOKEN")
-        if inter.state == "answered":
-            raise InteractionError("interaction was already answered", code="INTERACTION_DUPLICATE")
-        if inter.state in ("resolved", "expired") or inter.generation != self.generation:
-            raise InteractionError(f"interaction is no longer pending ({inter.state})", code="INTERACTION_EXPIRED")
-        return inter
-
     async def respond_interaction(self, key: str, dialog_token: str, result: Any) -> None:
         """Answer an interaction with a typed result (R-INT-1, R-INT-3). Refuses unknown,
-        duplicate, expired and stale answers with :class:`InteractionError`."""
-        inter = self._lookup_interaction(key, dialog_token)
-        _validate_reply(inter.method, result)
-        conn = self.conn
-        if conn is None:
-            raise InteractionError("runtime is not connected", code="INTERACTION_EXPIRED")
-        inter.state = "answered"
-        try:
-            await conn.reply(inter._request_id, result)
-        except LocalProtocolError as exc:
-            inter.state = "resolved"
-            raise InteractionError(str(exc), code="INTERACTION_EXPIRED") from None
-        self._publish(self._event("interactionAnswered", {"interactionKey": key}, thread_id=inter.thread_id,
-                                  turn_id=inter.turn_id, item_id=inter.item_id))
+        duplicate, expired, stale-token and wrong-generation answers and invalid replies with
+        :class:`InteractionError` (``INTERACTION_*``), and a ``requestUserInput``/elicitation
+        answer whose privacy record could not be written (``PRIVACY_INDEX_WRITE_FAILED``; the
+        server then got an error reply instead). Cancelling it after the reply was claimed
+        leaves the interaction answered (it is never sent twice)."""
+        inter = self._registry.lookup(key, dialog_token, self.generation)
+        validate_reply(inter.method, result, inter.params)
+        await self._send_answer(inter, result, by="host")
 
     async def respond_interaction_error(self, key: str, dialog_token: str, code: int, message: str) -> None:
-        inter = self._lookup_interaction(key, dialog_token)
+        """Answer with a JSON-RPC error instead of a result (same refusals as above)."""
+        inter = self._registry.lookup(key, dialog_token, self.generation)
         conn = self.conn
         if conn is None:
             raise InteractionError("runtime is not connected", code="INTERACTION_EXPIRED")
-        inter.state = "answered"
-        await conn.reply_error(inter._request_id, code, message)
+        inter._fire("answer")
+        inter.answered_by = "host"
+        try:
+            await conn.reply_error(inter._request_id, code, message)
+        except LocalProtocolError as exc:
+            if inter.state == "answering":
+                inter._fire("resolve")
+            raise InteractionError(str(exc), code="INTERACTION_EXPIRED") from None
+        except BaseException:
+            if inter.state == "answering":
+                inter._fire("failed")
+            raise
+        if inter.state == "answering":
+            inter._fire("sent")
+        self._interaction_event("interactionAnswered", inter, {"by": "host", "error": True})
+
+    # -- plans (R-INT-5) -------------------------------------------------------------------
+
+    def _track_plans(self, n: Notification) -> None:
+        if n.method not in _PLAN_METHODS:
+            return
+        for change in self.plans.feed(n.method, n.params if isinstance(n.params, dict) else {}):
+            self._publish(self._event(change.kind, change.payload, thread_id=change.thread_id,
+                                      turn_id=change.payload.get("turnId")))
+
+    def execute_plan(self, thread_id: str, plan_item_id: str, *, request_id: str | None = None,
+                     message: str = EXECUTE_PLAN_MESSAGE, model: str | None = None) -> PlanExecution:
+        """Execute the authoritative plan on offer for ``thread_id`` (R-INT-5): single-flight,
+        checks the thread/plan identity, then queues one new turn in the *default*
+        collaboration mode — approval policy and sandbox are not touched. Returns at once; the
+        :class:`PlanExecution` (keyed by ``request_id``) always ends with a result echoing
+        requestType/threadId/requestId, also for an early refusal. The same ``request_id``
+        again returns the same execution."""
+        rid = request_id or f"plan-{secrets.token_hex(6)}"
+        existing = self.plan_executions.get(rid)
+        if existing is not None:
+            return existing
+        ex = PlanExecution(rid, thread_id, plan_item_id)
+        self.plan_executions[rid] = ex
+        if len(self.plan_executions) > 256:
+            for key in [k for k, e in self.plan_executions.items() if e.done][:128]:
+                del self.plan_executions[key]
+
+        def refuse(code: str, msg: str) -> PlanExecution:
+            ex._finish(ok=False, status="refused", error={"code": code, "message": msg})
+            self._publish(self._event("planExecutionDone", ex.result or {}, thread_id=thread_id))
+            return ex
+
+        if self._plan_inflight is not None and not self._plan_inflight.done:
+            return refuse("PLAN_EXECUTION_IN_FLIGHT",
+                          f"plan execution {self._plan_inflight.request_id} is still running")
+        if not self.plans.is_current(thread_id, plan_item_id):
+            return refuse("PLAN_NOT_CURRENT", "that plan is not the completed plan on offer for this thread "
+                                              "(withdrawn, superseded, or still a preview)")
+        info = self.threads.get(thread_id)
+        eff = info.effective if info is not None else {}
+        collab = eff.get("collaborationMode") if isinstance(eff.get("collaborationMode"), dict) else {}
+        collab_settings = collab.get("settings") if isinstance(collab.get("settings"), dict) else {}
+        chosen = model or collab_settings.get("model") or eff.get("model") or self.desired.model
+        if not isinstance(chosen, str) or not chosen:
+            return refuse("PLAN_NO_MODEL", "no model is known for the default collaboration mode; pass model=")
+        effort = self.desired.effort or collab_settings.get("reasoning_effort")
+        try:
+            op = self.send(message, thread_id=thread_id,
+                           settings=Settings(collaboration_mode=default_collaboration_mode(chosen, effort)))
+        except CodexError as exc:
+            return refuse(exc.code, exc.message)
+        ex.operation = op
+        self._plan_inflight = ex
+        self._nursery.start_soon(self._await_plan_execution, ex, op)
+        return ex
+
+    async def _await_plan_execution(self, ex: PlanExecution, op: Operation) -> None:
+        try:
+            result = await op.wait()
+        except BaseException:
+            ex._finish(ok=False, status="cancelled", error={"code": "CANCELLED", "message": "runtime closed"})
+            raise
+        finally:
+            if self._plan_inflight is ex:
+                self._plan_inflight = None
+        ex._finish(ok=result.status == STATUS_COMPLETED, status=result.status,
+                   error=result.error.to_dict() if result.error is not None else None, turn_id=result.turn_id)
+        self._publish(self._event("planExecutionDone", ex.result or {}, op=op))
 
     def update_settings(self, settings: Settings | None = None, **changes: Any) -> int:
         """Change the *desired* settings (R-SET-1); returns the new revision. The next
@@ -1327,27 +1483,11 @@ class Runtime:
                 sub.close()
 
 
-def _validate_reply(method: str, result: Any) -> None:
-    """Reject replies that cannot fit the request (R-INT-3). Decision values come from the
-    pinned schema; ``availableDecisions`` is a UI hint, not a limit (the real server accepts
-    ``decline`` even when it is not listed)."""
-    if method in ("item/commandExecution/requestApproval", "item/fileChange/requestApproval"):
-        if not isinstance(result, dict) or "decision" not in result:
-            raise InteractionError(f"{method} needs a result with a 'decision'", code="INTERACTION_INVALID_REPLY")
-        d = result["decision"]
-        allowed = {"accept", "acceptForSession", "decline", "cancel"}
-        if isinstance(d, str) and d in allowed:
-            return
-        if isinstance(d, dict) and len(d) == 1 and next(iter(d)) in (
-                "acceptWithExecpolicyAmendment", "applyNetworkPolicyAmendment"):
-            return
-        raise InteractionError(f"invalid decision {d!r} for {method}", code="INTERACTION_INVALID_REPLY")
-    if method == "mcpServer/elicitation/request":
-        if not isinstance(result, dict) or result.get("action") not in ("accept", "decline", "cancel"):
-            raise InteractionError("elicitation replies need action accept/decline/cancel",
-                                   code="INTERACTION_INVALID_REPLY")
-    if not isinstance(result, dict):
-        raise InteractionError(f"{method} needs an object result", code="INTERACTION_INVALID_REPLY")
+def _validate_reply(method: str, result: Any, params: dict[str, Any] | None = None) -> None:
+    """Reject replies that cannot fit the request (R-INT-3); see
+    :func:`codexrt._interactions.validate_reply` (pinned-schema decision values;
+    ``availableDecisions`` is a UI hint, not the limit)."""
+    validate_reply(method, result, params)
 
 
 @contextlib.asynccontextmanager
