@@ -286,6 +286,7 @@ class Operation:
         self._final_text: str | None = None
         self.errors: list[dict[str, Any]] = []
         self._turn_requested = False
+        self._probe_scope: trio.CancelScope | None = None
 
     def __repr__(self) -> str:
         return f"<Operation {self.id} {self.kind} {self.phase.value} thread={self.thread_id} turn={self.turn_id}>"
@@ -501,13 +502,20 @@ class Runtime:
                     "startupAttempts": len(candidates)}))
             self.generation += 1
             gen = self.generation
+            verb = "connect" if self.config.connect else "spawn"
             try:
                 transport = await factory()
-            except OSError as exc:
-                last_exc = ChildExited(None, None, details={"startupFailure": "spawn failed", "command": label,
-                                                            "error": f"{type(exc).__name__}: {exc}"})
-                attempts.append({"candidate": self._redactor(label), "outcome": f"spawn failed: {exc}"})
+            except (OSError, CodexError) as exc:
+                # ENOENT, a refused endpoint, a bad token…: this candidate failed before READY.
+                text = self._redactor(f"{type(exc).__name__}: {exc}")
+                last_exc = ChildExited(None, None, details={"startupFailure": f"{verb} failed",
+                                                            "command": self._redactor(label), "error": text})
+                attempts.append({"candidate": self._redactor(label), "outcome": f"{verb} failed: {text}"})
                 continue
+            except BaseException:
+                # Anything else is a bug or a cancellation: leave a consistent state behind.
+                self._transition(RuntimeEvent.FAULT, reason="startup aborted")
+                raise
             self._transition(RuntimeEvent.SPAWNED)
             conn = await self._nursery.start(self._connection_task, transport, gen)
             try:
@@ -927,6 +935,10 @@ class Runtime:
         if final == "sent":
             self._interaction_event("interactionAnswered", inter, {"by": by})
 
+    def operation(self, op_id: str) -> Operation | None:
+        """The operation with client operation id ``op_id`` (recent ones are kept), or None."""
+        return self._ops.get(op_id)
+
     # -- control calls (bypass the FIFO, R-OP-1) ----------------------------------------
 
     async def respond_interaction(self, key: str, dialog_token: str, result: Any) -> None:
@@ -1076,6 +1088,8 @@ class Runtime:
         if first:
             self._nursery.start_soon(self._stop_watchdog, op)
         if op.phase is OpPhase.NOT_WRITTEN:
+            if op._probe_scope is not None:
+                op._probe_scope.cancel()  # R-CTX-6: leave the capability probe now
             return "cancelIntent"
         if op.turn_id is None:
             return "interruptPending"
@@ -1207,6 +1221,8 @@ class Runtime:
         try:
             conn = await self.ensure_started()
             op.generation = self.generation
+            if op.kind == "send" and not await self._decide_context(op):
+                return
             await self._bootstrap_thread(op, conn)
             if op.cancel_requested:  # the gate honours the intent once bootstrap is confirmed
                 op._settle(STATUS_CANCELLED, OperationCancelled("cancelled before the turn was started"))
@@ -1270,6 +1286,42 @@ class Runtime:
         # R-SET-3: a cold resume clears session-scoped grants (acceptForSession) on the host.
         self._publish(self._event("sessionGrantsReset", {"reason": "cold resume"}, op=op))
 
+    @staticmethod
+    def _context_fragments(op: Operation) -> tuple[ContextFragments, dict[str, dict[str, Any]]]:
+        frozen: ContextFragments = op.payload.get("context") or ContextFragments()
+        ready: dict[str, dict[str, Any]] = op.payload.get("additionalContext") or {}
+        fragments = ContextFragments(frozen.fragments + tuple(
+            ContextFragment(k, v["value"]) for k, v in ready.items() if v.get("kind") == "application"), frozen.dropped)
+        return fragments, ready
+
+    async def _decide_context(self, op: Operation) -> bool:
+        """IDE context (R-CTX-1..4, R-CTX-6): fragments were frozen at submit; how they travel
+        is decided here, by the probe, for this CLI and child generation — before the thread
+        is started or resumed, so cancelling during the probe creates no thread and no turn.
+        Returns False when the operation was cancelled (and settled)."""
+        fragments, ready = self._context_fragments(op)
+        if not (fragments or ready):
+            return True
+        if op.cancel_requested:  # a cancelled operation leaves before the probe
+            op._settle(STATUS_CANCELLED, OperationCancelled("cancelled before the context probe"))
+            return False
+        from codexrt._helpers import resolved_cli
+
+        cli, env = resolved_cli(self.config, self.cli_path)
+        delivery = ContextDelivery.TEXT_CONVENTION
+        with trio.CancelScope() as op._probe_scope:  # abort() cancels the probe at once
+            try:
+                delivery = await self.probe.decide(fragments or ContextFragments((ContextFragment("_", "_"),)),
+                                                   cli=cli or (), env=env, generation=self.generation)
+            except ValueError:  # no CLI to ask (started from transports): the text convention
+                delivery = ContextDelivery.TEXT_CONVENTION
+        op._probe_scope = None
+        if op.cancel_requested:  # cancelled during the probe: no thread, no turn
+            op._settle(STATUS_CANCELLED, OperationCancelled("cancelled during the context probe"))
+            return False
+        op.payload["contextDelivery"] = delivery.value
+        return True
+
     async def _start_turn(self, op: Operation, conn: Connection) -> None:
         settings = op.settings or Settings()
         images: list[dict[str, Any]] = []
@@ -1278,29 +1330,8 @@ class Runtime:
                 images.append({"type": "image", "url": image})
             else:
                 images.append({"type": "localImage", "path": image})
-        # IDE context (R-CTX-1..4, R-CTX-6): fragments were frozen at submit; how they travel
-        # is decided now, by the probe, for this CLI and child generation.
-        frozen: ContextFragments = op.payload.get("context") or ContextFragments()
-        ready: dict[str, dict[str, Any]] = op.payload.get("additionalContext") or {}
-        fragments = ContextFragments(frozen.fragments + tuple(
-            ContextFragment(k, v["value"]) for k, v in ready.items() if v.get("kind") == "application"), frozen.dropped)
-        delivery = ContextDelivery.NONE
-        if fragments or ready:
-            if op.cancel_requested:  # a cancelled operation leaves before the probe (R-CTX-6)
-                op._settle(STATUS_CANCELLED, OperationCancelled("cancelled before the context probe"))
-                return
-            from codexrt._helpers import resolved_cli
-
-            cli, env = resolved_cli(self.config, self.cli_path)
-            try:
-                delivery = await self.probe.decide(fragments or ContextFragments((ContextFragment("_", "_"),)),
-                                                   cli=cli or (), env=env, generation=self.generation)
-            except ValueError:  # no CLI to ask (started from transports): the text convention
-                delivery = ContextDelivery.TEXT_CONVENTION
-            if op.cancel_requested:  # cancelled during the probe: no turn (R-CTX-6)
-                op._settle(STATUS_CANCELLED, OperationCancelled("cancelled during the context probe"))
-                return
-            op.payload["contextDelivery"] = delivery.value
+        fragments, ready = self._context_fragments(op)
+        delivery = ContextDelivery(op.payload.get("contextDelivery", ContextDelivery.NONE.value))
         untrusted = {k: v for k, v in ready.items() if v.get("kind") != "application"}
         if untrusted and delivery is not ContextDelivery.ADDITIONAL_CONTEXT:
             raise ConfigError("untrusted context cannot travel in the text convention (this CLI has no "

@@ -455,3 +455,22 @@ async def test_r_rt_6_idle_reaper_keeps_a_runtime_with_a_loaded_session(peers, a
         assert rt.runtime_snapshot()["sessionCount"] == 0
         await trio.sleep(61.5)
         assert rt.state is RuntimeState.STOPPED
+
+
+async def test_r_ctx_6_cancel_during_the_probe_creates_no_thread_and_no_turn(peers):
+    class SlowProbe:
+        def __init__(self):
+            self.entered = trio.Event()
+
+        async def decide(self, fragments, **kw):
+            self.entered.set()
+            await trio.sleep_forever()  # cancelled only through the operation's abort path
+
+    async with _rt(peers, "handshake-ok") as rt:
+        rt.probe = probe = SlowProbe()
+        op = rt.send("x", additional_context={"ide_context": {"kind": "application", "value": "a.py"}})
+        await probe.entered.wait()
+        assert rt.abort(op) == "cancelIntent"
+        result = await op.wait()  # the abort cancels the probe itself: no budget wait
+        assert result.status == "cancelled" and "probe" in result.error.message
+    assert _methods(peers, 0) == ["initialize", "initialized"]  # no thread/start, no turn/start
