@@ -214,8 +214,31 @@ class Connection:
             else:
                 self._stderr_done.set()
             task_status.started()
-            await self._reader()
+            try:
+                await self._reader()
+            finally:
+                if not self.closed.is_set():
+                    self._settle_cancelled()
             nursery.cancel_scope.cancel()
+
+    def _settle_cancelled(self) -> None:
+        """The reader was cancelled from outside (its owner's scope ended): settle what is
+        pending with ``ClosedError`` so nobody waits for an answer that cannot come."""
+        self._closing = True
+        error = ClosedError("connection closed by its owner")
+        self._final = error
+        calls, _requests = self.core.close()
+        for call in calls:
+            waiter = self._waiters.pop(call.id, None)
+            if waiter is not None:
+                waiter.outcome = error
+                waiter.event.set()
+        self._fail_queued()
+        if not self._handshake_done.is_set():
+            self._handshake_error = error
+            self._handshake_done.set()
+        self._emit(ConnectionClosed(None, None))
+        self.closed.set()
 
     async def _reader(self) -> None:
         stream = self.transport.receive_stream

@@ -310,3 +310,18 @@ async def test_cancelled_close_still_reaps():
                 cs.cancel()
                 await conn.aclose()
     assert transport.process.returncode is not None
+
+
+async def test_cancelled_owner_scope_closes_without_waiting():
+    """Cancelling the scope around an open connection settles and reaps promptly (no wait for
+    a reader that was cancelled)."""
+    transport = await fake_server_factory("hang-turn")()
+    t0 = trio.current_time()
+    with trio.move_on_after(20):
+        with trio.CancelScope() as outer:
+            async with open_connection(transport, sink=Sink()) as conn:
+                await conn.initialize()
+                outer.cancel()
+                await trio.sleep_forever()
+    assert trio.current_time() - t0 < 5
+    assert transport.process.returncode is not None
