@@ -632,6 +632,26 @@ class Runtime:
         self._expire_interactions("app-server exited")
         self.conn = None
 
+    MAX_THREADS = 1024
+
+    def _thread_info(self, thread_id: str) -> _ThreadInfo:
+        """The bookkeeping of ``thread_id``, created on first sight. The table is bounded: past
+        ``MAX_THREADS`` the oldest entries not used by a queued or active operation are
+        forgotten (unloaded ones first). Forgetting is safe: a later send to such a thread
+        simply resumes it, which the server accepts for a loaded thread too."""
+        info = self.threads.get(thread_id)
+        if info is not None:
+            return info
+        info = self.threads[thread_id] = _ThreadInfo(thread_id)
+        if len(self.threads) > self.MAX_THREADS:
+            busy = {op.thread_id for op in [self.active, *self._queue] if op is not None}
+            busy.add(thread_id)
+            candidates = [t for t in self.threads.values() if t.thread_id not in busy]
+            candidates.sort(key=lambda t: t.loaded_generation == self.generation)  # unloaded first, stable
+            for victim in candidates[: len(self.threads) - self.MAX_THREADS]:
+                del self.threads[victim.thread_id]
+        return info
+
     def _op_for(self, thread_id: str | None, turn_id: str | None) -> Operation | None:
         """The operation a thread/turn event belongs to, if any. Routing is by thread id, so a
         child thread never reaches its parent's operation (R-OP-6); an operation whose turn is
@@ -669,13 +689,13 @@ class Runtime:
             thread = params.get("thread") or {}
             tid = thread.get("id")
             if tid:
-                info = self.threads.setdefault(tid, _ThreadInfo(tid))
+                info = self._thread_info(tid)
                 info.root = not thread.get("parentThreadId")
                 info.loaded_generation = self.generation
             self._publish(self._event("threadStarted", {"thread": thread}, thread_id=tid))
             return
         if method == "thread/settings/updated" and thread_id:
-            info = self.threads.setdefault(thread_id, _ThreadInfo(thread_id))
+            info = self._thread_info(thread_id)
             info.effective = params.get("threadSettings") or {}
             info.settings_event.set()
             info.settings_event = trio.Event()
@@ -1256,10 +1276,10 @@ class Runtime:
             if not isinstance(tid, str):
                 raise OperationFailed("thread/start returned no thread id", details={"result": result})
             op.thread_id = tid
-            info = self.threads.setdefault(tid, _ThreadInfo(tid))
+            info = self._thread_info(tid)
             info.loaded_generation = self.generation
             return
-        info = self.threads.setdefault(op.thread_id, _ThreadInfo(op.thread_id))
+        info = self._thread_info(op.thread_id)
         if info.loaded_generation == self.generation:
             return
         params: dict[str, Any] = {"threadId": op.thread_id, **settings.thread_start_params()}
@@ -1400,7 +1420,7 @@ class Runtime:
         params = (op.settings or Settings()).turn_params()
         if not params:
             return
-        info = self.threads.setdefault(op.thread_id or "", _ThreadInfo(op.thread_id or ""))
+        info = self._thread_info(op.thread_id or "")
         waiter = info.settings_event
         await conn.call("thread/settings/update", {"threadId": op.thread_id, **params})
         with trio.move_on_after(self.config.settings_confirm_timeout):

@@ -170,8 +170,6 @@ async def test_soak_many_turns_one_terminal_each_memory_flat(autojump_clock: Any
     assert per_op < 80, (ctx, counts, per_op)
 
 
-@pytest.mark.xfail(strict=True, reason="Runtime.threads keeps one _ThreadInfo per thread ever seen and never "
-                                       "evicts one; reported to the runtime owner (issue 12 soak)")
 async def test_soak_thread_table_is_bounded(autojump_clock: Any) -> None:
     async with trio.open_nursery() as nursery:
         peers = MemoryPeers(nursery)
