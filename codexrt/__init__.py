@@ -4,22 +4,27 @@ Public API only; everything else lives in private modules. See ``docs/architectu
 """
 
 from codexrt._errors import (
+    BinaryContentError,
     BusyResourceError,
     ChildExited,
     CliUnavailable,
     ClosedError,
     CodexError,
     ConfigError,
+    EditConflict,
     HandshakeError,
     InteractionError,
     LocalProtocolError,
     OperationCancelled,
     OperationFailed,
+    PatchFormatError,
     RemoteProtocolError,
+    ReviewError,
     RpcError,
     RpcTimeout,
     ServerOverloaded,
     ThreadResumeError,
+    UndoError,
 )
 
 __version__ = "0.1.0.dev0"
@@ -38,8 +43,59 @@ from codexrt._sansio._states import OpPhase, RuntimeState  # noqa: E402
 from codexrt._settings import Settings  # noqa: E402
 from codexrt._transport import ExitStatus, ProcessTransport, StreamTransport, spawn_process_transport  # noqa: E402
 
+#: Heavier parts of the public API load on first use, so ``import codexrt`` stays quick.
+_LAZY = {
+    # finding the CLI (docs/discovery.md)
+    "discover_cli": "codexrt._discovery", "DiscoveryResult": "codexrt._discovery",
+    "Candidate": "codexrt._discovery", "Rejected": "codexrt._discovery", "probe_version": "codexrt._discovery",
+    "LaunchConfig": "codexrt._launch", "AccessMode": "codexrt._launch", "launch_fingerprint": "codexrt._launch",
+    # history (docs/history.md)
+    "open_history_reader": "codexrt._history", "HistoryReader": "codexrt._history",
+    "Transcript": "codexrt._history", "MessageCount": "codexrt._history", "MessageCounter": "codexrt._history",
+    "ThreadPage": "codexrt._history", "ThreadSummary": "codexrt._history", "SubagentView": "codexrt._history",
+    # interactions (docs/interactions.md)
+    "InteractionRegistry": "codexrt._interactions", "PrivacyStore": "codexrt._interactions",
+    "decline_all": "codexrt._interactions", "decline_all_in_read_only": "codexrt._interactions",
+    # edits (docs/edits.md)
+    "EditLedger": "codexrt._edits", "EditStore": "codexrt._edits", "EditKey": "codexrt._edits",
+    "EditEntry": "codexrt._edits", "UndoReceipt": "codexrt._edits", "ReviewTicket": "codexrt._edits",
+    "Checkpoint": "codexrt._edits",
+    "LiveEdits": "codexrt._edits_live", "open_live_edits": "codexrt._edits_live",
+    "load_thread_edits": "codexrt._edits_live",
+    # IDE context, helpers, catalogs, workspace diff (docs/context-and-diff.md)
+    "EditorState": "codexrt._sansio._context", "build_context": "codexrt._sansio._context",
+    "read_workspace_diff": "codexrt._workspace", "WorkspaceDiff": "codexrt._workspace",
+    "open_title_manager": "codexrt._helpers", "TitleManager": "codexrt._helpers",
+    "generate_title": "codexrt._helpers", "enhance_prompt": "codexrt._helpers",
+    "generate_commit_message": "codexrt._helpers",
+    "list_models": "codexrt._catalog", "list_skills": "codexrt._catalog", "mcp_status": "codexrt._catalog",
+    "reload_mcp": "codexrt._catalog", "start_slash_command": "codexrt._catalog",
+    # endpoints and retries (docs/transports.md)
+    "Endpoint": "codexrt._transport_ws", "EndpointUnavailable": "codexrt._transport_ws",
+    "EndpointRejected": "codexrt._transport_ws",
+    "Backoff": "codexrt._retry", "call_read_only": "codexrt._retry", "READ_ONLY_RETRY_TABLE": "codexrt._retry",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'codexrt' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
 __all__ = [
     "__version__",
+    "BinaryContentError",
+    "EditConflict",
+    "PatchFormatError",
+    "ReviewError",
+    "UndoError",
+    *sorted(_LAZY),
     "ClientInfo",
     "CodexEvent",
     "Connection",

@@ -259,3 +259,12 @@ def test_r_wire_9_known_secret_values_are_masked_anywhere():
 def test_redaction_leaves_ordinary_text_alone():
     text = "INFO thread started; tokens used: 42 (keyboard layout)"
     assert Redactor()(text) == text
+
+
+def test_public_api_names_all_resolve():
+    """Every name in codexrt.__all__ resolves (lazy ones included), and private ones stay out."""
+    import codexrt
+
+    for name in codexrt.__all__:
+        assert getattr(codexrt, name) is not None, name
+    assert not [n for n in codexrt.__all__ if n.startswith("_") and n != "__version__"]
