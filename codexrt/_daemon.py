@@ -66,6 +66,7 @@ from codexrt._edits_live import EDIT_COMMANDS, LiveEdits, run_edit_command
 from codexrt._errors import ClosedError, CodexError, ConfigError, InteractionError
 from codexrt._events import CodexEvent, EventStream
 from codexrt._history import HISTORY_COMMANDS, MessageCounter, run_history_command
+from codexrt._interactions import INTERACTION_COMMANDS
 from codexrt._runtime import Operation, Runtime, RuntimeConfig, open_runtime
 from codexrt._sansio._framing import DEFAULT_MAX_LINE, LineBuffer, OversizedLine
 from codexrt._sansio._states import RuntimeState
@@ -131,7 +132,7 @@ HELPER_COMMANDS = frozenset({"codex.generateTitle", "codex.enhancePrompt", "code
 #: Git only, no Codex process: works in access mode ``inactive`` too (R-DIFF-1).
 WORKSPACE_COMMANDS = frozenset({"codex.readWorkspaceDiff"})
 ALL_COMMANDS = frozenset({*LONG_COMMANDS, *CONTROL_COMMANDS, *LIFECYCLE_COMMANDS, *READ_ONLY_COMMANDS,
-                          *EDIT_COMMANDS, *HELPER_COMMANDS, *WORKSPACE_COMMANDS, "status"})
+                          *EDIT_COMMANDS, *HELPER_COMMANDS, *WORKSPACE_COMMANDS, *INTERACTION_COMMANDS, "status"})
 
 RequestId = Union[str, int, float]
 
@@ -527,6 +528,9 @@ class Daemon:
         if name in HELPER_COMMANDS:
             self._nursery.start_soon(self._helper, cmd)
             return
+        if name in INTERACTION_COMMANDS:
+            await self._interaction_command(cmd)
+            return
         if name in LONG_COMMANDS:
             ch = await self._channel(p["channelId"])
             op = self._create_op(ch, cmd)
@@ -547,6 +551,36 @@ class Daemon:
             self._nursery.start_soon(self._edit_command, cmd, ch)
             return
         self._nursery.start_soon(self._read_only, cmd, ch)
+
+    async def _interaction_command(self, cmd: Command) -> None:
+        """``codex.replayInteractions`` is answered at once (R-INT-2: pending interactions in
+        delivery order with rotated tokens). ``codex.executePlan`` (R-INT-5) queues its turn
+        like ``codex.send`` and replies with the execution's result (keyed by this request id)."""
+        p = cmd.params
+        if cmd.name == "codex.replayInteractions":
+            ch_or_none = self._channels.get(p["channelId"])
+            replayed = ch_or_none.rt.replay_interactions() if ch_or_none is not None else []
+            await self._reply(cmd.id, {"interactions": [i.to_wire(replayed=True) for i in replayed]})
+            return
+        assert self._nursery is not None
+        ch = await self._channel(p["channelId"])
+        ch.touch()
+        ex = ch.rt.execute_plan(p["threadId"], p["planItemId"], request_id=cmd.id, model=p.get("model"))
+        op, done = ex.operation, None
+        if op is not None and op.id not in ch.request_ids and not op.terminal:
+            # No checkpoint between creating the op and these lines (see module doc).
+            ch.request_ids[op.id] = cmd.id
+            done = ch.done_forwarded[op.id] = trio.Event()
+            ch.ops[op.id] = op
+        self._nursery.start_soon(self._await_plan, cmd, ch, ex, done)
+
+    async def _await_plan(self, cmd: Command, ch: _Channel, ex: Any, done: trio.Event | None) -> None:
+        result = await ex.wait()
+        if done is not None:
+            with trio.move_on_after(DONE_EVENT_GRACE):
+                await done.wait()
+        ch.touch()
+        await self._reply(cmd.id, result)
 
     # -- channels --------------------------------------------------------------------------
 

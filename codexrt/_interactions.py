@@ -103,6 +103,7 @@ __all__ = [
     "PRIVACY_ERROR_CODE",
     "PlanExecution",
     "privacy_record_for",
+    "INTERACTION_COMMANDS",
 ]
 
 #: Server request method → short kind name.
@@ -152,6 +153,9 @@ REVIEW_DECISION_OBJECTS = frozenset({"approved_execpolicy_amendment", "network_p
 PERMISSION_SCOPES = frozenset({"turn", "session"})
 ELICITATION_ACTIONS = frozenset({"accept", "decline", "cancel"})
 TOOL_CONTENT_TYPES = {"inputText": "text", "inputImage": "imageUrl", "inputAudio": "audioUrl"}
+
+#: ``codexrt serve`` commands of this module (wired in ``codexrt._daemon``).
+INTERACTION_COMMANDS = frozenset({"codex.replayInteractions", "codex.executePlan"})
 
 #: JSON-RPC error code of the reply sent instead of an answer whose privacy record failed.
 PRIVACY_ERROR_CODE = -32000
