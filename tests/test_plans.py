@@ -4,7 +4,6 @@ single-flight execution (sans-IO tracker, then the runtime against the scripted 
 from __future__ import annotations
 
 import pytest
-import trio
 
 import codexrt
 from codexrt import RuntimeConfig, Settings
