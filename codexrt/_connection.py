@@ -225,7 +225,10 @@ class Connection:
         """The reader was cancelled from outside (its owner's scope ended): settle what is
         pending with ``ClosedError`` so nobody waits for an answer that cannot come."""
         self._closing = True
-        error = ClosedError("connection closed by its owner")
+        self._finish(ClosedError("connection closed by its owner"), None, None)
+
+    def _finish(self, error: CodexError, event_error: CodexError | None, status: ExitStatus | None) -> None:
+        """Settle everything pending exactly once with ``error`` (R-WIRE-6) and announce the end."""
         self._final = error
         calls, _requests = self.core.close()
         for call in calls:
@@ -237,7 +240,7 @@ class Connection:
         if not self._handshake_done.is_set():
             self._handshake_error = error
             self._handshake_done.set()
-        self._emit(ConnectionClosed(None, None))
+        self._emit(ConnectionClosed(event_error, status))
         self.closed.set()
 
     async def _reader(self) -> None:
@@ -401,19 +404,7 @@ class Connection:
                 details["startupFailure"] = STARTUP_FAILURE_MARKER
             error = ChildExited(status.returncode if status else None, status.signal if status else None, details=details)
             event_error = error
-        self._final = error
-        calls, _requests = self.core.close()
-        for call in calls:
-            waiter = self._waiters.pop(call.id, None)
-            if waiter is not None:
-                waiter.outcome = error
-                waiter.event.set()
-        self._fail_queued()
-        if not self._handshake_done.is_set():
-            self._handshake_error = error
-            self._handshake_done.set()
-        self._emit(ConnectionClosed(event_error, status))
-        self.closed.set()
+        self._finish(error, event_error, status)
 
     # -- calls ---------------------------------------------------------------------------
 
