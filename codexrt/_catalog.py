@@ -36,6 +36,7 @@ from typing import Any, Sequence
 import attrs
 import trio
 
+from codexrt._retry import call_read
 from codexrt._connection import Connection
 from codexrt._errors import CodexError, ConfigError, RemoteProtocolError
 from codexrt._runtime import Operation, Runtime
@@ -186,7 +187,7 @@ async def _walk(rt: Runtime, method: str, params: dict[str, Any], max_pages: int
         req = dict(params)
         if cursor is not None:
             req["cursor"] = cursor
-        result = await conn.call(method, req)
+        result = await call_read(conn, method, req)
         _check_same_child(rt, conn, generation, method)
         data = result.get("data") if isinstance(result, dict) else None
         if not isinstance(data, list):
@@ -242,7 +243,7 @@ async def list_skills(rt: Runtime, cwds: Sequence[str | os.PathLike[str]] = (), 
     if force_reload:
         params["forceReload"] = True
     conn, generation = await _connection(rt)
-    result = await conn.call("skills/list", params)
+    result = await call_read(conn, "skills/list", params)
     _check_same_child(rt, conn, generation, "skills/list")
     data = result.get("data") if isinstance(result, dict) else None
     if not isinstance(data, list):

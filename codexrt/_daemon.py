@@ -62,6 +62,7 @@ import attrs
 import msgspec
 import trio
 
+from codexrt._retry import call_read
 from codexrt._edits_live import EDIT_COMMANDS, LiveEdits, run_edit_command
 from codexrt._errors import ClosedError, CodexError, ConfigError, InteractionError
 from codexrt._events import CodexEvent, EventStream
@@ -811,7 +812,7 @@ class Daemon:
                 await self._reply(cmd.id, await run_catalog_command(ch.rt, cmd.name, p))
                 return
             conn = await ch.rt.ensure_started()
-            result = await conn.call(method, p)
+            result = await call_read(conn, method, p)
             if cmd.name == "codex.readSubagent":
                 thread = (result or {}).get("thread") or {}
                 actual = thread.get("parentThreadId")

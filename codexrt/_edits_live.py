@@ -46,6 +46,7 @@ from typing import Any, Protocol
 import attrs
 import trio
 
+from codexrt._retry import call_read
 from codexrt._edits import EditEntry, EditKey, EditLedger, EditStore, ReviewTicket, default_store_path
 from codexrt._errors import ClosedError, CodexError, ReviewError, RpcError, UndoError
 
@@ -129,7 +130,7 @@ async def read_thread_meta(conn: _Caller, thread_id: str, *, timeout: float | No
     """``thread/read`` without turns (read-only, never resumes). Raises :class:`CodexError`
     ``THREAD_NOT_FOUND`` for an unknown thread, ``HISTORY_READ_FAILED`` otherwise."""
     try:
-        result = await conn.call("thread/read", {"threadId": thread_id}, timeout=timeout)
+        result = await call_read(conn, "thread/read", {"threadId": thread_id}, timeout=timeout)
     except RpcError as exc:
         raise _thread_read_error(thread_id, exc) from None
     thread = (result or {}).get("thread") if isinstance(result, dict) else None
@@ -155,7 +156,7 @@ async def read_thread_turns(conn: _Caller, thread_id: str, *, page_size: int = P
         if cursor is not None:
             params["cursor"] = cursor
         try:
-            page = await conn.call("thread/turns/list", params, timeout=timeout)
+            page = await call_read(conn, "thread/turns/list", params, timeout=timeout)
         except RpcError as exc:
             if turns or not _unsupported(exc):
                 raise _thread_read_error(thread_id, exc) from None
@@ -180,7 +181,7 @@ def _unsupported(exc: RpcError) -> bool:
 
 async def _read_with_turns(conn: _Caller, thread_id: str, timeout: float | None) -> list[dict[str, Any]]:
     try:
-        result = await conn.call("thread/read", {"threadId": thread_id, "includeTurns": True}, timeout=timeout)
+        result = await call_read(conn, "thread/read", {"threadId": thread_id, "includeTurns": True}, timeout=timeout)
     except RpcError as exc:
         raise _thread_read_error(thread_id, exc) from None
     thread = (result or {}).get("thread") if isinstance(result, dict) else None

@@ -45,6 +45,7 @@ __all__ = [
     "is_overloaded",
     "as_overloaded",
     "call_read_only",
+    "call_read",
 ]
 
 OVERLOAD_CODE = -32001
@@ -212,3 +213,12 @@ async def call_read_only(
             if on_retry is not None:
                 on_retry(attempt, delay, err)
             await trio.sleep(delay)
+
+
+async def call_read(conn: _Caller, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
+    """The call codexrt's read paths use (history, catalogs, ``serve``'s read-only commands):
+    retried on overload when ``method`` is in :data:`READ_ONLY_RETRY_TABLE`, a single
+    ``conn.call`` otherwise (so nothing that changes state is ever repeated)."""
+    if method in READ_ONLY_RETRY_TABLE:
+        return await call_read_only(conn, method, params, timeout=timeout)
+    return await conn.call(method, params, timeout=timeout)

@@ -196,3 +196,22 @@ def test_documented_table_matches_the_code():
     never = text.split("### Never retried", 1)[1].split("### Where reads", 1)[0]
     assert set(re.findall(r"`([a-zA-Z]+/[a-zA-Z/]+)`", retried)) == set(READ_ONLY_RETRY_TABLE)
     assert set(NEVER_RETRIED) <= set(re.findall(r"`([a-zA-Z]+/[a-zA-Z/]+)`", never))
+
+
+async def test_library_read_paths_retry_overload_but_writes_do_not(peers, autojump_clock):
+    """The catalog and history read paths go through ``call_read``: an overloaded
+    ``model/list`` is retried; ``thread/unsubscribe`` (not in the table) is tried once."""
+    from codexrt._catalog import list_models
+    from codexrt._retry import call_read
+
+    scenario = {"name": "overload-mixed", "rules": [
+        {"match": {"method": "model/list"}, "actions": [OVERLOAD], "times": 2},
+        {"match": {"method": "thread/unsubscribe"}, "actions": [OVERLOAD], "times": 1}]}
+    async with _rt(peers, scenario) as rt:
+        catalog = await list_models(rt)
+        assert catalog is not None
+        assert _count(peers, "model/list") == 3
+        conn = await rt.ensure_started()
+        with pytest.raises(ServerOverloaded):
+            await call_read(conn, "thread/unsubscribe", {"threadId": "00000000-0000-0000-0000-000000000000"})
+        assert _count(peers, "thread/unsubscribe") == 1
