@@ -36,6 +36,12 @@ projection visibly lacks tools, plain reasoning or compaction records that the r
 native items omit commands). One load never splices the two. Every other error — auth,
 writer, policy, timeouts, malformed answers — is raised, never turned into a fallback (R-H-2).
 
+*Masking* (R-PRIV-2, R-H-3): every transcript and page, native or legacy, goes through the
+privacy index's :class:`~codexrt._sansio._privacy.Masker` (the projector's record-level ``mask``
+hook). The index is loaded (in a worker thread) on each read, from ``privacy=`` — for a
+``Runtime``, ``rt.privacy_index``. Without an index, legacy transcripts say that secret masking is
+not guaranteed (:data:`MASKING_NOTICE`); a damaged index masks conservatively and says so.
+
 *Counting* (R-H-7): :class:`MessageCounter` is host-level (share one between readers). A count
 walks native pages into the display projection and counts user+assistant messages
 (``count_messages``); at most ``max_concurrent`` (4) run at once (a ``CapacityLimiter``);
@@ -64,7 +70,7 @@ import os
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Union
 
 import attrs
 import trio
@@ -80,6 +86,7 @@ from codexrt._errors import (
 )
 from codexrt._history_files import RolloutInfo, find_rollout, find_rollouts, iter_rollout
 from codexrt._sansio._legacy import LegacyParser, LegacyProblem
+from codexrt._sansio._privacy import Masker, PrivacyIndex
 from codexrt._sansio._projection import (
     CompactionBoundary,
     DisplayRecord,
@@ -109,6 +116,8 @@ __all__ = [
     "record_to_json",
     "transcript_to_json",
     "MASKING_NOTICE",
+    "PRIVACY_DAMAGED_NOTICE",
+    "PrivacySource",
     "HISTORY_COMMANDS",
     "run_history_command",
 ]
@@ -125,6 +134,14 @@ DEFAULT_MAX_PAGES = 100_000
 MAX_ANCESTRY_DEPTH = 16
 
 MASKING_NOTICE = "secret masking is not guaranteed in this transcript (read from the rollout file)"
+#: Shown when the privacy index lost a classification (R-PRIV-2: conservative masking).
+PRIVACY_DAMAGED_NOTICE = ("the privacy index is incomplete or damaged: results it cannot classify are masked "
+                          "(conservative masking)")
+
+#: Where a reader gets the privacy index (R-PRIV-2): an index, or a blocking loader such as
+#: ``Runtime.privacy_index`` / ``PrivacyStore.load`` (called in a worker thread on every
+#: transcript read, so answers recorded since the last read are covered).
+PrivacySource = Union[PrivacyIndex, Callable[[], PrivacyIndex]]
 
 _TOOL_KINDS = frozenset({"commandExecution", "fileChange", "dynamicToolCall", "mcpToolCall", "webSearch",
                          "imageView", "imageGeneration", "plan", "subAgent"})
@@ -407,15 +424,19 @@ def load_rollout_transcript(
     redact: Callable[[str], str] | None = None,
     notices: tuple[str, ...] = (),
     fallback_reason: str | None = None,
+    mask: Callable[[Any], Any] | None = None,
 ) -> Transcript:
     """A whole rollout file projected (streaming; blocking — run it in a worker thread).
-    Without ``redact`` the masking notice is added (R-H-3)."""
+
+    ``mask`` is the privacy-index masking of display records (``Masker(index).mask``,
+    R-PRIV-2); ``redact`` a text-level hook (known secret values). Without ``mask`` the
+    transcript carries :data:`MASKING_NOTICE` (R-H-3: the index is unavailable)."""
     parser = LegacyParser()
-    proj = Projector(thread_id, redact=redact)
+    proj = Projector(thread_id, redact=redact, mask=mask)
     for rec in iter_rollout(path, parser=parser):
         proj.add_legacy_record(rec)
     tid = proj.thread_id or thread_id or ""
-    all_notices = tuple(notices) + (() if redact is not None else (MASKING_NOTICE,))
+    all_notices = tuple(notices) + (() if mask is not None else (MASKING_NOTICE,))
     if parser.stats.truncated_tail:
         all_notices += ("the rollout file ends in an unfinished line (a writer may have been killed); it was skipped",)
     turns = tuple(proj.turns())
@@ -645,12 +666,14 @@ class HistoryReader:
     def __init__(self, nursery: trio.Nursery, provider: ConnectionProvider | None, *,
                  codex_home: str | os.PathLike[str] | None = None, inactive: bool = False,
                  redact: Callable[[str], str] | None = None, counter: MessageCounter | None = None,
-                 page_limit: int = DEFAULT_PAGE_LIMIT, max_pages: int = DEFAULT_MAX_PAGES) -> None:
+                 page_limit: int = DEFAULT_PAGE_LIMIT, max_pages: int = DEFAULT_MAX_PAGES,
+                 privacy: PrivacySource | None = None) -> None:
         self._nursery = nursery
         self._provider = provider
         self.codex_home = Path(codex_home) if codex_home is not None else _default_codex_home()
         self.inactive = inactive or provider is None
         self.redact = redact
+        self.privacy = privacy
         self.counter = counter if counter is not None else MessageCounter(nursery)
         self.page_limit = page_limit
         self.max_pages = max_pages
@@ -658,6 +681,25 @@ class HistoryReader:
 
     def __repr__(self) -> str:
         return f"<HistoryReader inactive={self.inactive} known={len(self.index)}>"
+
+    async def _masker(self) -> tuple[Masker | None, tuple[str, ...]]:
+        """The privacy-index masking of this read (R-PRIV-2) and the notices it implies: no
+        index → no masker (legacy reads then carry :data:`MASKING_NOTICE`); an index that lost
+        a classification, or a loader that failed → conservative masking and
+        :data:`PRIVACY_DAMAGED_NOTICE`."""
+        src = self.privacy
+        if src is None:
+            return None, ()
+        if isinstance(src, PrivacyIndex):
+            index = src
+        else:
+            try:
+                index = await trio.to_thread.run_sync(src)
+            except Exception as exc:  # an index we cannot read must not unmask anything
+                log.warning("privacy index could not be loaded (%s); masking conservatively", type(exc).__name__)
+                index = PrivacyIndex("unavailable", problems=[f"index could not be loaded ({type(exc).__name__})"],
+                                     conservative=True)
+        return Masker(index), ((PRIVACY_DAMAGED_NOTICE,) if index.conservative else ())
 
     async def _conn(self) -> Connection:
         if self._provider is None:
@@ -780,6 +822,8 @@ class HistoryReader:
 
     async def _read_legacy(self, thread_id: str, path: str | None, reason: str,
                            original: CodexError | None = None) -> Transcript:
+        masker, privacy_notices = await self._masker()
+
         def load() -> Transcript | None:
             p: Path | None = Path(path) if path else None
             if p is None or not p.is_file():
@@ -788,7 +832,8 @@ class HistoryReader:
             if p is None:
                 return None
             return load_rollout_transcript(p, thread_id=thread_id, redact=self.redact,
-                                           notices=(f"showing the rollout file: {reason}",), fallback_reason=reason)
+                                           notices=(f"showing the rollout file: {reason}", *privacy_notices),
+                                           fallback_reason=reason, mask=masker.mask if masker is not None else None)
 
         tr = await trio.to_thread.run_sync(load)
         if tr is None:
@@ -803,7 +848,9 @@ class HistoryReader:
         thread = meta.get("thread") if isinstance(meta, dict) else None
         if not isinstance(thread, dict):
             raise RemoteProtocolError("thread/read answered without a thread", details={"method": "thread/read"})
-        proj = Projector(thread_id, redact=self.redact)
+        masker, privacy_notices = await self._masker()
+        mask = masker.mask if masker is not None else None
+        proj = Projector(thread_id, redact=self.redact, mask=mask)
         turns_walk = await _walk(conn, "thread/turns/list",
                                  {"threadId": thread_id, "sortDirection": "asc", "limit": self.page_limit},
                                  lambda data: [proj.add_native_turn(t) for t in data if isinstance(t, dict)],
@@ -820,13 +867,13 @@ class HistoryReader:
             full = await conn.call("thread/read", {"threadId": thread_id, "includeTurns": True})
             full_thread = (full or {}).get("thread") if isinstance(full, dict) else None
             turns = (full_thread or {}).get("turns") or []
-            proj = Projector(thread_id, redact=self.redact)
+            proj = Projector(thread_id, redact=self.redact, mask=mask)
             for t in turns:
                 if isinstance(t, dict):
                     proj.add_native_turn(t)
             complete = _full_read_complete(turns)
         native = Transcript(thread_id=thread_id, source="native", turns=tuple(proj.turns()), thread=thread,
-                            complete=complete, pagination=pagination)
+                            complete=complete, pagination=pagination, notices=privacy_notices)
         if pagination == "fullRead" and allow_legacy:
             lacking = await self._legacy_if_richer(thread_id, thread, native)
             if lacking is not None:
@@ -864,7 +911,8 @@ class HistoryReader:
         res = await conn.call(method, params)
         if not isinstance(res, dict) or not isinstance(res.get("data"), list):
             raise RemoteProtocolError(f"{method} answered without a data list", details={"method": method})
-        proj = Projector(thread_id, redact=self.redact)
+        masker, _ = await self._masker()
+        proj = Projector(thread_id, redact=self.redact, mask=masker.mask if masker is not None else None)
         if scope == "items":
             proj.add_native_entries(e for e in res["data"] if isinstance(e, dict))
         else:
@@ -932,13 +980,17 @@ async def open_history_reader(
     page_limit: int = DEFAULT_PAGE_LIMIT,
     max_pages: int = DEFAULT_MAX_PAGES,
     inactive: bool | None = None,
+    privacy: PrivacySource | None = None,
 ) -> AsyncIterator[HistoryReader]:
     """``async with open_history_reader(rt) as reader:`` (see the module doc).
 
     ``source``: a :class:`~codexrt._runtime.Runtime` (its ``ensure_started`` is the provider;
     its ``codex_home``, access mode and known secrets are used), an ``async () -> Connection``
-    provider, or ``None`` for rollout files only. ``redact`` is the privacy-index masking; with
-    none, transcripts read from rollout files carry :data:`MASKING_NOTICE`.
+    provider, or ``None`` for rollout files only. ``privacy`` is the privacy index
+    (:data:`PrivacySource`) whose :class:`~codexrt._sansio._privacy.Masker` is applied to every
+    transcript and page, native and legacy (R-PRIV-2, R-H-3); for a ``Runtime`` it defaults to
+    ``rt.privacy_index``. Without an index, transcripts read from rollout files carry
+    :data:`MASKING_NOTICE`. ``redact`` is a text-level hook (a ``Runtime``'s known secrets).
     """
     from codexrt._runtime import Runtime
 
@@ -951,11 +1003,13 @@ async def open_history_reader(
             inactive = source.config.access_mode == "inactive"
         if redact is None and source.config.secrets:
             redact = Redactor(source.config.secrets)
+        if privacy is None:
+            privacy = source.privacy_index
     else:
         provider = source
     async with trio.open_nursery() as nursery:
         reader = HistoryReader(nursery, provider, codex_home=codex_home, inactive=bool(inactive), redact=redact,
-                               counter=counter, page_limit=page_limit, max_pages=max_pages)
+                               counter=counter, page_limit=page_limit, max_pages=max_pages, privacy=privacy)
         try:
             yield reader
         finally:
@@ -1025,7 +1079,8 @@ async def run_history_command(rt: Any, name: str, params: dict[str, Any], *, cou
     p = {k: v for k, v in params.items() if k != "channelId"}
     reader = HistoryReader(nursery, rt.ensure_started, codex_home=rt.config.codex_home,
                            inactive=rt.config.access_mode == "inactive",
-                           redact=Redactor(rt.config.secrets) if rt.config.secrets else None, counter=counter)
+                           redact=Redactor(rt.config.secrets) if rt.config.secrets else None, counter=counter,
+                           privacy=rt.privacy_index)
     if name == "codex.countThreadMessages":
         expected = p.get("updatedAt")
         res = await reader.count_messages(p["threadId"], expected_version=None if expected is None else str(expected))

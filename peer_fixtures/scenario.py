@@ -187,6 +187,7 @@ _ACTION_KEYS: dict[str, set[str]] = {
     "turn_started": set(),
     "user_message": set(),
     "agent_message": {"deltas", "complete"},
+    "item": set(),
     "end_turn": {"error"},
     "settings_updated": set(),
 }
@@ -580,6 +581,13 @@ class ScenarioPeer:
                 int(a.get("deltas", self.settings["deltas"])),
                 complete=bool(a.get("complete", True)),
             )
+        elif "item" in a:
+            item = self._t(a["item"])
+            if not isinstance(item, dict) or not isinstance(item.get("type"), str) or not isinstance(item.get("id"), str):
+                raise ScenarioError(f"item action needs an object with string type and id: {a['item']!r}")
+            if self.turn is None:
+                raise ScenarioError("item outside a turn")
+            self._item(item)
         elif "end_turn" in a:
             self._end_turn(self._t(a["end_turn"]), self._t(a.get("error")))
         elif "settings_updated" in a:

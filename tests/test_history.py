@@ -26,6 +26,7 @@ from codexrt._history import (
     open_history_reader,
 )
 from codexrt._runtime import RuntimeConfig
+from codexrt._sansio._privacy import PrivacyIndex
 from tests._support import MemoryPeers
 
 DATA = Path(__file__).resolve().parent / "data" / "rollouts"
@@ -232,8 +233,12 @@ async def test_r_h_3_masking_applied_to_legacy_and_notice_dropped_when_an_index_
     tid, _ = install_rollout(tmp_path, "paginated")
     async with open_history_reader(None, codex_home=tmp_path, redact=lambda s: s.replace("mock", "****")) as reader:
         tr = await reader.read_thread(tid)
-    assert MASKING_NOTICE not in tr.notices
+    # a text hook is applied, but it is no privacy index: the notice stays (R-H-3)
+    assert MASKING_NOTICE in tr.notices
     assert all("mock" not in r.text for r in tr.records() if r.kind == "assistantMessage")
+    async with open_history_reader(None, codex_home=tmp_path, privacy=PrivacyIndex("fp")) as reader:
+        tr = await reader.read_thread(tid)
+    assert MASKING_NOTICE not in tr.notices
 
 
 async def test_r_h_3_legacy_thread_lacking_tools_natively_is_read_whole_from_its_rollout(peers, tmp_path):

@@ -47,13 +47,15 @@ async def test_r_h_7_threads_table_shows_unknown_as_question_mark_never_zero(tmp
     assert all(line.split()[2] == "?" for line in lines[1:3]) and "source: legacy" in lines[-1]
 
 
-async def test_r_h_3_show_offline_and_unknown_thread_is_a_clear_error(tmp_path):
+async def test_r_h_3_show_offline_and_unknown_thread_is_a_clear_error(tmp_path, monkeypatch):
     home, tid = _home(tmp_path)
+    monkeypatch.setenv("CODEXRT_PRIVACY_DIR", str(tmp_path / "privacy"))
     out, err = io.StringIO(), io.StringIO()
     args = build_parser().parse_args(["show", tid, "--offline", "--codex-home", str(home)])
     assert await run_show(args, out, err) == 0
     text = out.getvalue()
-    assert "source: legacy, 4 turn(s)" in text and "secret masking is not guaranteed" in text
+    # the runtime's privacy index masks the legacy transcript: no "not guaranteed" notice (R-H-3)
+    assert "source: legacy, 4 turn(s)" in text and "secret masking is not guaranteed" not in text
     assert "You:\n  list the files" in text and "| a.txt" in text and "(+2 −0)" in text
     args = build_parser().parse_args(["show", "99999999-9999-4999-8999-999999999999", "--offline",
                                       "--codex-home", str(home)])

@@ -965,12 +965,19 @@ class Projector:
     source: never feed native and legacy into the same projector (R-H-3: no splicing).
 
     ``redact`` (optional) is applied to every displayed text (user/assistant text, reasoning,
-    commands and their output, tool text blocks) — the hook for privacy-index masking.
+    commands and their output, tool text blocks) — a text-level hook, e.g. for known secret
+    values. ``mask`` (optional) maps each finished display record to the record to show (same
+    type) — the record-level hook for privacy-index masking (R-PRIV-2), which needs a record's
+    identity (thread, turn, call id) and kind, not just its text: pass
+    ``codexrt._sansio._privacy.Masker(index).mask``. Both apply in :meth:`records`/:meth:`turns`,
+    ``redact`` first.
     """
 
-    def __init__(self, thread_id: str | None = None, *, redact: Callable[[str], str] | None = None) -> None:
+    def __init__(self, thread_id: str | None = None, *, redact: Callable[[str], str] | None = None,
+                 mask: Callable[[Any], Any] | None = None) -> None:
         self.thread_id = thread_id
         self._redact = redact
+        self._mask = mask
         self._turns: dict[str, _Turn] = {}
         self._order: list[str] = []
         self._entries: dict[str, _Entry] = {}
@@ -1685,6 +1692,8 @@ class Projector:
                 recs.append(ErrorRecord(id=f"turn-error:{tid}", thread_id=self.thread_id, turn_id=tid,
                                         status="failed", message=str(msg or ""),
                                         info=t.error.get("codexErrorInfo") if isinstance(t.error, dict) else None))
+            if self._mask is not None:
+                recs = [self._mask(r) for r in recs]
             out.append(TurnGroup(tid, t.status, tuple(recs), t.started_at, t.completed_at, t.error))
         return out
 

@@ -93,7 +93,10 @@ async def test_r_h_4_real_native_pages_and_rollout_give_the_same_records_and_cli
     assert "source: native" in out and "You:" in out and "Codex:" in out and "Hi! I am the mock model." in out
     assert "printf" in out and "| a.txt" in out and "notes.txt (+2 −0)" in out, out
 
-    rc, out, err = await _cli("show", tid, "--offline", env={k: v for k, v in env.items() if k != "CODEX_BIN"})
+    offline_env = {k: v for k, v in env.items() if k != "CODEX_BIN"}
+    offline_env["CODEXRT_PRIVACY_DIR"] = str(codex_home.parent / "privacy")
+    rc, out, err = await _cli("show", tid, "--offline", env=offline_env)
     assert rc == 0, err
-    assert "source: legacy" in out and "| a.txt" in out and "masking is not guaranteed" in out
+    # the runtime's privacy index masks the rollout transcript, so no "not guaranteed" notice (R-H-3)
+    assert "source: legacy" in out and "| a.txt" in out and "masking is not guaranteed" not in out
     assert os.path.exists(native.thread["path"])
