@@ -66,8 +66,9 @@ from codexrt._retry import call_read
 from codexrt._edits_live import EDIT_COMMANDS, LiveEdits, run_edit_command
 from codexrt._errors import ClosedError, CodexError, ConfigError, InteractionError
 from codexrt._events import CodexEvent, EventStream
-from codexrt._history import HISTORY_COMMANDS, MessageCounter, run_history_command
-from codexrt._interactions import INTERACTION_COMMANDS
+from codexrt._history import (HISTORY_COMMANDS, LEGACY_HISTORY_COMMANDS, MessageCounter, run_history_command,
+                              run_legacy_history_command)
+from codexrt._interactions import INTERACTION_COMMANDS, PrivacyStore, default_privacy_dir
 from codexrt._runtime import Operation, Runtime, RuntimeConfig, open_runtime
 from codexrt._sansio._framing import DEFAULT_MAX_LINE, LineBuffer, OversizedLine
 from codexrt._sansio._states import RuntimeState
@@ -379,7 +380,9 @@ def encode_line(obj: Any) -> bytes:
 class DaemonConfig:
     """How ``serve`` runs. ``runtime`` is the template of every channel's
     :class:`RuntimeConfig` (``channel_id`` is filled in per channel). ``inactive`` is access
-    mode ``inactive`` (R-LC-3): no child is ever spawned, so every command that needs one is
+    mode ``inactive`` (R-LC-3): no child is ever spawned; ``codex.listThreads``,
+    ``codex.readThread`` and ``codex.countThreadMessages`` answer from the rollout files
+    (``codexrt._history.run_legacy_history_command``), every other command that needs a child is
     refused with ``ACCESS_INACTIVE``. ``idle_timeout`` (seconds, None = never) retires a
     channel's child with no session, no work and no pending interaction (R-RT-6)."""
 
@@ -521,6 +524,10 @@ class Daemon:
         if name in WORKSPACE_COMMANDS:
             assert self._nursery is not None
             self._nursery.start_soon(self._workspace_diff, cmd)
+            return
+        if self.config.inactive and name in LEGACY_HISTORY_COMMANDS:
+            assert self._nursery is not None
+            self._nursery.start_soon(self._legacy_history, cmd)
             return
         if self.config.inactive:
             raise ConfigError("runtime access is inactive: codexrt starts no Codex process in this mode (R-LC-3)",
@@ -829,6 +836,22 @@ class Daemon:
         finally:
             ch.inflight -= 1
             ch.touch()
+
+    async def _legacy_history(self, cmd: Command) -> None:
+        """Access mode ``inactive``: thread list, transcript and counts from the rollout files
+        under ``CODEX_HOME/sessions``, masked with the privacy index of that home; no channel
+        runtime is created and nothing is spawned (R-LC-3, R-H-3, R-H-6)."""
+        rc = self.config.runtime
+        env = rc.env if rc.env is not None else os.environ
+        home = rc.codex_home or env.get("CODEX_HOME") or os.path.join(os.path.expanduser("~"), ".codex")
+        store = PrivacyStore.for_home(default_privacy_dir(env), home)
+        assert self._nursery is not None
+        try:
+            result = await run_legacy_history_command(cmd.name, cmd.params, codex_home=home, privacy=store.load,
+                                                       nursery=self._nursery)
+            await self._reply(cmd.id, result)
+        except CodexError as exc:
+            await self._reply(cmd.id, error=exc)
 
     # -- edit ledger commands (R-EDIT-1..3) --------------------------------------------------
 

@@ -119,7 +119,9 @@ __all__ = [
     "PRIVACY_DAMAGED_NOTICE",
     "PrivacySource",
     "HISTORY_COMMANDS",
+    "LEGACY_HISTORY_COMMANDS",
     "run_history_command",
+    "run_legacy_history_command",
 ]
 
 log = logging.getLogger("codexrt.history")
@@ -1106,3 +1108,44 @@ async def run_history_command(rt: Any, name: str, params: dict[str, Any], *, cou
         partial = res.get("nextCursor") is not None or "nextCursor" not in res or len(page) != len(res["data"])
         return {**res, "source": "native", "partial": partial}
     return await conn.call("thread/read", p)  # codex.readThread, native form
+
+
+#: What ``codexrt serve --access-mode inactive`` still answers, from rollout files only (R-LC-3,
+#: R-H-3, R-H-6): no process is spawned for them.
+LEGACY_HISTORY_COMMANDS = frozenset({"codex.listThreads", "codex.readThread", "codex.countThreadMessages"})
+
+
+async def run_legacy_history_command(name: str, params: dict[str, Any], *, codex_home: str | os.PathLike[str],
+                                     privacy: PrivacySource | None, nursery: trio.Nursery) -> Any:
+    """One of :data:`LEGACY_HISTORY_COMMANDS` in access mode ``inactive``: the rollout files
+    under ``codex_home/sessions`` are the whole source and nothing is spawned (R-LC-3). Results:
+
+    * ``codex.listThreads``: ``{data, nextCursor: null, source: "legacy", partial: false}``, one row
+      per rollout file, newest first (:meth:`ThreadSummary.to_json` plus ``id``); ``limit`` honoured (R-H-6);
+    * ``codex.readThread``: always the display form ``{thread, transcript}`` — ``thread`` is the
+      legacy list row (or null), ``transcript`` the whole rollout, masked with ``privacy`` (R-H-3);
+    * ``codex.countThreadMessages``: the count over the rollout file (R-H-7).
+    """
+    reader = HistoryReader(nursery, None, codex_home=codex_home, inactive=True, privacy=privacy)
+    if name == "codex.listThreads":
+        limit = params.get("limit")
+        page = await reader.list_threads(limit=limit if isinstance(limit, int) and limit >= 0 else None)
+        return {"data": [{"id": t.thread_id, **t.to_json()} for t in page.threads], "nextCursor": None,
+                "source": "legacy", "partial": page.partial}
+    if name == "codex.readThread":
+        tr = await reader.read_thread(params["threadId"])
+
+        def row_of() -> ThreadSummary | None:
+            info = find_rollout(reader.codex_home, tr.thread_id)
+            if info is None:
+                return None
+            return ThreadSummary(thread_id=info.thread_id, name=_session_names(reader.codex_home).get(info.thread_id),
+                                 updated_at=int(info.mtime), path=str(info.path), source="legacy", status="notLoaded")
+
+        row = await trio.to_thread.run_sync(row_of)
+        thread = {"id": row.thread_id, **row.to_json()} if row is not None else None
+        return {"thread": thread, "transcript": transcript_to_json(tr)}
+    if name == "codex.countThreadMessages":
+        return (await reader.count_messages(params["threadId"])).to_json()
+    raise ConfigError(f"{name} is not available in access mode inactive", code="ACCESS_INACTIVE",
+                      details={"command": name})
