@@ -49,6 +49,7 @@ the stop budget (R-OP-5), the child is retired and reaped; the waiters then writ
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -74,8 +75,8 @@ from codexrt._sansio._framing import DEFAULT_MAX_LINE, LineBuffer, OversizedLine
 from codexrt._sansio._states import RuntimeState
 from codexrt._settings import Settings
 from codexrt._catalog import run_catalog_command
-from codexrt._helpers import (DEFAULT_HELPER_TIMEOUT, enhance_prompt, generate_commit_message, generate_title,
-                              helper_config)
+from codexrt._helpers import (DEFAULT_HELPER_TIMEOUT, TitleManager, enhance_prompt, generate_commit_message,
+                              generate_title, helper_config, open_title_manager)
 from codexrt._sansio._editor_wire import editor_state_from_wire, is_fragment_map
 from codexrt._workspace import DiffStatus, read_workspace_diff
 
@@ -384,10 +385,14 @@ class DaemonConfig:
     ``codex.readThread`` and ``codex.countThreadMessages`` answer from the rollout files
     (``codexrt._history.run_legacy_history_command``), every other command that needs a child is
     refused with ``ACCESS_INACTIVE``. ``idle_timeout`` (seconds, None = never) retires a
-    channel's child with no session, no work and no pending interaction (R-RT-6)."""
+    channel's child with no session, no work and no pending interaction (R-RT-6). ``auto_title``
+    (``serve --auto-title``, default off) runs a :class:`~codexrt._helpers.TitleManager` per
+    channel: every thread the channel creates gets one title attempt on a helper child when its
+    first ``threadStarted`` arrives (R-HLP-3); outcomes are ``threadTitle`` events."""
 
     runtime: RuntimeConfig = attrs.field(factory=RuntimeConfig)
     inactive: bool = False
+    auto_title: bool = False
     idle_timeout: float | None = 600.0
     max_line: int = DEFAULT_MAX_LINE
 
@@ -404,6 +409,13 @@ class _Channel:
         self.last_activity = trio.current_time()
         self.inflight = 0
         self.edits: LiveEdits | None = None  # the edit ledgers, on the first edit command
+        self.titles: TitleManager | None = None  # automatic titles (serve --auto-title, R-HLP-3)
+
+    async def cancel_titles(self, thread_id: str | None = None, *, reason: str) -> None:
+        """Cancel pending automatic titles (one thread's, or all) and wait until their helper
+        children are reaped — release and reset do this before they go on (R-HLP-3)."""
+        if self.titles is not None:
+            await self.titles.cancel(thread_id, reason=reason)
 
     def touch(self) -> None:
         self.last_activity = trio.current_time()
@@ -611,12 +623,16 @@ class Daemon:
             async with trio.open_nursery() as inner:
                 sub = None
                 try:
-                    async with open_runtime(cfg) as rt:
+                    async with open_runtime(cfg) as rt, contextlib.AsyncExitStack() as stack:
                         # Subscribed for the runtime's whole life: ``aclose`` closes the stream
                         # after its last events, which ends the forwarder.
                         sub = rt.subscribe()
                         events = sub.__enter__()
                         ch = _Channel(channel_id, rt)
+                        if self.config.auto_title:
+                            # subscribed before anything can start a thread; leaving the stack
+                            # (before the runtime closes) cancels pending titles and reaps them
+                            ch.titles = await stack.enter_async_context(open_title_manager(rt))
                         self._channels[channel_id] = ch
                         inner.start_soon(self._forward, ch, events)
                         task_status.started(ch)
@@ -663,6 +679,7 @@ class Daemon:
                 snap = ch.rt.runtime_snapshot()
                 if (snap["state"] == RuntimeState.READY.value and not snap["busy"] and snap["sessionCount"] == 0
                         and snap["pendingInteractions"] == 0 and ch.inflight == 0
+                        and not (ch.titles is not None and ch.titles.pending())
                         and now - ch.last_activity >= idle_timeout):
                     log.info("retiring idle runtime of channel %s", ch.id)
                     await ch.rt.reset(reason="idle")
@@ -764,6 +781,7 @@ class Daemon:
                     await self._reply(cmd.id, {"stoppedOperations": [], "runtime": None})
                     return
                 stopped = await self._stop_ops(ch, ch.live_ops())
+                await ch.cancel_titles(reason="resetRuntime")  # R-HLP-3: reset waits for helpers
                 await ch.rt.reset(reason="resetRuntime")
                 await self._reply(cmd.id, {"stoppedOperations": stopped, "runtime": ch.snapshot()})
                 return
@@ -776,6 +794,7 @@ class Daemon:
                 return
             rt = ch.rt
             result["stoppedOperations"] = await self._stop_ops(ch, ch.live_ops(tid))
+            await ch.cancel_titles(tid, reason="releaseThread")  # R-HLP-3: release waits for helpers
             info = rt.threads.get(tid)
             conn = rt.conn
             if info is not None and info.loaded_generation == rt.generation and conn is not None:
@@ -788,6 +807,7 @@ class Daemon:
                 info.loaded_generation = None  # the next operation on it resumes it
             snap = rt.runtime_snapshot()
             if snap["sessionCount"] == 0 and not snap["busy"] and rt.conn is not None:
+                await ch.cancel_titles(reason="releaseThread")  # nothing may save on a retired child
                 await rt.reset(reason="releaseThread")  # confirms the child's exit (R-RT-5)
                 result["runtimeRetired"] = True
             ch.touch()
@@ -911,6 +931,8 @@ class Daemon:
                     if rt is None or rt.state is not RuntimeState.READY or conn is None or conn.closed.is_set():
                         reason = "runtime not ready"
                     else:
+                        if ch is not None and ch.titles is not None:
+                            ch.titles.name_set_manually(tid)  # the host's name wins over an automatic one
                         await conn.call("thread/name/set", {"threadId": tid, "name": title})
                         saved = True
                 result = {"title": title, "threadId": tid, "saved": saved, "reason": reason}

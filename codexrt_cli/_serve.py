@@ -77,6 +77,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--idle-timeout", type=float, default=600.0, metavar="SECONDS",
                    help="retire a channel's child after this long with no session and no work "
                         "(default 600; 0 = never, R-RT-6)")
+    p.add_argument("--auto-title", action="store_true",
+                   help="give every thread a channel creates an automatic title, generated on a separate "
+                        "helper child when the thread starts and saved with thread/name/set; a manual name "
+                        "wins; outcomes are threadTitle events (default off, R-HLP-3)")
     p.add_argument("--max-line-bytes", type=int, default=16 * 1024 * 1024, metavar="N",
                    help="longest accepted command line; longer ones get a LINE_TOO_LONG reply (default 16 MiB)")
     p.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default=argparse.SUPPRESS,
@@ -101,7 +105,7 @@ def config_from_args(args: argparse.Namespace) -> DaemonConfig:
     )
     return DaemonConfig(runtime=runtime, inactive=args.access_mode == "inactive",
                         idle_timeout=args.idle_timeout if args.idle_timeout > 0 else None,
-                        max_line=args.max_line_bytes)
+                        max_line=args.max_line_bytes, auto_title=getattr(args, "auto_title", False))
 
 
 def _main(args: argparse.Namespace) -> int:
