@@ -912,16 +912,18 @@ class Runtime:
 
     replay_pending = replay_interactions
 
-    async def _send_answer(self, inter: Interaction, result: Any, *, by: str, final: str = "sent") -> None:
+    async def _send_answer(self, inter: Interaction, result: Any, *, by: str, final: str = "sent",
+                           error: tuple[int, str] | None = None) -> None:
         """Send a validated answer: claim (``answering``) before the first await, write the
-        privacy record when the kind needs one (R-PRIV-1), then the reply with the raw id."""
+        privacy record when the kind needs one (R-PRIV-1), then the reply with the raw id —
+        or, with ``error=(code, message)``, a JSON-RPC error reply instead of ``result``."""
         conn = self.conn
         if conn is None:
             raise InteractionError("runtime is not connected", code="INTERACTION_EXPIRED")
         inter._fire("answer")
         inter.answered_by = by
         try:
-            store = self.privacy_store() if inter.kind in ("userInput", "elicitation") else None
+            store = self.privacy_store() if error is None and inter.kind in ("userInput", "elicitation") else None
             record = privacy_record_for(inter, result, store) if store is not None else None
             if record is not None:
                 assert store is not None
@@ -940,7 +942,10 @@ class Runtime:
                     raise InteractionError(f"privacy index write failed ({why}); the answer was not forwarded",
                                            code="PRIVACY_INDEX_WRITE_FAILED",
                                            details={"interactionKey": inter.key}) from None
-            await conn.reply(inter._request_id, result)
+            if error is not None:
+                await conn.reply_error(inter._request_id, *error)
+            else:
+                await conn.reply(inter._request_id, result)
         except LocalProtocolError as exc:
             if inter.state == "answering":
                 inter._fire("resolve")
@@ -953,7 +958,8 @@ class Runtime:
         if inter.state == "answering":
             inter._fire(final)
         if final == "sent":
-            self._interaction_event("interactionAnswered", inter, {"by": by})
+            self._interaction_event("interactionAnswered", inter,
+                                    {"by": by, "error": True} if error is not None else {"by": by})
 
     def operation(self, op_id: str) -> Operation | None:
         """The operation with client operation id ``op_id`` (recent ones are kept), or None."""
@@ -975,24 +981,7 @@ class Runtime:
     async def respond_interaction_error(self, key: str, dialog_token: str, code: int, message: str) -> None:
         """Answer with a JSON-RPC error instead of a result (same refusals as above)."""
         inter = self._registry.lookup(key, dialog_token, self.generation)
-        conn = self.conn
-        if conn is None:
-            raise InteractionError("runtime is not connected", code="INTERACTION_EXPIRED")
-        inter._fire("answer")
-        inter.answered_by = "host"
-        try:
-            await conn.reply_error(inter._request_id, code, message)
-        except LocalProtocolError as exc:
-            if inter.state == "answering":
-                inter._fire("resolve")
-            raise InteractionError(str(exc), code="INTERACTION_EXPIRED") from None
-        except BaseException:
-            if inter.state == "answering":
-                inter._fire("failed")
-            raise
-        if inter.state == "answering":
-            inter._fire("sent")
-        self._interaction_event("interactionAnswered", inter, {"by": "host", "error": True})
+        await self._send_answer(inter, None, by="host", error=(code, message))
 
     # -- plans (R-INT-5) -------------------------------------------------------------------
 
