@@ -75,6 +75,7 @@ from typing import Any, Union
 import attrs
 import trio
 
+from codexrt._retry import call_read
 from codexrt._connection import Connection
 from codexrt._errors import (
     CHILD_EXITED_PREFIX,
@@ -488,7 +489,7 @@ async def _walk(conn: Connection, method: str, params: dict[str, Any], on_page: 
         p = dict(params)
         if cursor is not None:
             p["cursor"] = cursor
-        res = await conn.call(method, p)
+        res = await call_read(conn, method, p)
         w.pages += 1
         if not isinstance(res, dict) or not isinstance(res.get("data"), list):
             raise RemoteProtocolError(f"{method} answered without a data list", details={"method": method})
@@ -628,7 +629,7 @@ class MessageCounter:
 
     async def _count_native(self, thread_id: str, provider: ConnectionProvider, expected: str | None) -> MessageCount:
         conn = await provider()
-        meta = await conn.call("thread/read", {"threadId": thread_id})
+        meta = await call_read(conn, "thread/read", {"threadId": thread_id})
         thread = meta.get("thread") if isinstance(meta, dict) else None
         if not isinstance(thread, dict):
             raise RemoteProtocolError("thread/read answered without a thread", details={"method": "thread/read"})
@@ -646,7 +647,7 @@ class MessageCounter:
         except RpcError as exc:
             if not is_pagination_unsupported(exc):
                 raise
-            full = await conn.call("thread/read", {"threadId": thread_id, "includeTurns": True})
+            full = await call_read(conn, "thread/read", {"threadId": thread_id, "includeTurns": True})
             turns = ((full or {}).get("thread") or {}).get("turns") or []
             proj = Projector(thread_id)
             for t in turns:
@@ -725,7 +726,7 @@ class HistoryReader:
             params["cursor"] = cursor
         if limit is not None:
             params["limit"] = limit
-        res = await conn.call("thread/list", params)
+        res = await call_read(conn, "thread/list", params)
         if not isinstance(res, dict) or not isinstance(res.get("data"), list):
             raise RemoteProtocolError("thread/list answered without a data list", details={"method": "thread/list"})
         rows, skipped = [], 0
@@ -846,7 +847,7 @@ class HistoryReader:
         return tr
 
     async def _read_native(self, conn: Connection, thread_id: str, *, allow_legacy: bool) -> Transcript:
-        meta = await conn.call("thread/read", {"threadId": thread_id})
+        meta = await call_read(conn, "thread/read", {"threadId": thread_id})
         thread = meta.get("thread") if isinstance(meta, dict) else None
         if not isinstance(thread, dict):
             raise RemoteProtocolError("thread/read answered without a thread", details={"method": "thread/read"})
@@ -866,7 +867,7 @@ class HistoryReader:
             if not is_pagination_unsupported(exc):
                 raise
             pagination = "fullRead"
-            full = await conn.call("thread/read", {"threadId": thread_id, "includeTurns": True})
+            full = await call_read(conn, "thread/read", {"threadId": thread_id, "includeTurns": True})
             full_thread = (full or {}).get("thread") if isinstance(full, dict) else None
             turns = (full_thread or {}).get("turns") or []
             proj = Projector(thread_id, redact=self.redact, mask=mask)
@@ -910,7 +911,7 @@ class HistoryReader:
             params["limit"] = limit
         if sort_direction is not None:
             params["sortDirection"] = sort_direction
-        res = await conn.call(method, params)
+        res = await call_read(conn, method, params)
         if not isinstance(res, dict) or not isinstance(res.get("data"), list):
             raise RemoteProtocolError(f"{method} answered without a data list", details={"method": method})
         masker, _ = await self._masker()
@@ -930,7 +931,7 @@ class HistoryReader:
         (bounded walk) and report the child's own status. Raises ``RELATION_UNVERIFIED`` when
         a parent is given and is not an ancestor. Never resumes anything."""
         conn = await self._conn()
-        res = await conn.call("thread/read", {"threadId": thread_id})
+        res = await call_read(conn, "thread/read", {"threadId": thread_id})
         thread = (res or {}).get("thread") if isinstance(res, dict) else None
         if not isinstance(thread, dict):
             raise RemoteProtocolError("thread/read answered without a thread", details={"method": "thread/read"})
@@ -942,7 +943,7 @@ class HistoryReader:
             if parent_thread_id is not None and cur == parent_thread_id:
                 verified = True
                 break
-            up = await conn.call("thread/read", {"threadId": cur})
+            up = await call_read(conn, "thread/read", {"threadId": cur})
             cur = ((up or {}).get("thread") or {}).get("parentThreadId") if isinstance(up, dict) else None
         if parent_thread_id is not None and not verified:
             raise CodexError(
@@ -958,7 +959,7 @@ class HistoryReader:
         if st == "active":
             return "inProgress"
         try:
-            res = await conn.call("thread/turns/list", {"threadId": thread["id"], "limit": 1, "sortDirection": "desc"})
+            res = await call_read(conn, "thread/turns/list", {"threadId": thread["id"], "limit": 1, "sortDirection": "desc"})
         except RpcError:
             return "unknown"  # unknown means keep querying, never guess (R-H-8)
         data = res.get("data") if isinstance(res, dict) else None
@@ -1099,7 +1100,7 @@ async def run_history_command(rt: Any, name: str, params: dict[str, Any], *, cou
                                       limit=p.get("limit"), sort_direction=p.get("sortDirection"))
     conn = await rt.ensure_started()
     if name == "codex.listThreads":
-        res = await conn.call("thread/list", p)
+        res = await call_read(conn, "thread/list", p)
         if not isinstance(res, dict) or not isinstance(res.get("data"), list):
             raise RemoteProtocolError("thread/list answered without a data list", details={"method": "thread/list"})
         page = [ThreadSummary.from_native(t) for t in res["data"] if isinstance(t, dict) and isinstance(t.get("id"), str)]
@@ -1107,7 +1108,7 @@ async def run_history_command(rt: Any, name: str, params: dict[str, Any], *, cou
             counter.note_version(t.thread_id, t.version)
         partial = res.get("nextCursor") is not None or "nextCursor" not in res or len(page) != len(res["data"])
         return {**res, "source": "native", "partial": partial}
-    return await conn.call("thread/read", p)  # codex.readThread, native form
+    return await call_read(conn, "thread/read", p)  # codex.readThread, native form
 
 
 #: What ``codexrt serve --access-mode inactive`` still answers, from rollout files only (R-LC-3,
