@@ -63,3 +63,24 @@ def fake_server_factory(scenario: str, log: Path | None = None, extra: tuple[str
         return await spawn_process_transport(argv, cwd=str(ROOT))
 
     return make
+
+
+def require_real_binary(version: str | None = None, label: str = "pinned"):
+    """The real ``codex`` native binary of ``version`` (default: the pinned one). Missing, it
+    skips the test with the fix in the reason — unless ``CODEXRT_REQUIRE_REAL=1`` (CI sets it),
+    where it fails: real-server tests are mandatory in CI."""
+    import os
+
+    import pytest
+
+    from peer_fixtures.codex_bin import native_binary, pinned_version
+
+    version = version or pinned_version()
+    path = native_binary(version)
+    if path is not None:
+        return path
+    why = (f"the {label} real codex binary ({version}) is not installed; "
+           "run `bash .ci/setup` (needs npm and the npm registry)")
+    if os.environ.get("CODEXRT_REQUIRE_REAL") == "1":
+        pytest.fail(why + " — CODEXRT_REQUIRE_REAL=1, so this is a failure, not a skip", pytrace=False)
+    pytest.skip(why)

@@ -32,7 +32,7 @@ from codexrt._sansio._context import (
     build_context,
     prepare_input,
 )
-from peer_fixtures.codex_bin import native_binary, old_version, pinned_version
+from peer_fixtures.codex_bin import old_version, pinned_version
 
 FRAGS = build_context(EditorState(active_file=ActiveFile("src/app.py", (1, 2))))
 
@@ -259,13 +259,9 @@ def test_r_ctx_3_r_ctx_4_prepare_input_follows_the_decision() -> None:
 
 
 def _real(version: str | None) -> Path:
-    path = native_binary(version) if version else None
-    if path is None:
-        why = f"real codex {version} not installed (run `bash .ci/setup`)"
-        if os.environ.get("CODEXRT_REQUIRE_REAL") == "1":
-            pytest.fail(why, pytrace=False)
-        pytest.skip(why)
-    return path
+    from tests._support import require_real_binary
+
+    return require_real_binary(version, label=version or "pinned")
 
 
 @pytest.mark.real

@@ -29,6 +29,7 @@ from codexrt._discovery import (
     unavailable_error,
 )
 from codexrt._errors import CHILD_EXITED_PREFIX, CliUnavailable
+from tests._support import require_real_binary
 
 ELF = b"\x7fELF\x02\x01\x01" + b"\0" * 64
 LINUX_PKG = "@openai/codex-linux-x64"
@@ -37,15 +38,7 @@ LINUX_TRIPLE = "x86_64-unknown-linux-musl"
 
 def real_binary() -> Path:
     """The pinned real binary; skipped when absent, failed when CODEXRT_REQUIRE_REAL=1 (CI)."""
-    from peer_fixtures.codex_bin import native_binary
-
-    binary = native_binary()
-    if binary is None:
-        why = "pinned real codex binary not installed; run `bash .ci/setup`"
-        if os.environ.get("CODEXRT_REQUIRE_REAL") == "1":
-            pytest.fail(why + " (CODEXRT_REQUIRE_REAL=1)", pytrace=False)
-        pytest.skip(why)
-    return binary
+    return require_real_binary()
 
 
 def native(p: Path, *, mode: int = 0o755, magic: bytes = ELF) -> Path:

@@ -9,25 +9,17 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from codexrt_cli import _doctor
+from tests._support import require_real_binary
 
 
 def real_binary() -> Path:
     """The pinned real binary; skipped when absent, failed when CODEXRT_REQUIRE_REAL=1 (CI)."""
-    from peer_fixtures.codex_bin import native_binary
-
-    binary = native_binary()
-    if binary is None:
-        why = "pinned real codex binary not installed; run `bash .ci/setup`"
-        if os.environ.get("CODEXRT_REQUIRE_REAL") == "1":
-            pytest.fail(why + " (CODEXRT_REQUIRE_REAL=1)", pytrace=False)
-        pytest.skip(why)
-    return binary
+    return require_real_binary()
 
 
 def fake_cli(path: Path, version_output: str, exit_code: int = 0) -> Path:

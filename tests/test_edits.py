@@ -724,13 +724,9 @@ def test_r_edit_1_recorded_real_filechange_items_undo_byte_for_byte(tmp_path: Pa
 
 @pytest.mark.real
 def test_r_edit_3_real_app_server_apply_patch_then_undo_restores_tree(tmp_path: Path):
-    from peer_fixtures.codex_bin import native_binary, pinned_version
+    from tests._support import require_real_binary
 
-    codex_bin = native_binary(pinned_version())
-    if codex_bin is None:
-        if os.environ.get("CODEXRT_REQUIRE_REAL") == "1":
-            pytest.fail("the pinned codex binary is not installed (CODEXRT_REQUIRE_REAL=1)")
-        pytest.skip("the pinned codex binary is not installed; run `bash .ci/setup`")
+    codex_bin = require_real_binary()
     rec = run_real_patch_session(codex_bin, tmp_path)
     check_real_recording(rec, Path(rec["cwd"]))
 

@@ -21,17 +21,17 @@ mock only binds 127.0.0.1 and ``config.toml`` turns off plugin sync and analytic
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from peer_fixtures.codex_bin import native_binary, old_version, pinned_version
+from peer_fixtures.codex_bin import old_version, pinned_version
 from peer_fixtures.codex_home import codex_env, make_codex_home
 from peer_fixtures.mock_responses import MockResponsesServer
 from peer_fixtures.real_server import RawAppServer, spawn_app_server
+from tests._support import require_real_binary
 
 _HERE = Path(__file__).resolve().parent
 
@@ -43,14 +43,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _require(version: str | None, label: str) -> Path:
-    path = native_binary(version) if version else None
-    if path is not None:
-        return path
-    why = (f"the {label} real codex binary ({version or 'no version pinned in .ci/codex-version-old'}) "
-           "is not installed; run `bash .ci/setup` (needs npm and the npm registry)")
-    if os.environ.get("CODEXRT_REQUIRE_REAL") == "1":
-        pytest.fail(why + " — CODEXRT_REQUIRE_REAL=1, so this is a failure, not a skip", pytrace=False)
-    pytest.skip(why)
+    if version is None:  # no old version pinned in .ci/codex-version-old
+        return require_real_binary("unpinned", label)
+    return require_real_binary(version, label)
 
 
 @pytest.fixture(scope="session")

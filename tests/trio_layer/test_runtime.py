@@ -186,9 +186,10 @@ async def test_r_op_5_cancel_intent_before_bootstrap_writes_no_turn(peers, autoj
                 "rules": [{"match": {"method": "thread/start"}, "actions": [{"sleep": 3}, {"default": True}]}]}
     async with _rt(peers, scenario) as rt:
         op = rt.send("x")
-        while op.phase.value != "notWritten":
+        # condition, not a fixed delay: thread/start is with the peer, which answers 3 s later
+        while not (peers.peers and peers.received(0, "thread/start")):
             await trio.sleep(0.01)
-        await trio.sleep(0.5)
+        assert op.phase.value == "notWritten"
         assert rt.abort(op) == "cancelIntent"
         result = await op.wait()
         assert result.status == "cancelled"
@@ -305,8 +306,10 @@ async def test_r_lc_2_rebuild_deferred_while_a_turn_is_active(peers):
         assert rt.generation == 1
         rt.abort(op)
         await op.wait()
-        while rt.generation < 2 or rt.state is not RuntimeState.READY or rt.busy:
-            await trio.sleep(0.01)
+        with trio.fail_after(10):  # the rebuild and its cold resume run after the terminal
+            while rt.generation < 2 or rt.state is not RuntimeState.READY or rt.busy:
+                await rt.wait_state(RuntimeState.READY)
+                await trio.testing.wait_all_tasks_blocked()
     assert _methods(peers, 1)[:3] == ["initialize", "initialized", "thread/resume"]
 
 
