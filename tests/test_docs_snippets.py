@@ -75,6 +75,10 @@ def test_snippet_runs(code, tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], cwd=work, env=env, capture_output=True, text=True,
                           timeout=TIMEOUT, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, f"snippet failed:\n{code}\n--- stderr ---\n{proc.stderr[-3000:]}"
+    # A snippet that prints a turn's status must show a turn that worked: a printed
+    # "failed" would otherwise pass silently with exit status 0.
+    words = proc.stdout.split()
+    assert "failed" not in words, f"snippet printed a failed status:\n{code}\n--- stdout ---\n{proc.stdout[-2000:]}"
 
 
 def test_snippet_parser_honours_the_marker(tmp_path):
