@@ -35,7 +35,6 @@ from typing import Any, AsyncIterator, Callable, Container, Deque, Union
 
 import attrs
 import trio
-from msgspec import Raw
 
 import codexrt
 from codexrt._errors import (

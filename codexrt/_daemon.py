@@ -57,7 +57,7 @@ import os
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Union
+from typing import Any, Callable, Union
 
 import attrs
 import msgspec

@@ -47,12 +47,12 @@ import contextlib
 import logging
 import os
 import re
-from typing import Any, AsyncIterator, Deque, Mapping, Sequence
+from typing import Any, AsyncIterator, Deque
 
 import attrs
 import trio
 
-from codexrt._connection import ClientInfo, Connection, ConnectionClosed, ConnectionEvent, open_connection
+from codexrt._connection import Connection, ConnectionClosed, ConnectionEvent, open_connection
 from codexrt._errors import CodexError, ConfigError, OperationFailed
 from codexrt._events import CodexEvent
 from codexrt._runtime import Runtime, RuntimeConfig

@@ -45,7 +45,7 @@ import json
 import logging
 import os
 import secrets
-from typing import Any, AsyncIterator, Awaitable, Callable, Sequence, Union
+from typing import Any, AsyncIterator, Awaitable, Callable, Sequence
 
 import attrs
 import trio
@@ -64,7 +64,6 @@ from codexrt._errors import (
     ClosedError,
     CodexError,
     ConfigError,
-    HandshakeError,
     InteractionError,
     LocalProtocolError,
     OperationCancelled,
@@ -1521,13 +1520,6 @@ class Runtime:
                     await self._retire("closed")
             for sub in self._subscribers:
                 sub.close()
-
-
-def _validate_reply(method: str, result: Any, params: dict[str, Any] | None = None) -> None:
-    """Reject replies that cannot fit the request (R-INT-3); see
-    :func:`codexrt._interactions.validate_reply` (pinned-schema decision values;
-    ``availableDecisions`` is a UI hint, not the limit)."""
-    validate_reply(method, result, params)
 
 
 @contextlib.asynccontextmanager

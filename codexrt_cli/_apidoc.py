@@ -68,7 +68,7 @@ def _render_object(modname: str, name: str, obj: Any, lines: list[str]) -> None:
                 lines.append(f"- **`{mname}`** (property)" + (f" — {_doc(member).splitlines()[0]}" if _doc(member) else ""))
             else:
                 first = _doc(member)
-                lines.append(f"- **`{_sig(member, mname)}`**" + (f"\n\n  " + first.replace("\n", "\n  ") if first else ""))
+                lines.append(f"- **`{_sig(member, mname)}`**" + ("\n\n  " + first.replace("\n", "\n  ") if first else ""))
             lines.append("")
         if isinstance(getattr(obj, "code", None), str) and issubclass(obj, BaseException):
             lines += [f"Code: `{obj.code}`", ""]
