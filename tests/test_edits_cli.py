@@ -108,7 +108,6 @@ async def test_r_edit_1_edits_json_and_pending_filter(nursery, tree, state_dir):
     assert doc["entries"][0]["key"] == {"threadId": TID, "turnId": "turn-1", "itemId": "fc-1",
                                         "path": str(tree / "a.txt")}
     # an accepted checkpoint (written by any codexrt user of this workspace's store) shows up
-    from codexrt._edits_live import load_thread_edits  # noqa: F401  (same store path as the CLI)
     with EditStore(default_store_path(str(tree), state_dir=state_dir)) as store:
         from codexrt._edits import EditLedger
         led = EditLedger(session_id="sess-root", provider="mock", store=store)

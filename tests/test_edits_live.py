@@ -19,7 +19,6 @@ import trio.testing
 
 from codexrt._edits import EditConflict, EditKey
 from codexrt._edits_live import (
-    LiveEdits,
     ThreadMeta,
     entry_view,
     load_thread_edits,
@@ -171,6 +170,7 @@ async def test_r_edit_3_live_item_is_fixed_to_the_submission_cwd(nursery, tmp_pa
     async with open_runtime(RuntimeConfig(transports=[peers.factory(sc)])) as rt:
         async with open_live_edits(rt, state_dir=state_dir) as live:
             res = await rt.send("edit", thread_id=TID, settings=Settings(cwd=str(sub))).wait()
+            assert res.status == "completed"
             await settle()
             te = live.get(TID)
             assert te.meta.cwd == str(other)  # the thread's recorded cwd differs

@@ -19,7 +19,6 @@ import os
 import random
 from typing import Any
 
-import pytest
 import trio
 
 from codexrt import RuntimeConfig, open_runtime

@@ -6,8 +6,6 @@ tests spawn the stdio fake as a real child process (pipes, stderr flood, exit co
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import trio
 
