@@ -42,7 +42,6 @@ import json
 import os
 import sqlite3
 import stat
-import tempfile
 import threading
 import time
 import uuid
@@ -56,6 +55,7 @@ from codexrt._errors import (
     CodexError,
     EditConflict,
     LocalProtocolError,
+    OutsideWorkspace,
     ReviewError,
     UndoError,
 )
@@ -83,6 +83,7 @@ __all__ = [
     "EditStore",
     "UndoError",
     "EditConflict",
+    "OutsideWorkspace",
     "ReviewError",
     "default_store_path",
 ]
@@ -436,19 +437,6 @@ _fsync = os.fsync
 _TMP_TAG = ".codexrt-undo-"
 
 
-def _fsync_dir(directory: str) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        _fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 @functools.cache
 def _umask() -> int:
     """The process umask, read without the set-and-restore dance where possible: that dance
@@ -469,42 +457,181 @@ def _umask() -> int:
 _UMASK_LOCK = threading.Lock()
 
 
-def _atomic_write(path: str, data: bytes, mode: int | None) -> None:
-    """Write ``data`` to ``path`` so a reader (or a crash) sees the old or the new file,
-    never a partial one: temp file in the same directory, fsync, ``os.replace``."""
-    directory = os.path.dirname(path) or "."
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + _TMP_TAG, dir=directory)
+# ------------------------------------------------------------------------------ confinement
+# Undo writes only inside the submission's workspace (R-EDIT-3, issue 18). A path is placed
+# lexically first (``_place``: inside a root, else refused unless the host opted in), then every
+# directory below the anchor is opened one component at a time with ``O_NOFOLLOW`` relative to
+# the previous one (``_Dirs``), and the file itself is read, written (temp file + ``os.replace``
+# with ``src_dir_fd``/``dst_dir_fd``) and unlinked relative to that directory's descriptor. The
+# descriptors are opened at check time and the writes go through the very same ones, so swapping
+# a directory for a symbolic link after the check cannot redirect a write.
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _after_check(paths: Sequence[str]) -> None:
+    """Called between the check (everything read and compared) and the first write. A no-op;
+    tests replace it to change the file system at exactly that moment."""
+
+
+@attrs.frozen
+class _Place:
+    """Where a path is: its ``anchor`` directory (a workspace root, or ``/`` for an opted-in
+    outside path) and the components below it (the last one is the file's name)."""
+
+    path: str
+    anchor: str
+    parts: tuple[str, ...]
+
+
+def _inside(path: str, root: str) -> bool:
+    return path.startswith(root if root.endswith(os.sep) else root + os.sep)
+
+
+def _place(path: str, roots: Sequence[str], allow_outside: bool) -> _Place:
+    path = os.path.normpath(path)
+    for root in sorted((os.path.normpath(r) for r in roots), key=len, reverse=True):
+        if _inside(path, root):
+            return _Place(path, root, tuple(os.path.relpath(path, root).split(os.sep)))
+    if not allow_outside:
+        raise OutsideWorkspace(
+            f"refusing to undo {path}: it is outside the workspace ({', '.join(roots)}); "
+            "nothing was written (the host may allow it for one undo: allow_outside_workspace)",
+            details={"path": path, "roots": list(roots)},
+        )
+    return _Place(path, os.sep, tuple(p for p in path.split(os.sep) if p))
+
+
+class _Dirs:
+    """Directory descriptors of one undo, opened without following links, kept until the
+    undo is over (see the section comment)."""
+
+    def __init__(self) -> None:
+        self._fds: dict[tuple[str, tuple[str, ...]], int] = {}
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+
+    def parent(self, place: _Place, *, create: bool) -> int | None:
+        """The descriptor of ``place``'s directory; ``None`` if a directory on the way does
+        not exist and ``create`` is false. Missing directories are created only below a
+        workspace root, never outside it."""
+        key: tuple[str, tuple[str, ...]] = (place.anchor, ())
+        fd = self._fds.get(key)
+        if fd is None:
+            # The anchor is the host's own root (its path may go through links it chose).
+            fd = self._fds[key] = os.open(place.anchor, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        for i, part in enumerate(place.parts[:-1]):
+            key = (place.anchor, place.parts[: i + 1])
+            nxt = self._fds.get(key)
+            if nxt is None:
+                nxt = self._fds[key] = self._open_dir(fd, part, place, i, create)
+                if nxt < 0:
+                    del self._fds[key]
+                    return None
+            fd = nxt
+        return fd
+
+    @staticmethod
+    def _open_dir(fd: int, part: str, place: _Place, i: int, create: bool) -> int:
+        shown = os.path.join(place.anchor, *place.parts[: i + 1])
+        try:
+            return os.open(part, _DIR_FLAGS, dir_fd=fd)
+        except FileNotFoundError:
+            if not create:
+                return -1
+            if place.anchor == os.sep:
+                raise OutsideWorkspace(
+                    f"refusing to undo {place.path}: its directory {shown} does not exist and "
+                    "codexrt creates no directory outside the workspace; nothing was written",
+                    details={"path": place.path, "missing": shown},
+                ) from None
+            try:
+                os.mkdir(part, 0o777, dir_fd=fd)
+            except FileExistsError:
+                pass
+            return _Dirs._open_dir(fd, part, place, i, False)
+        except OSError as exc:
+            try:
+                st = os.stat(part, dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                raise exc from None
+            if stat.S_ISLNK(st.st_mode):
+                raise OutsideWorkspace(
+                    f"refusing to undo {place.path}: {shown} is a symbolic link (undo never "
+                    "follows links); nothing was written",
+                    details={"path": place.path, "link": shown},
+                ) from None
+            raise
+
+
+def _read_at(dirs: _Dirs, place: _Place) -> tuple[bytes | None, int | None]:
+    dfd = dirs.parent(place, create=False)
+    if dfd is None:
+        return None, None
+    name = place.parts[-1]
+    try:
+        st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None, None
+    if not stat.S_ISREG(st.st_mode):
+        raise UndoError(
+            f"refusing to undo into {place.path}: not a regular file", code="NOT_A_REGULAR_FILE",
+            details={"path": place.path},
+        )
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):  # swapped since the stat above
+            raise UndoError(
+                f"refusing to undo into {place.path}: not a regular file", code="NOT_A_REGULAR_FILE",
+                details={"path": place.path},
+            )
+        return f.read(), st.st_mode
+
+
+def _write_at(dirs: _Dirs, place: _Place, data: bytes, mode: int | None) -> None:
+    """Write ``data`` so a reader (or a crash) sees the old or the new file, never a partial
+    one: temp file in the same directory (by descriptor), fsync, ``os.replace``."""
+    dfd = dirs.parent(place, create=True)
+    assert dfd is not None
+    name = place.parts[-1]
+    tmp = "." + name[:160] + _TMP_TAG + uuid.uuid4().hex[:12]
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                 dir_fd=dfd)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
+            if mode is None:
+                mode = 0o666 & ~_umask()
+            os.fchmod(f.fileno(), stat.S_IMODE(mode))
             _fsync(f.fileno())
-        if mode is None:
-            mode = 0o666 & ~_umask()
-        os.chmod(tmp, stat.S_IMODE(mode))
-        _replace(tmp, path)
+        _replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
     except BaseException:
         try:
-            os.unlink(tmp)
+            os.unlink(tmp, dir_fd=dfd)
         except OSError:
             pass
         raise
-    _fsync_dir(directory)
+    _fsync_fd(dfd)
 
 
-def _read_state(path: str) -> tuple[bytes | None, int | None]:
+def _delete_at(dirs: _Dirs, place: _Place) -> None:
+    dfd = dirs.parent(place, create=False)
+    if dfd is None:
+        raise FileNotFoundError(2, "No such file or directory", place.path)
+    os.unlink(place.parts[-1], dir_fd=dfd)
+    _fsync_fd(dfd)
+
+
+def _fsync_fd(fd: int) -> None:
     try:
-        st = os.stat(path, follow_symlinks=False)
-    except FileNotFoundError:
-        return None, None
-    if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
-        raise UndoError(
-            f"refusing to undo into {path}: not a regular file", code="NOT_A_REGULAR_FILE",
-            details={"path": path},
-        )
-    with open(path, "rb") as f:
-        return f.read(), st.st_mode
+        _fsync(fd)
+    except OSError:
+        pass
 
 
 # ------------------------------------------------------------------------------ ledger
@@ -794,7 +921,8 @@ class EditLedger:
     # ----------------------------------------------------------------- undo
 
     async def undo_file(
-        self, target: EditKey | tuple[str, str], *, dry_run: bool = False
+        self, target: EditKey | tuple[str, str], *, dry_run: bool = False,
+        allow_outside_workspace: bool = False,
     ) -> UndoReceipt:
         """Undo one file's change(s) (R-EDIT-3); see :meth:`undo_file_sync`.
 
@@ -802,7 +930,8 @@ class EditLedger:
         it: the undo finishes (or fails) atomically, then the cancellation is delivered.
         """
         return await trio.to_thread.run_sync(
-            functools.partial(self.undo_file_sync, target, dry_run=dry_run)
+            functools.partial(self.undo_file_sync, target, dry_run=dry_run,
+                              allow_outside_workspace=allow_outside_workspace)
         )
 
     def _select(self, target: EditKey | tuple[str, str]) -> list[EditEntry]:
@@ -849,7 +978,8 @@ class EditLedger:
             return [self._path_locks.setdefault(p, threading.Lock()) for p in sorted(set(paths))]
 
     def undo_file_sync(
-        self, target: EditKey | tuple[str, str], *, dry_run: bool = False
+        self, target: EditKey | tuple[str, str], *, dry_run: bool = False,
+        allow_outside_workspace: bool = False,
     ) -> UndoReceipt:
         """Blocking undo. ``target`` is one :class:`EditKey`, or ``(thread_id, path)`` for
         every applied, not undone change of that file in that thread (newest first).
@@ -857,6 +987,13 @@ class EditLedger:
         Raises :class:`EditConflict` if the file no longer holds what Codex wrote (nothing
         written), :class:`UndoError` otherwise. With ``dry_run`` nothing is written and the
         receipt shows the reverse diff.
+
+        Confinement: every path read, written or removed (a move's source included) must lie
+        below the cwd of the submission that made the change; a path outside it, or one that
+        goes through a symbolic link to a directory, raises :class:`OutsideWorkspace` and
+        nothing is read or written. ``allow_outside_workspace=True`` lets this one call touch
+        paths outside the cwd — still without following any link, and without creating a
+        missing directory there.
         """
         chosen = self._select(target)
         keys = tuple(e.key for e in chosen)
@@ -866,7 +1003,7 @@ class EditLedger:
             lk.acquire()
         try:
             try:
-                receipt = self._undo_locked(chosen, keys, paths, dry_run)
+                receipt = self._undo_locked(chosen, keys, paths, dry_run, allow_outside_workspace)
             except UndoError as exc:
                 if not dry_run:
                     with self._state:
@@ -884,6 +1021,30 @@ class EditLedger:
         keys: tuple[EditKey, ...],
         paths: set[str],
         dry_run: bool,
+        allow_outside: bool = False,
+    ) -> UndoReceipt:
+        places: dict[str, _Place] = {}
+        for e in chosen:
+            for p in e.paths:
+                try:
+                    places.setdefault(p, _place(p, [e.cwd], allow_outside))
+                except OutsideWorkspace as exc:
+                    exc.details["keys"] = [k.to_dict() for k in keys]
+                    raise
+        dirs = _Dirs()
+        try:
+            return self._undo_confined(chosen, keys, paths, dry_run, places, dirs)
+        finally:
+            dirs.close()
+
+    def _undo_confined(
+        self,
+        chosen: list[EditEntry],
+        keys: tuple[EditKey, ...],
+        paths: set[str],
+        dry_run: bool,
+        places: dict[str, _Place],
+        dirs: _Dirs,
     ) -> UndoReceipt:
         with self._state:
             gone = [k for k in keys if k in self._undone]
@@ -895,7 +1056,10 @@ class EditLedger:
         modes: dict[str, int | None] = {}
         for p in sorted(paths):
             try:
-                data, mode = _read_state(p)
+                data, mode = _read_at(dirs, places[p])
+            except OutsideWorkspace as exc:
+                exc.details["keys"] = [k.to_dict() for k in keys]
+                raise
             except OSError as exc:
                 raise UndoError(
                     f"could not read {p}: {exc.strerror or exc}", code="UNDO_IO",
@@ -927,14 +1091,17 @@ class EditLedger:
         receipt = UndoReceipt(keys, dry_run, "".join(diffs), ops)
         if dry_run:
             return receipt
+        _after_check([op.path for op in ops])
         done: list[str] = []
         for op in ops:
             try:
                 if op.content is None:
-                    os.unlink(op.path)
-                    _fsync_dir(os.path.dirname(op.path) or ".")
+                    _delete_at(dirs, places[op.path])
                 else:
-                    _atomic_write(op.path, op.content.encode("utf-8"), modes.get(op.path))
+                    _write_at(dirs, places[op.path], op.content.encode("utf-8"), modes.get(op.path))
+            except OutsideWorkspace as exc:
+                exc.details.update(written=done, keys=[k.to_dict() for k in keys])
+                raise
             except OSError as exc:
                 raise UndoError(
                     f"undo of {op.path} failed: {exc.strerror or exc}"

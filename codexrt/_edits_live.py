@@ -516,6 +516,7 @@ async def run_edit_command(live: LiveEdits, name: str, params: Mapping[str, Any]
             target = _key_from(params["key"], tid)
         else:
             target = (tid, _resolve_in(te, params["path"]))
-        receipt = await led.undo_file(target, dry_run=bool(params.get("dryRun")))
+        receipt = await led.undo_file(target, dry_run=bool(params.get("dryRun")),
+                                      allow_outside_workspace=params.get("allowOutsideWorkspace") is True)
         return receipt.to_dict()
     raise CodexError(f"not an edit command: {name}", code="UNKNOWN_COMMAND")

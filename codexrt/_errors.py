@@ -41,6 +41,7 @@ __all__ = [
     "PatchFormatError",
     "BinaryContentError",
     "UndoError",
+    "OutsideWorkspace",
     "EditConflict",
     "ReviewError",
     "CHILD_EXITED_PREFIX",
@@ -268,6 +269,16 @@ class EditConflict(UndoError):
             },
         )
         self.conflict = conflict
+
+
+class OutsideWorkspace(UndoError):
+    """An undo would write, delete or read outside the submission's workspace (a ``..`` or
+    absolute path outside it, or a symbolic link to a directory along the path); nothing was
+    touched. ``details['path']`` names the path, ``details['roots']`` the allowed roots. The
+    host may opt in per call (``allow_outside_workspace=True``); symbolic links along the path
+    are refused even then."""
+
+    code = "OUTSIDE_WORKSPACE"
 
 
 class ReviewError(CodexError):

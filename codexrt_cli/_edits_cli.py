@@ -73,6 +73,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     _common(u)
     u.add_argument("path", metavar="PATH", help="the file, as `codexrt edits` lists it")
     u.add_argument("--dry-run", action="store_true", help="print the reverse diff; write nothing")
+    u.add_argument("--allow-outside-workspace", action="store_true",
+                   help="allow this undo to write, restore or remove files outside the thread's working "
+                        "directory (refused by default; symbolic links are never followed)")
     u.set_defaults(func=_undo_main)
     return p
 
@@ -88,7 +91,8 @@ def _edits_main(args: argparse.Namespace) -> int:
 
 def _undo_main(args: argparse.Namespace) -> int:
     return trio.run(lambda: undo_path(args.thread_id, args.path, config=_config(args), dry_run=args.dry_run,
-                                      as_json=args.json, state_dir=args.state_dir))
+                                      as_json=args.json, state_dir=args.state_dir,
+                                      allow_outside_workspace=args.allow_outside_workspace))
 
 
 async def _load(thread_id: str, config: RuntimeConfig, state_dir: str | None) -> ThreadEdits:
@@ -151,8 +155,10 @@ def _table(te: ThreadEdits, views: list[dict[str, Any]]) -> str:
 
 async def undo_path(thread_id: str, path: str, *, config: RuntimeConfig, dry_run: bool = False,
                     as_json: bool = False, state_dir: str | None = None, out: TextIO | None = None,
-                    err: TextIO | None = None) -> int:
-    """``codexrt undo``: reverse one file's changes in the thread; returns the exit status."""
+                    err: TextIO | None = None, allow_outside_workspace: bool = False) -> int:
+    """``codexrt undo``: reverse one file's changes in the thread; returns the exit status.
+    A change outside the thread's working directory is refused (``OUTSIDE_WORKSPACE``) unless
+    ``allow_outside_workspace``."""
     out = out or sys.stdout
     err = err or sys.stderr
     try:
@@ -162,7 +168,8 @@ async def undo_path(thread_id: str, path: str, *, config: RuntimeConfig, dry_run
     led: EditLedger = te.ledger
     target = os.path.normpath(os.path.join(te.meta.cwd, path))  # relative to the submission's cwd
     try:
-        receipt = await led.undo_file((thread_id, target), dry_run=dry_run)
+        receipt = await led.undo_file((thread_id, target), dry_run=dry_run,
+                                      allow_outside_workspace=allow_outside_workspace)
     except EditConflict as exc:
         if as_json:
             out.write(json.dumps({"ok": False, "error": exc.to_dict()}) + "\n")

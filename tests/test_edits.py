@@ -376,7 +376,7 @@ async def test_r_edit_3_failed_replace_leaves_old_file_and_keeps_record(tree: Pa
     cx = Codex(tree)
     e, = record(ledger, tree, cx.update("src/big.txt", NEW))
 
-    def boom(src, dst):
+    def boom(src, dst, **kw):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(edits, "_replace", boom)
@@ -397,9 +397,9 @@ import json, os, signal, sys
 import codexrt._edits as edits
 args = json.loads(sys.argv[1])
 real = os.replace
-def crash(src, dst):
+def crash(src, dst, **kw):
     if args["when"] == "after":
-        real(src, dst)
+        real(src, dst, **kw)
     os.kill(os.getpid(), signal.SIGKILL)
 edits._replace = crash
 led = edits.EditLedger(session_id="s", store=edits.EditStore(args["store"]))
