@@ -78,7 +78,15 @@ _LAZY = {
 }
 
 
+#: Submodules reachable as attributes after a plain ``import codexrt``.
+_SUBMODULES = frozenset({"aio", "blocking"})
+
+
 def __getattr__(name: str) -> object:
+    if name in _SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"codexrt.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'codexrt' has no attribute {name!r}")

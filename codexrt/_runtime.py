@@ -1527,7 +1527,15 @@ async def open_runtime(config: RuntimeConfig | None = None, **kwargs: Any) -> As
     """``async with open_runtime(RuntimeConfig(...)) as rt:`` — a supervised app-server for
     one channel. Nothing is spawned until the first operation (or ``rt.ensure_started()``).
     Leaving the block stops the active operation (within the stop budget), cancels queued
-    ones, and reaps the child. Cancelling the block does the same, shielded."""
+    ones, and reaps the child. Cancelling the block does the same, shielded.
+
+    This is a Trio API: under asyncio (``asyncio.run``, Jupyter) use :mod:`codexrt.aio`, from
+    plain synchronous code :mod:`codexrt.blocking`."""
+    try:
+        trio.lowlevel.current_task()
+    except RuntimeError:
+        raise RuntimeError("codexrt.open_runtime() runs under Trio; from asyncio use "
+                           "codexrt.aio.open_runtime(), from synchronous code codexrt.blocking.connect()") from None
     if config is None:
         config = RuntimeConfig(**kwargs)
     elif kwargs:

@@ -2,7 +2,7 @@
 
 ``python -m codexrt_cli._apidoc`` rewrites the file; ``--check`` exits 1 when it is stale
 (``tests/test_docs_snippets.py`` runs the same comparison). The public API is what
-``codexrt.__all__`` and ``codexrt.blocking.__all__`` list; for a class, its public methods and
+``codexrt.__all__``, ``codexrt.aio.__all__`` and ``codexrt.blocking.__all__`` list; for a class, its public methods and
 properties defined in codexrt. Output is deterministic (no addresses, no dates) so the
 staleness test compares text.
 """
@@ -22,7 +22,7 @@ __all__ = ["render", "main", "API_MD", "MODULES"]
 
 API_MD = Path(__file__).resolve().parent.parent / "docs" / "api.md"
 #: Documented modules, in order.
-MODULES = ("codexrt", "codexrt.blocking")
+MODULES = ("codexrt", "codexrt.aio", "codexrt.blocking")
 _ADDR = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
