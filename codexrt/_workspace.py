@@ -24,10 +24,38 @@ Theory of operation
 Binary files are never inlined: Git prints ``Binary files … differ`` (we pass neither
 ``--binary`` nor ``--text``) and their paths are listed in ``binary_files``.
 
-Safety: Git is started with ``--no-ext-diff --no-textconv`` and ``core.fsmonitor=false`` so
-a repository's own config cannot make us run its programs, with ``GIT_OPTIONAL_LOCKS=0`` so
-a read never takes the index lock from a concurrent ``git commit``, and with ``LC_ALL=C`` so
-error texts are stable. Children run in their own process group (a wrapper script's
+Git runs only git (issue 18). A repository is untrusted input: its config and attributes
+may name programs (filter ``clean``/``smudge``/``process`` drivers, ``textconv``, external
+diff, ``core.fsmonitor``, hooks, pager, signature checkers, transports for a lazy fetch). Each
+way is closed explicitly:
+
+* **filter drivers** — before the diff, ``git config --list -z`` (the same config sources,
+  includes and environment the diff commands will read) names every ``filter.<name>.*``
+  driver; each is overridden for the diff commands with an empty ``clean``/``smudge``/
+  ``process`` and ``required=false`` (git runs no program for an empty command) through
+  ``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n``, which beat every config file
+  and carry any subsection name. A driver named only in ``.gitattributes`` with no config runs
+  nothing anyway. So the unstaged and untracked diffs compare the **raw** work-tree bytes.
+  Works with git 2.39 (Debian 12), which has no ``--attr-source``;
+* **textconv and external diff** — ``--no-textconv --no-ext-diff`` on every ``diff``
+  (``GIT_EXTERNAL_DIFF`` is dropped from the environment);
+* **fsmonitor and hooks** — ``-c core.fsmonitor=false -c core.hooksPath=/dev/null`` (no command
+  we run fires a hook; this is belt and braces);
+* **pager** — git starts a pager only when stdout is a terminal; ours is a pipe (and
+  ``GIT_PAGER``/``PAGER`` are ``cat``);
+* **submodules** — ``--ignore-submodules=dirty``: a submodule's new commit is shown, but no
+  ``git status`` runs inside it (its own config could name drivers we never saw);
+* **transports** (a lazy fetch of a partial clone could start ``core.sshCommand``, an
+  ``ext::`` URL or ``uploadpack``) — ``GIT_ALLOW_PROTOCOL=none`` allows no protocol at all,
+  ``GIT_NO_LAZY_FETCH=1`` (newer git) stops the fetch earlier;
+* **signatures** — ``-c log.showSignature=false`` (no ``gpg.program``; we run no ``log`` anyway).
+
+Limit: the driver list is read once per call; a config file rewritten *between* that read and
+the diff (by another process racing us) is not covered. ``tests/test_workspace_diff_hostile.py``
+configures every hostile driver above and checks that none runs.
+
+Also ``GIT_OPTIONAL_LOCKS=0`` so a read never takes the index lock from a concurrent
+``git commit``, and ``LC_ALL=C`` so error texts are stable. Children run in their own process group (a wrapper script's
 grandchildren die with it) and are always reaped, also on cancellation.
 
 :func:`run_limited` is the bounded-subprocess primitive used here and by the context probe.
@@ -270,6 +298,8 @@ class _Reader:
             self.git,
             "-c", "core.quotepath=false",
             "-c", "core.fsmonitor=false",
+            "-c", "core.hooksPath=/dev/null",
+            "-c", "log.showSignature=false",
             "-c", "diff.noprefix=false",
             "-c", "diff.mnemonicPrefix=false",
             "-c", "color.ui=false",
@@ -310,12 +340,30 @@ class _Reader:
                 if path not in self.binary:
                     self.binary.append(path)
 
+    async def neutralize_filters(self) -> None:
+        """Override every ``filter.<name>`` driver the config defines with empty commands
+        (see the module doc). A config too large to list is an error, not a guess."""
+        listing = await self.run("config", "--list", "-z")
+        if self.truncated:
+            raise _GitFailed(DiffStatus.ERROR, "the repository's git config is too large to check for filter drivers")
+        names: set[str] = set()
+        for entry in listing.split(b"\0"):
+            key = entry.split(b"\n", 1)[0].decode("utf-8", "surrogateescape")
+            section, _, rest = key.partition(".")
+            if section.lower() == "filter" and "." in rest:
+                names.add(rest.rpartition(".")[0])
+        overrides = [(f"filter.{n}.{var}", val) for n in sorted(names)
+                     for var, val in (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false"))]
+        self.env = _with_config(self.env, overrides)
+
     async def read(self, max_untracked: int) -> None:
-        self.staged = _decode(await self.run("diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv"))
+        self.staged = _decode(await self.run("diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv",
+                                             "--ignore-submodules=dirty"))
         self.note_binaries(self.staged)
         if self.truncated:
             return
-        self.unstaged = _decode(await self.run("diff", "--no-color", "--no-ext-diff", "--no-textconv"))
+        self.unstaged = _decode(await self.run("diff", "--no-color", "--no-ext-diff", "--no-textconv",
+                                               "--ignore-submodules=dirty"))
         self.note_binaries(self.unstaged)
         if self.truncated:
             return
@@ -377,7 +425,26 @@ def _git_env(env: Mapping[str, str] | None) -> dict[str, str]:
         }
     )
     base.pop("GIT_EXTERNAL_DIFF", None)
+    # No transport at all (no protocol is named "none"): a lazy fetch cannot start a program.
+    base["GIT_ALLOW_PROTOCOL"] = "none"
+    base["GIT_NO_LAZY_FETCH"] = "1"
     return base
+
+
+def _with_config(env: Mapping[str, str], pairs: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """``env`` plus config ``pairs`` as ``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n`` entries
+    appended after any the caller's environment already has (later entries win)."""
+    out = dict(env)
+    try:
+        n = int(out.get("GIT_CONFIG_COUNT", "0"))
+    except ValueError:
+        n = 0
+    for key, value in pairs:
+        out[f"GIT_CONFIG_KEY_{n}"] = key
+        out[f"GIT_CONFIG_VALUE_{n}"] = value
+        n += 1
+    out["GIT_CONFIG_COUNT"] = str(n)
+    return out
 
 
 async def read_workspace_diff(
@@ -455,8 +522,10 @@ async def read_workspace_diff(
             root = top.decode("utf-8", "surrogateescape").strip() or None
             if root is None or probe.truncated:
                 return done(DiffStatus.ERROR, message="git rev-parse gave no work-tree root")
-            reader = _Reader(git_path, root, genv, max_bytes, max_stderr_bytes, redact)
-            reader.stderr_truncated = probe.stderr_truncated
+            config = _Reader(git_path, root, genv, 1 << 20, max_stderr_bytes, redact)
+            await config.neutralize_filters()
+            reader = _Reader(git_path, root, config.env, max_bytes, max_stderr_bytes, redact)
+            reader.stderr_truncated = probe.stderr_truncated or config.stderr_truncated
             await reader.read(max_untracked_files)
         except _GitFailed as exc:
             return done(exc.status, reader, exc.message, root)
