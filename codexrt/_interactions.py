@@ -104,6 +104,7 @@ __all__ = [
     "PlanExecution",
     "privacy_record_for",
     "INTERACTION_COMMANDS",
+    "interaction_kind",
 ]
 
 #: Server request method → short kind name.
@@ -130,6 +131,7 @@ DEFAULT_DEADLINES: dict[str, float | None] = {
     "permissionsApproval": 4 * _HOURS,
     "userInput": 4 * _HOURS,
     "elicitation": 4 * _HOURS,
+    "mcpToolApproval": 4 * _HOURS,
     "legacyExecApproval": 4 * _HOURS,
     "legacyPatchApproval": 4 * _HOURS,
     "dynamicToolCall": 600.0,
@@ -294,6 +296,22 @@ def _check_elicitation(result: dict[str, Any], params: Mapping[str, Any]) -> Non
     if not isinstance(action, str) or action not in ELICITATION_ACTIONS:
         raise _invalid("elicitation replies need action accept/decline/cancel")
     content = result.get("content")
+    if elic.is_tool_approval(params):
+        # An MCP tool-call approval: accept is {content: {}}, remembered only as offered.
+        parsed = elic.parse_elicitation(params)
+        meta = result.get("_meta")
+        if meta is not None:
+            if action != "accept" or not isinstance(meta, dict) or set(meta) != {"persist"} \
+                    or meta["persist"] not in parsed.persist_choices:
+                raise _invalid(f"_meta of a tool-call approval is {{persist: one of {list(parsed.persist_choices)}}} "
+                               "on an accept only")
+        if action == "accept" and content != {}:
+            raise _invalid("an MCP tool-call approval is accepted with content: {}")
+        if action != "accept" and content is not None:
+            raise _invalid(f"a {action} elicitation reply carries content: null")
+        return
+    if result.get("_meta") is not None and not isinstance(result.get("_meta"), dict):
+        raise _invalid("_meta must be an object")
     if action != "accept":
         if content is not None:
             raise _invalid(f"a {action} elicitation reply carries content: null")
@@ -368,11 +386,22 @@ def safe_negative_reply(method: str, params: Mapping[str, Any] | None = None) ->
     if kind == "userInput":
         return {"answers": {}}
     if kind == "elicitation":
-        return elic.cancel_reply()
+        # an MCP tool-call approval is refused; a question is cancelled (nothing answered)
+        return elic.decline_reply() if elic.is_tool_approval(params or {}) else elic.cancel_reply()
     if kind == "dynamicToolCall":
         return {"contentItems": [{"type": "inputText", "text": "the client did not run this tool"}],
                 "success": False}
     raise InteractionError(f"no safe reply is known for {method}", code="INTERACTION_INVALID_REPLY")
+
+
+def interaction_kind(method: str, params: Any = None) -> str:
+    """The kind of a server request: :data:`METHOD_KINDS`, except that the real server's MCP
+    tool-call approval (an elicitation whose ``_meta.codex_approval_kind`` is
+    ``"mcp_tool_call"``) is ``mcpToolApproval`` — an approval, not a form."""
+    kind = METHOD_KINDS.get(method, "unknown")
+    if kind == "elicitation" and elic.is_tool_approval(params):
+        return "mcpToolApproval"
+    return kind
 
 
 def _wall_ms() -> int:
@@ -391,10 +420,10 @@ class Interaction:
                  deadline: float | None) -> None:
         self.runtime = runtime
         self.method = request.method
-        self.kind = METHOD_KINDS.get(request.method, "unknown")
         # A snapshot: replays show what the server asked, whatever the host did to its copy.
         params = request.params if isinstance(request.params, dict) else {}
         self.params: dict[str, Any] = json.loads(json.dumps(params))
+        self.kind = interaction_kind(request.method, self.params)
         self._request_id = request.id
         self.generation = generation
         self.session_epoch = runtime.session_epoch
@@ -444,7 +473,7 @@ class Interaction:
             "state": self.state,
             "deadlineMs": self.deadline_ms,
         }
-        if self.kind == "elicitation":
+        if self.kind in ("elicitation", "mcpToolApproval"):
             out["elicitation"] = elic.parse_elicitation(self.params).to_wire()
         if replayed:
             out["replayed"] = True
@@ -459,8 +488,10 @@ class Interaction:
         await self.runtime.respond_interaction_error(self.key, self.dialog_token, code, message)
 
     async def accept(self) -> None:
-        """Approve (command / file change / legacy approvals only)."""
-        if self.kind in ("legacyExecApproval", "legacyPatchApproval"):
+        """Approve (command / file change / MCP tool call / legacy approvals only)."""
+        if self.kind == "mcpToolApproval":
+            await self.respond(elic.tool_approval_reply(self.elicitation(), approve=True))
+        elif self.kind in ("legacyExecApproval", "legacyPatchApproval"):
             await self.respond({"decision": "approved"})
         elif self.kind in ("commandApproval", "fileChangeApproval"):
             await self.respond({"decision": "accept"})
@@ -468,7 +499,9 @@ class Interaction:
             raise _invalid(f"accept() is for command/file approvals; use the {self.kind} helpers")
 
     async def accept_for_session(self) -> None:
-        if self.kind in ("legacyExecApproval", "legacyPatchApproval"):
+        if self.kind == "mcpToolApproval":
+            await self.respond(elic.tool_approval_reply(self.elicitation(), approve=True, persist="session"))
+        elif self.kind in ("legacyExecApproval", "legacyPatchApproval"):
             await self.respond({"decision": "approved_for_session"})
         elif self.kind in ("commandApproval", "fileChangeApproval"):
             await self.respond({"decision": "acceptForSession"})
@@ -509,6 +542,13 @@ class Interaction:
         """Form mode: restore the schema's types and send ``{action: "accept", content}``."""
         await self.respond(elic.accept_reply(self.elicitation(), answers))
 
+    async def decline_elicitation(self) -> None:
+        """Form or URL mode: the user said no (``{action: "decline", content: null}``).
+        :meth:`cancel` is the user dismissing it without a choice."""
+        if self.kind != "elicitation":
+            raise _invalid(f"decline_elicitation() is for MCP elicitations, not {self.kind}")
+        await self.respond(elic.decline_reply())
+
     async def accept_url_elicitation(self) -> None:
         """URL mode, only after the user explicitly opened :attr:`Elicitation.url`."""
         await self.respond(elic.url_accept_reply(self.elicitation()))
@@ -521,7 +561,7 @@ class Interaction:
 #: A policy: awaited with each new interaction in its own task; returns a reply or None.
 InteractionPolicy = Callable[[Interaction], Awaitable[Any]]
 
-_APPROVAL_KINDS = frozenset({"commandApproval", "fileChangeApproval", "permissionsApproval",
+_APPROVAL_KINDS = frozenset({"commandApproval", "fileChangeApproval", "permissionsApproval", "mcpToolApproval",
                              "legacyExecApproval", "legacyPatchApproval"})
 
 
@@ -688,8 +728,8 @@ class InteractionRegistry:
     def __repr__(self) -> str:
         return f"<InteractionRegistry pending={len(self.pending())} total={len(self.by_key)}>"
 
-    def deadline_for(self, method: str) -> float | None:
-        return self.deadlines.get(METHOD_KINDS.get(method, ""))
+    def deadline_for(self, method: str, params: Any = None) -> float | None:
+        return self.deadlines.get(interaction_kind(method, params))
 
     def set_deadlines(self, changes: Mapping[str, float | None]) -> None:
         for kind, seconds in changes.items():

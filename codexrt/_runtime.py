@@ -800,7 +800,7 @@ class Runtime:
     def _on_server_request(self, req: ServerRequest, gen: int) -> None:
         """On the reader: register, publish, and start the deadline watcher and the policy (if
         any) as tasks of the runtime nursery — nothing here waits."""
-        inter = Interaction(self, req, gen, self._registry.next_sequence(), self._registry.deadline_for(req.method))
+        inter = Interaction(self, req, gen, self._registry.next_sequence(), self._registry.deadline_for(req.method, req.params))
         self._registry.add(inter)
         op = self._op_for(inter.thread_id, inter.turn_id)
         ev = self._event("interactionRequested", inter.to_wire(), op=op, thread_id=inter.thread_id,

@@ -23,6 +23,9 @@ How a response is chosen, per model request (first rule that applies):
    ``[[mock:reasoning]]`` / ``:<summary>`` stream a reasoning summary first
    ``[[mock:exec:<shell command>]]``       function call ``exec_command {"cmd": ...}``
    ``[[mock:patch:<path>:<content>]]``     ``apply_patch`` (add file) through ``exec_command``
+   ``[[mock:mcp:<server>:<tool>]]`` /      an MCP tool call: a ``function_call`` named ``<tool>``
+   ``…:<tool>:<json arguments>``           with ``namespace: "mcp__<server>"`` (how the real
+                                           server offers MCP tools to the model)
    ``[[mock:hang]]``                       ``response.created``, then keep-alives until the
                                            client goes away (or :data:`HANG_CAP_S`)
    ``[[mock:fail]]`` / ``:<message>``      ``response.failed``
@@ -80,7 +83,7 @@ _DIRECTIVE = re.compile(r"\[\[mock:([a-z0-9_]+)(?::(.*?))?\]\]", re.DOTALL)
 class Script:
     """What the mock model does for one request.
 
-    ``kind`` is one of ``"text"``, ``"exec"``, ``"patch"``, ``"hang"``, ``"fail"``, ``"http"``.
+    ``kind`` is one of ``"text"``, ``"exec"``, ``"patch"``, ``"call"``, ``"hang"``, ``"fail"``, ``"http"``.
     Build them with the class methods; ``reasoning`` (a summary text) may prefix any kind that
     streams output (text, exec, patch).
     """
@@ -94,6 +97,9 @@ class Script:
     exec_extra: dict[str, Any] | None = None
     error_message: str = "mock failure"
     http_status: int = 500
+    call_name: str | None = None
+    call_namespace: str | None = None
+    call_arguments: str | None = None
 
     @classmethod
     def reply(cls, text: str = DEFAULT_TEXT, *, deltas: int | None = None,
@@ -117,6 +123,14 @@ class Script:
         """Add the file ``path`` with ``content`` via ``apply_patch`` inside ``exec_command``
         (this is how the real server reaches a ``fileChange`` item for an unknown model)."""
         return cls("patch", cmd=patch_command(path, content), reasoning=reasoning)
+
+    @classmethod
+    def mcp_tool(cls, server: str, tool: str, arguments: dict[str, Any] | None = None, *,
+                 reasoning: str | None = None) -> "Script":
+        """A call of MCP tool ``tool`` of ``server``: a ``function_call`` with ``name: tool`` and
+        ``namespace: "mcp__<server>"`` (the flat ``mcp__<server>__<tool>`` is not recognised)."""
+        return cls("call", call_name=tool, call_namespace=f"mcp__{server}",
+                   call_arguments=json.dumps(arguments or {}), reasoning=reasoning)
 
     @classmethod
     def hang(cls) -> "Script":
@@ -143,6 +157,8 @@ class Script:
             bits.append(f"cmd={self.cmd[:60]!r}")
         if self.kind == "http":
             bits.append(str(self.http_status))
+        if self.call_name is not None:
+            bits.append(f"call={self.call_namespace}.{self.call_name}")
         return " ".join(bits)
 
 
@@ -168,6 +184,7 @@ def parse_directives(text: str) -> Script | None:
     cmd: str | None = None
     message = "mock failure"
     status = 500
+    call: Script | None = None
     for name, arg in found:
         if name == "text":
             reply = arg or ""
@@ -189,6 +206,13 @@ def parse_directives(text: str) -> Script | None:
             kind, message = "fail", arg or "mock failure"
         elif name == "http500":
             kind, status = "http", 500
+        elif name == "mcp":
+            server, _, rest = (arg or "").partition(":")
+            tool, _, raw_args = rest.partition(":")
+            call = Script.mcp_tool(server, tool, json.loads(raw_args) if raw_args.strip() else {})
+            kind = "call"
+    if kind == "call" and call is not None:
+        return dataclasses.replace(call, reasoning=reasoning)
     if kind == "text" and deltas is not None and reply is None:
         return Script("text", text=None, deltas=deltas, delta_interval=interval, reasoning=reasoning)
     return Script(kind, text=reply if reply is not None else (DEFAULT_TEXT if kind == "text" else None),
@@ -405,6 +429,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if script.kind in ("exec", "patch"):
             args = {"cmd": script.cmd, **(script.exec_extra or {})}
             self._function_call(rec.seq, out_index, "exec_command", json.dumps(args))
+        elif script.kind == "call":
+            self._function_call(rec.seq, out_index, script.call_name or "", script.call_arguments or "{}",
+                                namespace=script.call_namespace)
         else:
             self._message(rec.seq, out_index, script)
         self._event("response.completed", response={
@@ -454,16 +481,17 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self._event("response.output_item.done", output_index=idx, item={
             "type": "message", "id": item_id, "role": "assistant", "status": "completed", "content": [part]})
 
-    def _function_call(self, seq: int, idx: int, name: str, arguments: str) -> None:
+    def _function_call(self, seq: int, idx: int, name: str, arguments: str, *, namespace: str | None = None) -> None:
         item_id = f"fc_mock_{seq}_{idx}"
         call_id = f"call_mock_{seq}_{idx}"
+        ns = {"namespace": namespace} if namespace else {}
         self._event("response.output_item.added", output_index=idx, item={
-            "type": "function_call", "id": item_id, "call_id": call_id, "name": name,
+            "type": "function_call", "id": item_id, "call_id": call_id, "name": name, **ns,
             "arguments": "", "status": "in_progress"})
         self._event("response.function_call_arguments.delta", item_id=item_id, output_index=idx, delta=arguments)
         self._event("response.function_call_arguments.done", item_id=item_id, output_index=idx, arguments=arguments)
         self._event("response.output_item.done", output_index=idx, item={
-            "type": "function_call", "id": item_id, "call_id": call_id, "name": name,
+            "type": "function_call", "id": item_id, "call_id": call_id, "name": name, **ns,
             "arguments": arguments, "status": "completed"})
 
 

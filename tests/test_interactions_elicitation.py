@@ -132,3 +132,53 @@ def test_r_int_4_restoration_round_trips_text_inputs(port, ratio, tls):
                                   "tls": "true" if tls else "false"})
     assert content["port"] == port and content["tls"] is tls
     assert content["ratio"] == pytest.approx(float(ratio))
+
+
+# The real server's MCP tool-call approval (0.169.0, recorded in docs/real-server-notes.md).
+TOOL_APPROVAL = {
+    "threadId": "t1", "turnId": "u1", "serverName": "testsrv", "mode": "form",
+    "_meta": {"codex_approval_kind": "mcp_tool_call", "persist": ["session", "always"], "tool_name": "echo",
+              "tool_description": "Echo the text back.", "tool_params": {"text": "hi"},
+              "tool_params_display": [{"name": "text", "value": "hi", "display_name": "text"}]},
+    "message": "Allow the testsrv MCP server to run tool \"echo\"?",
+    "requestedSchema": {"type": "object", "properties": {}},
+}
+
+
+def test_r_int_4_mcp_tool_call_approval_is_an_approval_not_an_empty_form():
+    from codexrt._interactions import interaction_kind
+
+    el = parse_elicitation(TOOL_APPROVAL)
+    assert el.mode == "toolApproval" and el.fields == ()
+    wire = el.to_wire()["toolApproval"]
+    assert wire == {"tool": "echo", "toolDescription": "Echo the text back.", "params": {"text": "hi"},
+                    "paramsDisplay": [{"name": "text", "value": "hi", "display_name": "text"}],
+                    "persistChoices": ["session", "always"]}
+    assert interaction_kind("mcpServer/elicitation/request", TOOL_APPROVAL) == "mcpToolApproval"
+    # the MCP server's own form (``_meta: null`` on the real server) stays an elicitation
+    assert interaction_kind("mcpServer/elicitation/request", {**FORM, "_meta": None}) == "elicitation"
+
+
+def test_r_int_4_mcp_tool_call_approval_replies_and_safe_negative():
+    from codexrt._interactions import safe_negative_reply, validate_reply
+    from codexrt._sansio._elicitation import tool_approval_reply
+
+    el = parse_elicitation(TOOL_APPROVAL)
+    method = "mcpServer/elicitation/request"
+    assert tool_approval_reply(el, approve=True) == {"action": "accept", "content": {}}
+    assert tool_approval_reply(el, approve=True, persist="session") == {
+        "action": "accept", "content": {}, "_meta": {"persist": "session"}}
+    assert tool_approval_reply(el, approve=False) == {"action": "decline", "content": None}
+    with pytest.raises(InteractionError):
+        tool_approval_reply(el, approve=True, persist="forever")  # not offered
+    # never granted by default: the deadline/policy reply refuses the call
+    assert safe_negative_reply(method, TOOL_APPROVAL) == {"action": "decline", "content": None}
+    for ok in ({"action": "accept", "content": {}}, {"action": "accept", "content": {}, "_meta": {"persist": "always"}},
+               {"action": "decline", "content": None}, {"action": "cancel", "content": None}):
+        validate_reply(method, ok, TOOL_APPROVAL)
+    for bad in ({"action": "accept", "content": {"x": 1}}, {"action": "accept", "content": None},
+                {"action": "accept", "content": {}, "_meta": {"persist": "forever"}},
+                {"action": "decline", "content": None, "_meta": {"persist": "session"}}):
+        with pytest.raises(InteractionError) as info:
+            validate_reply(method, bad, TOOL_APPROVAL)
+        assert info.value.code == "INTERACTION_INVALID_REPLY"

@@ -7,12 +7,19 @@ gets *strings* back (text boxes, toggles, pickers); the MCP server wants the sch
 This module is the pure, no-I/O bridge:
 
 * :func:`parse_elicitation` turns the params into an :class:`Elicitation`: ``mode`` is
-  ``form``, ``url`` or ``unsupported`` (the experimental ``openai/form`` / ``openaiForm`` modes
+  ``form``, ``url``, ``toolApproval`` or ``unsupported`` (the experimental ``openai/form`` / ``openaiForm`` modes
   with an arbitrary schema, ``openai/userVerification`` whose proof codexrt cannot produce, or a
   form whose properties do not fit the MCP primitives). Each form property becomes an
   :class:`ElicitationField` whose ``id`` is the property name — stable across replays and
   sessions, and the key the MCP server expects back. ``required`` comes from the schema's
   ``required`` list only.
+* ``toolApproval``: the real app-server (0.169.0) asks to approve an MCP *tool call* with this
+  same method — a field-less form whose ``_meta`` carries ``codex_approval_kind:
+  "mcp_tool_call"``, ``tool_name``, ``tool_params`` (``tool_params_display``) and the
+  ``persist`` choices (``["session", "always"]``). It is an approval, not a question:
+  :func:`tool_approval_reply` builds ``{action: "accept", content: {}}`` (plus
+  ``_meta: {persist: "session"|"always"}`` when the host chose to remember it), and the safe
+  negative is ``{action: "decline", content: null}``.
 * :func:`restore_content` turns the host's answers (strings or already-typed values) back into
   the schema's types (string / number / integer / boolean / array of strings), enforcing
   ``required``, enum membership and the numeric/length bounds, and drops empty optional fields.
@@ -51,6 +58,9 @@ __all__ = [
     "cancel_reply",
     "decline_reply",
     "url_accept_reply",
+    "tool_approval_reply",
+    "is_tool_approval",
+    "TOOL_APPROVAL_KIND",
 ]
 
 ELICITATION_METHOD = "mcpServer/elicitation/request"
@@ -122,6 +132,11 @@ class Elicitation:
     url: str | None = None
     elicitation_id: str | None = None
     unsupported_reason: str | None = None
+    tool_name: str | None = None
+    tool_description: str | None = None
+    tool_params: Any = None
+    tool_params_display: tuple[dict[str, Any], ...] = ()
+    persist_choices: tuple[str, ...] = ()
 
     def field(self, field_id: str) -> ElicitationField | None:
         for f in self.fields:
@@ -137,6 +152,10 @@ class Elicitation:
         if self.mode == "url":
             out["url"] = self.url
             out["elicitationId"] = self.elicitation_id
+        if self.mode == "toolApproval":
+            out["toolApproval"] = {"tool": self.tool_name, "toolDescription": self.tool_description,
+                                   "params": self.tool_params, "paramsDisplay": list(self.tool_params_display),
+                                   "persistChoices": list(self.persist_choices)}
         if self.unsupported_reason is not None:
             out["unsupportedReason"] = self.unsupported_reason
         return out
@@ -231,6 +250,29 @@ def _field(name: str, prop: Any, required: bool) -> ElicitationField:
     raise _Unsupported(f"property {name!r} has unsupported type {t!r}")
 
 
+#: ``_meta.codex_approval_kind`` of the real server's MCP tool-call approval.
+TOOL_APPROVAL_KIND = "mcp_tool_call"
+
+
+def is_tool_approval(params: Any) -> bool:
+    """True for the real server's MCP tool-call approval (``_meta.codex_approval_kind``)."""
+    meta = params.get("_meta") if isinstance(params, Mapping) else None
+    return isinstance(meta, Mapping) and meta.get("codex_approval_kind") == TOOL_APPROVAL_KIND
+
+
+def _tool_approval(p: Mapping[str, Any], base: dict[str, Any]) -> Elicitation:
+    meta = p.get("_meta") if isinstance(p.get("_meta"), Mapping) else {}
+    persist = meta.get("persist")
+    display = meta.get("tool_params_display")
+    return Elicitation("toolApproval", tool_name=_str_or_none(meta.get("tool_name")),
+                       tool_description=_str_or_none(meta.get("tool_description")),
+                       tool_params=meta.get("tool_params"),
+                       tool_params_display=tuple(d for d in display if isinstance(d, dict))
+                       if isinstance(display, list) else (),
+                       persist_choices=tuple(x for x in persist if isinstance(x, str)) if isinstance(persist, list)
+                       else (), **base)
+
+
 def parse_elicitation(params: Mapping[str, Any]) -> Elicitation:
     """Classify and parse ``mcpServer/elicitation/request`` params (R-INT-4). Never raises:
     anything codexrt cannot present faithfully becomes ``mode="unsupported"`` (answer it with
@@ -240,6 +282,8 @@ def parse_elicitation(params: Mapping[str, Any]) -> Elicitation:
     base = {"native_mode": native, "message": _str_or_none(p.get("message")) or _str_or_none(p.get("description"))
             or "", "server_name": _str_or_none(p.get("serverName")), "thread_id": _str_or_none(p.get("threadId")),
             "turn_id": _str_or_none(p.get("turnId"))}
+    if is_tool_approval(p):
+        return _tool_approval(p, base)
     if native == "url":
         url = _str_or_none(p.get("url"))
         if not url:
@@ -400,6 +444,28 @@ def cancel_reply() -> dict[str, Any]:
 
 def decline_reply() -> dict[str, Any]:
     return {"action": "decline", "content": None}
+
+
+def tool_approval_reply(elicitation: Elicitation, *, approve: bool, persist: str | None = None) -> dict[str, Any]:
+    """The answer to an MCP tool-call approval: ``{action: "accept", content: {}}`` (with
+    ``_meta: {persist}`` when ``persist`` is one of the offered choices), or
+    ``{action: "decline", content: null}``. Observed on 0.169.0: ``persist: "session"`` stops
+    the server asking again for that tool in the session; ``"always"`` makes it write
+    ``approval_mode = "approve"`` under ``[mcp_servers.<server>.tools.<tool>]`` in its
+    ``config.toml``."""
+    if elicitation.mode != "toolApproval":
+        raise InteractionError("not an MCP tool-call approval", code="INTERACTION_INVALID_REPLY")
+    if not approve:
+        if persist is not None:
+            raise InteractionError("a declined tool call is not remembered", code="INTERACTION_INVALID_REPLY")
+        return decline_reply()
+    reply: dict[str, Any] = {"action": "accept", "content": {}}
+    if persist is not None:
+        if persist not in elicitation.persist_choices:
+            raise InteractionError(f"persist {persist!r} is not offered (choices: {list(elicitation.persist_choices)})",
+                                   code="INTERACTION_INVALID_REPLY")
+        reply["_meta"] = {"persist": persist}
+    return reply
 
 
 def url_accept_reply(elicitation: Elicitation) -> dict[str, Any]:

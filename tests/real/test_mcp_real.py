@@ -1,0 +1,226 @@
+"""MCP against the real ``codex app-server`` (pinned) running a real MCP server (R-INT-4,
+R-PRIV-1..3, R-H-4, R-CAT-1).
+
+The MCP server is ``peer_fixtures/mcp_server.py`` (official ``mcp`` SDK), started by the
+app-server from the throw-away ``CODEX_HOME``'s ``[mcp_servers.testsrv]``; the loopback model
+calls its tools with ``[[mock:mcp:testsrv:<tool>]]`` (a ``function_call`` in the namespace
+``mcp__testsrv``). Every MCP tool call first asks for approval (``approvalPolicy: untrusted``)
+as a field-less elicitation, which codexrt surfaces as an ``mcpToolApproval``. The tools report
+what they received (action, values and their Python types) in their result, so each test
+checks what reached the MCP server, not only what codexrt sent.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import trio
+
+import codexrt
+from codexrt import RuntimeConfig, Settings
+from codexrt._catalog import mcp_status, reload_mcp
+from codexrt._history import open_history_reader
+from codexrt._interactions import decline_all
+from codexrt._sansio._privacy import MASK
+from peer_fixtures.codex_home import codex_env, make_codex_home
+from peer_fixtures.mcp_server import mcp_server_toml
+
+WAIT = 60
+SERVER = "testsrv"
+SECRET = "correct-horse-7f3a9"
+
+
+@pytest.fixture
+def mcp_home(tmp_path: Path, mock_model) -> Path:
+    return make_codex_home(tmp_path / "codex-home", mock_model.base_url, extra_toml=mcp_server_toml(SERVER))
+
+
+@pytest.fixture
+def mcp_env(mcp_home: Path, tmp_path: Path) -> dict[str, str]:
+    return codex_env(mcp_home, extra={"CODEXRT_PRIVACY_DIR": str(tmp_path / "privacy")})
+
+
+def _config(codex_bin, env, home, cwd) -> RuntimeConfig:
+    return RuntimeConfig(codex_bin=str(codex_bin), env=env, cwd=str(cwd), codex_home=str(home),
+                         settings=Settings(cwd=str(cwd), approval_policy="untrusted", sandbox="read-only"))
+
+
+def _interaction(rt, key):
+    (inter,) = [i for i in rt.pending_interactions() if i.key == key]
+    return inter
+
+
+async def _ready_thread(rt) -> str:
+    """A thread whose MCP server is up. The app-server starts a thread's MCP servers in the
+    background and does not wait for them before the first model request, so a first turn
+    may not be offered ``mcp__testsrv`` yet: warm the thread up until ``ready`` is announced."""
+    seen_ready, thread_id = False, None
+    with rt.subscribe() as events, trio.fail_after(WAIT):
+        op = rt.send("warm up")
+        async for ev in events:
+            if ev.kind == "nativeNotification" and ev.payload["method"] == "mcpServer/startupStatus/updated":
+                p = ev.payload["params"]
+                assert p["name"] == SERVER and p["status"] in ("starting", "ready"), p
+                seen_ready = seen_ready or p["status"] == "ready"
+            if ev.kind == "operationDone" and ev.client_operation_id == op.id:
+                thread_id = ev.payload["threadId"]
+            if seen_ready and thread_id is not None:
+                return thread_id
+    raise AssertionError("unreachable")
+
+
+async def _run(rt, message, on_interaction, thread_id=None):
+    """Send ``message``; hand every interaction to ``on_interaction(inter)``; return (events, result)."""
+    if thread_id is None:
+        thread_id = await _ready_thread(rt)
+    op = rt.send(message, thread_id=thread_id)
+    events = []
+    with trio.fail_after(WAIT):
+        async for ev in op.events():
+            events.append(ev)
+            if ev.kind == "interactionRequested" and not ev.payload.get("replayed") and on_interaction is not None:
+                await on_interaction(_interaction(rt, ev.payload["interactionKey"]))
+            if ev.kind == "operationDone":
+                break
+    return events, await op.wait()
+
+
+def _mcp_items(events):
+    return [e.payload["item"] for e in events
+            if e.kind == "itemCompleted" and e.payload["item"].get("type") == "mcpToolCall"]
+
+
+def _tool_report(item) -> dict:
+    (block,) = [b for b in item["result"]["content"] if b["type"] == "text"]
+    return json.loads(block["text"])
+
+
+async def test_r_int_4_real_tool_approval_then_form_typed_per_schema(codex_bin, mcp_env, mcp_home, real_cwd):
+    asked = []
+
+    async def answer(inter):
+        asked.append(inter.to_wire())
+        if inter.kind == "mcpToolApproval":
+            await inter.accept()
+        else:  # the host's text boxes give strings; codexrt restores the schema's types
+            await inter.submit_elicitation({"name": "Ann", "age": "42", "ratio": "0.5", "subscribe": "yes",
+                                            "colors": "red, blue", "nickname": ""})
+
+    async with codexrt.open_runtime(_config(codex_bin, mcp_env, mcp_home, real_cwd)) as rt:
+        events, result = await _run(rt, f"[[mock:mcp:{SERVER}:ask_form]]", answer)
+    assert result.status == "completed"
+    approval, form = asked
+    assert approval["kind"] == "mcpToolApproval"
+    ta = approval["elicitation"]["toolApproval"]
+    assert ta["tool"] == "ask_form" and ta["persistChoices"] == ["session", "always"] and ta["params"] == {}
+    assert form["kind"] == "elicitation" and form["elicitation"]["mode"] == "form"
+    fields = {f["id"]: f for f in form["elicitation"]["fields"]}
+    assert {k: (f["type"], f["required"]) for k, f in fields.items()} == {
+        "name": ("string", True), "age": ("integer", True), "ratio": ("number", True),
+        "subscribe": ("boolean", True), "colors": ("array", True), "nickname": ("string", False)}
+    assert [o["value"] for o in fields["colors"]["options"]] == ["red", "green", "blue"]
+    (item,) = _mcp_items(events)
+    assert item["status"] == "completed" and item["server"] == SERVER and item["tool"] == "ask_form"
+    report = _tool_report(item)
+    assert report["action"] == "accept"
+    assert report["values"] == {"name": {"value": "Ann", "type": "str"}, "age": {"value": 42, "type": "int"},
+                                "ratio": {"value": 0.5, "type": "float"},
+                                "subscribe": {"value": True, "type": "bool"},
+                                "colors": {"value": ["red", "blue"], "type": "list"}}
+    resolved = [e for e in events if e.kind == "interactionResolved"]
+    assert len(resolved) == 2  # serverRequest/resolved closed both requests
+
+
+async def test_r_int_4_real_form_declined_and_cancelled(codex_bin, mcp_env, mcp_home, real_cwd):
+    async with codexrt.open_runtime(_config(codex_bin, mcp_env, mcp_home, real_cwd)) as rt:
+        async def decline(inter):
+            if inter.kind == "mcpToolApproval":
+                await inter.accept_for_session()  # remembered: the second call is not asked again
+            else:
+                await inter.decline_elicitation()
+
+        ev1, r1 = await _run(rt, f"[[mock:mcp:{SERVER}:ask_form]]", decline)
+        tid = r1.thread_id
+        kinds = []
+
+        async def cancel(inter):
+            kinds.append(inter.kind)
+            await inter.cancel()
+
+        ev2, r2 = await _run(rt, f"[[mock:mcp:{SERVER}:ask_form]]", cancel, thread_id=tid)
+    assert r1.status == r2.status == "completed"
+    assert _tool_report(_mcp_items(ev1)[0]) == {"action": "decline"}
+    assert _tool_report(_mcp_items(ev2)[0]) == {"action": "cancel"}
+    assert kinds == ["elicitation"]  # the session-wide approval held
+
+
+async def test_r_int_4_real_tool_approval_declined_by_policy(codex_bin, mcp_env, mcp_home, real_cwd):
+    """Never granted by default: the built-in policy declines, and the tool does not run."""
+    async with codexrt.open_runtime(_config(codex_bin, mcp_env, mcp_home, real_cwd)) as rt:
+        rt.set_interaction_policy(decline_all)
+
+        events, result = await _run(rt, f'[[mock:mcp:{SERVER}:echo:{{"text": "must not run"}}]]', None)
+    asked = [e.payload for e in events if e.kind == "interactionRequested"]
+    assert [a["kind"] for a in asked] == ["mcpToolApproval"]
+    answered = [e.payload for e in events if e.kind == "interactionAnswered"]
+    assert [a["by"] for a in answered] == ["policy"]
+    (item,) = _mcp_items(events)
+    assert item["status"] == "failed" and "must not run" not in json.dumps(item["result"])
+    assert result.status == "completed"
+
+
+async def test_r_int_4_real_url_elicitation_cancelled_without_opening(codex_bin, mcp_env, mcp_home, real_cwd):
+    seen = []
+
+    async def answer(inter):
+        if inter.kind == "mcpToolApproval":
+            await inter.accept()
+        else:
+            seen.append(inter.to_wire()["elicitation"])
+            await inter.cancel()
+
+    async with codexrt.open_runtime(_config(codex_bin, mcp_env, mcp_home, real_cwd)) as rt:
+        events, result = await _run(rt, f"[[mock:mcp:{SERVER}:ask_url]]", answer)
+    (el,) = seen
+    assert el["mode"] == "url" and el["url"] == "https://example.invalid/codexrt-test"
+    assert el["elicitationId"] == "elic-test-1"
+    assert _tool_report(_mcp_items(events)[0]) == {"action": "cancel"}
+    assert result.status == "completed"
+
+
+async def test_r_h_4_real_mcp_image_and_structured_content(codex_bin, mcp_env, mcp_home, real_cwd):
+    async def approve(inter):
+        await inter.accept()
+
+    async with codexrt.open_runtime(_config(codex_bin, mcp_env, mcp_home, real_cwd)) as rt:
+        events, result = await _run(rt, f"[[mock:mcp:{SERVER}:rich]]", approve)
+        async with open_history_reader(rt) as reader:
+            tr = await reader.read_thread(result.thread_id)
+    (rec,) = [r for r in tr.records() if r.kind == "mcpToolCall"]
+    assert rec.status == "completed" and rec.server == SERVER and rec.tool == "rich"
+    assert [b.type for b in rec.content] == ["text", "image"]
+    assert rec.content[1].image.kind == "data" and rec.content[1].image.mime_type == "image/png"
+    assert rec.structured_content == {"answer": 42, "items": ["a", "b"]}
+
+
+async def test_r_cat_1_real_mcp_status_and_reload(codex_bin, mcp_env, mcp_home, real_cwd):
+    async with codexrt.open_runtime(_config(codex_bin, mcp_env, mcp_home, real_cwd)) as rt:
+        st = await mcp_status(rt)
+        (srv,) = st.servers
+        assert srv["name"] == SERVER
+        assert {"echo", "rich", "fail", "slow", "ask_form", "ask_url", "ask_secret"} <= set(srv["tools"])
+        assert srv["tools"]["echo"]["inputSchema"]["required"] == ["text"]
+        assert "added_tool" not in srv["tools"]
+        # the user edits the config: the server now offers one more tool
+        cfg = mcp_home / "config.toml"
+        cfg.write_text(cfg.read_text().replace(mcp_server_toml(SERVER),
+                                               mcp_server_toml(SERVER, env={"MCP_TEST_EXTRA_TOOL": "added_tool"})))
+        await reload_mcp(rt)
+        with trio.fail_after(WAIT):  # the reload restarts the servers in the background
+            while True:
+                (srv,) = (await mcp_status(rt)).servers
+                if "added_tool" in srv["tools"]:
+                    break
+                await trio.sleep(0.2)
