@@ -28,7 +28,7 @@ from codexrt._errors import (
     UndoError,
 )
 
-__version__ = "0.1.0.dev0"
+from codexrt._version import __version__  # noqa: E402
 
 from codexrt._connection import ClientInfo, Connection, open_connection  # noqa: E402
 from codexrt._events import CodexEvent, EventStream  # noqa: E402

@@ -36,7 +36,7 @@ from typing import Any, AsyncIterator, Callable, Container, Deque, Union
 import attrs
 import trio
 
-import codexrt
+from codexrt._version import __version__
 from codexrt._errors import (
     ChildExited,
     ClosedError,
@@ -91,7 +91,7 @@ class ClientInfo:
 
     name: str = "codexrt"
     title: str | None = "codexrt"
-    version: str = attrs.field(factory=lambda: codexrt.__version__)
+    version: str = __version__
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "version": self.version}
