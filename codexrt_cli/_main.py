@@ -1,8 +1,8 @@
 """``codexrt`` entry point: argparse with one sub-command per module.
 
 Each sub-command lives in its own module exposing ``add_parser(subparsers)`` which registers
-a parser whose ``func`` default takes the parsed ``args`` and returns an exit status. Add a
-module to :data:`COMMAND_MODULES` to add a command. Logs go to stderr; stdout belongs to the
+a parser whose ``func`` default takes the parsed ``args`` and returns an exit status. Add the
+command to :data:`COMMANDS` to add it. Logs go to stderr; stdout belongs to the
 command's own output (for ``serve``: protocol lines only).
 """
 
@@ -13,47 +13,93 @@ import importlib
 import logging
 import sys
 
-import codexrt
+#: Sub-commands, in the order ``--help`` lists them: name → (module, one-line help). Only the
+#: module of the command being run is imported, so ``--help`` and ``--version`` stay quick; a
+#: test checks each module registers its command with the same help line.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "serve": ("codexrt_cli._serve", "run the NDJSON daemon on stdin/stdout (for IDE plugins and other hosts)"),
+    "doctor": ("codexrt_cli._doctor", "show the Codex CLI candidates codexrt finds, their versions, and which one it uses"),
+    "diff": ("codexrt_cli._diff", "show the staged, unstaged and untracked changes of a directory (Git, no model turn)"),
+    "run": ("codexrt_cli._run", "run one turn: stream the answer, ask for approvals, exit with the turn's status"),
+    "demo": ("codexrt_cli._demo",
+             "two real turns against the bundled loopback model: streaming and one approval (no account)"),
+    "edits": ("codexrt_cli._edits_cli", "list the file changes Codex made in a thread, with +/- and review state"),
+    "undo": ("codexrt_cli._edits_cli",
+             "take back one file's changes from a thread (checks for your later edits first)"),
+    "threads": ("codexrt_cli._threads", "list Codex threads with their message counts"),
+    "show": ("codexrt_cli._show", "print one thread's transcript"),
+}
 
-#: Sub-command modules, in the order ``--help`` lists them.
-COMMAND_MODULES: list[str] = [
-    "codexrt_cli._serve",
-    "codexrt_cli._doctor",
-    "codexrt_cli._diff",
-    "codexrt_cli._run",
-    "codexrt_cli._demo",
-    "codexrt_cli._edits_cli",
-    "codexrt_cli._threads",
-    "codexrt_cli._show",
-]
+#: Kept for callers that list the command modules.
+COMMAND_MODULES: list[str] = list(dict.fromkeys(module for module, _ in COMMANDS.values()))
+
+_LOG_LEVELS = ["debug", "info", "warning", "error"]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _version() -> str:
+    """The installed version without importing the library (``--version`` must be quick)."""
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        return version("codexrt")
+    except PackageNotFoundError:  # run from a checkout that is not installed
+        from codexrt._version import __version__
+
+        return __version__
+
+
+def _command_in(argv: list[str]) -> str | None:
+    """The sub-command named in ``argv`` (the first word that is not an option or the value
+    of ``--log-level``), or None."""
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+            continue
+        if word == "--log-level":
+            skip = True
+            continue
+        if word == "--":
+            return None
+        if not word.startswith("-"):
+            return word
+    return None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser. Only ``command``'s module is imported (None: all of them, for tools that
+    need every sub-parser); the other commands get a placeholder with their help line (the
+    order of ``--help`` is kept: with no command, no module is imported at all)."""
     parser = argparse.ArgumentParser(
         prog="codexrt",
         description="Run and supervise the OpenAI Codex CLI's `codex app-server` from Python.",
     )
-    parser.add_argument("--version", action="version", version=f"codexrt {codexrt.__version__}")
+    parser.add_argument("--version", action="version", version=f"codexrt {_version()}")
     parser.add_argument(
         "--log-level",
         default="warning",
-        choices=["debug", "info", "warning", "error"],
+        choices=_LOG_LEVELS,
         help="log level of the messages written to stderr (default: warning)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:  # a command still being written must not break the rest
-            if exc.name != name:
-                raise
-            continue
-        module.add_parser(sub)
+    wanted = list(COMMANDS) if command is None else [command] if command in COMMANDS else []
+    for module_name in dict.fromkeys(COMMANDS[name][0] for name in wanted):
+        importlib.import_module(module_name).add_parser(sub)
+    for name, (_module, help_line) in COMMANDS.items():
+        if name not in sub.choices:
+            sub.add_parser(name, help=help_line, add_help=False)
+    for name, p in sub.choices.items():
+        if (command is None or name == command) and "--log-level" not in p._option_string_actions:
+            # Global flags work after the sub-command too (``codexrt run --log-level debug …``).
+            p.add_argument("--log-level", default=argparse.SUPPRESS, choices=_LOG_LEVELS,
+                           help="log level of the messages written to stderr (default: warning)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = _command_in(argv)
+    parser = build_parser(command if command in COMMANDS else "")  # "": no module at all
     args = parser.parse_args(argv)
     logging.basicConfig(
         stream=sys.stderr,
