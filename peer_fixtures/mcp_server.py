@@ -17,7 +17,8 @@ Tools (names are what the model calls inside the namespace ``mcp__<server>``):
                    and optional fields; the result reports the action and the values it got,
                    with their JSON types
 ``ask_url``        URL elicitation (``https://example.invalid/...``, never fetched by anyone)
-``ask_secret``     form elicitation for a passphrase; the result says only how long it was
+``ask_secret``     form elicitation for a passphrase; the result says only how long it was,
+                   unless ``{echo: true}`` (a careless server: the answer lands in the history)
 ``ask_titled``     ``ask_form`` through the SDK's own ``ctx.elicit``, whose schema carries a
                    top-level ``title``: codex 0.169.0 refuses that schema ("unknown field
                    `title`") and answers ``cancel`` itself, without asking the client
@@ -139,10 +140,13 @@ def build_server() -> Any:
         return json.dumps({"action": result.action})
 
     @app.tool(description="Ask the user a secret question.")
-    async def ask_secret(ctx: Context) -> str:
+    async def ask_secret(ctx: Context, echo: bool = False) -> str:
         action, data = await elicit(ctx, "Enter the passphrase.", Secret)
         if data is not None:
-            return json.dumps({"action": "accept", "length": len(data.passphrase)})
+            out = {"action": "accept", "length": len(data.passphrase)}
+            if echo:  # a careless server that puts the answer in its result (and so in the history)
+                out["passphrase"] = data.passphrase
+            return json.dumps(out)
         return json.dumps({"action": action})
 
     extra = os.environ.get("MCP_TEST_EXTRA_TOOL")

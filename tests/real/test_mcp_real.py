@@ -13,6 +13,7 @@ checks what reached the MCP server, not only what codexrt sent.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,11 +22,12 @@ import trio
 import codexrt
 from codexrt import RuntimeConfig, Settings
 from codexrt._catalog import mcp_status, reload_mcp
-from codexrt._history import open_history_reader
+from codexrt._history import open_history_reader, transcript_to_json
 from codexrt._interactions import decline_all
 from codexrt._sansio._privacy import MASK
 from peer_fixtures.codex_home import codex_env, make_codex_home
 from peer_fixtures.mcp_server import mcp_server_toml
+from peer_fixtures.mock_responses import Script
 
 WAIT = 60
 SERVER = "testsrv"
@@ -224,3 +226,195 @@ async def test_r_cat_1_real_mcp_status_and_reload(codex_bin, mcp_env, mcp_home, 
                 if "added_tool" in srv["tools"]:
                     break
                 await trio.sleep(0.2)
+
+
+def _no_secret(text: str, where: str) -> None:
+    assert SECRET not in text, f"the secret answer leaked into {where}"
+
+
+async def test_r_priv_2_real_secret_answer_masked_in_native_and_rollout_history(
+        tmp_path, codex_bin, mcp_env, mcp_home, real_cwd, mock_model):
+    """A careless MCP server puts the secret answer in its result, so the app-server's history
+    holds it; every history codexrt renders masks it — native, rollout, ``codexrt show --json``."""
+    async def answer(inter):
+        if inter.kind == "mcpToolApproval":
+            await inter.accept()
+        else:
+            await inter.submit_elicitation({"passphrase": SECRET})
+
+    async with codexrt.open_runtime(_config(codex_bin, mcp_env, mcp_home, real_cwd)) as rt:
+        tid = await _ready_thread(rt)
+        # the model must not repeat the tool output itself (assistant text is never masked)
+        mock_model.enqueue(Script.mcp_tool(SERVER, "ask_secret", {"echo": True}), Script.reply("Passphrase handled."))
+        events, result = await _run(rt, "use the passphrase tool", answer, thread_id=tid)
+        assert result.status == "completed"
+        (item,) = _mcp_items(events)
+        assert _tool_report(item)["passphrase"] == SECRET  # the MCP server really got it (and echoed it)
+        answered = [e.to_wire() for e in events if e.kind.startswith("interaction")]
+        _no_secret(json.dumps(answered), "interaction events")
+        async with open_history_reader(rt) as reader:
+            native = await reader.read_thread(tid)
+        index = rt.privacy_index()
+    assert native.source == "native"
+    native_json = json.dumps(transcript_to_json(native))
+    _no_secret(native_json, "the native transcript")
+    (rec,) = [r for r in native.records() if r.kind == "mcpToolCall" and r.tool == "ask_secret"]
+    assert [b.text for b in rec.content] == [MASK] and rec.structured_content == {"result": MASK}
+    # the rollout file holds the answer in clear (the app-server wrote it); codexrt's reader masks it
+    rollouts = list((mcp_home / "sessions").rglob("*.jsonl"))
+    assert any(SECRET in p.read_text() for p in rollouts)
+    async with open_history_reader(None, codex_home=mcp_home, privacy=index) as reader:
+        legacy = await reader.read_thread(tid)
+    assert legacy.source == "legacy"
+    _no_secret(json.dumps(transcript_to_json(legacy)), "the rollout transcript")
+    (lrec,) = [r for r in legacy.records() if r.kind == "mcpToolCall" and r.tool == "ask_secret"]
+    assert all(b.text in (None, MASK) for b in lrec.content)
+    # the CLI, offline (rollout) with the same privacy index
+    with trio.fail_after(WAIT):
+        proc = await trio.run_process(
+            [sys.executable, "-m", "codexrt_cli", "show", tid, "--json", "--offline", "--codex-home", str(mcp_home)],
+            capture_stdout=True, capture_stderr=True, env=mcp_env, check=False)
+    assert proc.returncode == 0, proc.stderr.decode()
+    _no_secret(proc.stdout.decode() + proc.stderr.decode(), "codexrt show")
+    assert MASK in proc.stdout.decode()
+    for f in (tmp_path / "privacy").iterdir():
+        _no_secret(f.read_text(), f"the privacy index ({f.name})")
+
+
+async def test_r_h_4_real_show_json_has_mcp_image_and_structured_content(codex_bin, mcp_env, mcp_home, real_cwd):
+    async def approve(inter):
+        await inter.accept()
+
+    async with codexrt.open_runtime(_config(codex_bin, mcp_env, mcp_home, real_cwd)) as rt:
+        _, result = await _run(rt, f"[[mock:mcp:{SERVER}:rich]]", approve)
+    assert result.status == "completed"
+    for extra in ((), ("--offline",)):  # the app-server's history, then the rollout file
+        with trio.fail_after(WAIT):
+            proc = await trio.run_process(
+                [sys.executable, "-m", "codexrt_cli", "show", result.thread_id, "--json", "--codex-home",
+                 str(mcp_home), "--codex-bin", str(codex_bin), *extra],
+                capture_stdout=True, capture_stderr=True, env=mcp_env, check=False)
+        assert proc.returncode == 0, proc.stderr.decode()
+        doc = json.loads(proc.stdout)
+        recs = [r for t in doc["turns"] for r in t["records"] if r["kind"] == "mcpToolCall"]
+        (rec,) = recs
+        assert rec["server"] == SERVER and rec["tool"] == "rich" and rec["status"] == "completed", extra
+        assert rec["structuredContent"] == {"answer": 42, "items": ["a", "b"]}, extra
+        image = [b for b in rec["content"] if b["type"] == "image"]
+        assert image and image[0]["image"]["mimeType"] == "image/png", (extra, rec["content"])
+
+
+# -- through ``codexrt serve`` --------------------------------------------------------------------
+
+
+def _serve_args(codex_bin, home, cwd):
+    return ("--codex-bin", str(codex_bin), "--codex-home", str(home), "--cwd", str(cwd))
+
+
+async def _serve_ready_thread(sp) -> str:
+    first = await sp.request("codex.send", {"channelId": "c", "message": "warm up",
+                                            "settings": {"approvalPolicy": "untrusted", "sandbox": "read-only"}})
+    tid = first["result"]["threadId"]
+    await sp.event("nativeNotification", lambda l: l["payload"]["method"] == "mcpServer/startupStatus/updated"
+                   and l["payload"]["params"]["status"] == "ready" and l["threadId"] == tid, timeout=WAIT)
+    return tid
+
+
+async def _serve_answer(sp, answers_by_kind) -> list[dict]:
+    """Answer the interactions of one send with ``codex.respondInteraction`` until ``answers_by_kind``
+    (kind → raw result) is used up; return the ``interactionRequested`` payloads."""
+    asked = []
+    for kind, result in answers_by_kind:
+        line = await sp.event("interactionRequested", lambda l, k=kind: l["payload"]["kind"] == k, timeout=WAIT)
+        p = line["payload"]
+        asked.append(p)
+        ok = await sp.request("codex.respondInteraction", {"channelId": "c", "interactionKey": p["interactionKey"],
+                                                           "dialogToken": p["dialogToken"], "result": result})
+        assert ok["ok"] is True, ok
+    return asked
+
+
+async def test_r_int_4_real_serve_form_typed_and_secret_absent_from_every_output(
+        tmp_path, codex_bin, mcp_env, mcp_home, real_cwd):
+    from tests.test_serve_e2e import ServeProcess
+
+    async with ServeProcess.open(tmp_path, *_serve_args(codex_bin, mcp_home, real_cwd), env=mcp_env) as sp:
+        tid = await _serve_ready_thread(sp)
+        rid = await sp.send("codex.send", {"channelId": "c", "threadId": tid,
+                                           "message": f"[[mock:mcp:{SERVER}:ask_form]]"})
+        form_answer = {"action": "accept", "content": {"name": "Bo", "age": 7, "ratio": 0.25, "subscribe": False,
+                                                       "colors": ["green"], "nickname": "b"}}
+        approval, form = await _serve_answer(sp, [("mcpToolApproval", {"action": "accept", "content": {}}),
+                                                  ("elicitation", form_answer)])
+        assert approval["elicitation"]["toolApproval"]["tool"] == "ask_form"
+        assert [f["id"] for f in form["elicitation"]["fields"]] == ["age", "colors", "name", "nickname", "ratio",
+                                                                      "subscribe"]
+        reply = await sp.response(rid, timeout=WAIT)
+        assert reply["result"]["status"] == "completed"
+        (item,) = [l["payload"]["item"] for l in sp.lines if l["type"] == "daemon" and l["kind"] == "itemCompleted"
+                   and l["payload"]["item"]["type"] == "mcpToolCall"]
+        assert _tool_report(item)["values"] == {
+            "name": {"value": "Bo", "type": "str"}, "age": {"value": 7, "type": "int"},
+            "ratio": {"value": 0.25, "type": "float"}, "subscribe": {"value": False, "type": "bool"},
+            "colors": {"value": ["green"], "type": "list"}, "nickname": {"value": "b", "type": "str"}}
+
+        # a secret question, answered through serve: the answer reaches the MCP server only
+        rid = await sp.send("codex.send", {"channelId": "c", "threadId": tid,
+                                           "message": f"[[mock:mcp:{SERVER}:ask_secret]]"})
+        approval, secret_q = await _serve_answer(sp, [("mcpToolApproval", {"action": "accept", "content": {}}),
+                                                      ("elicitation", {"action": "accept",
+                                                                       "content": {"passphrase": SECRET}})])
+        reply = await sp.response(rid, timeout=WAIT)
+        assert reply["result"]["status"] == "completed"
+        items = [l["payload"]["item"] for l in sp.lines if l["type"] == "daemon" and l["kind"] == "itemCompleted"
+                 and l["payload"]["item"]["type"] == "mcpToolCall"]
+        assert _tool_report(items[-1]) == {"action": "accept", "length": len(SECRET)}
+
+        # a badly typed answer is refused by codexrt, never forwarded
+        rid = await sp.send("codex.send", {"channelId": "c", "threadId": tid,
+                                           "message": f"[[mock:mcp:{SERVER}:ask_form]]"})
+        await _serve_answer(sp, [("mcpToolApproval", {"action": "accept", "content": {}, "_meta": {"persist": "session"}})])
+        line = await sp.event("interactionRequested", lambda l: l["payload"]["kind"] == "elicitation"
+                              and l["turnId"] != form["params"]["turnId"], timeout=WAIT)
+        p = line["payload"]
+        bad = await sp.request("codex.respondInteraction", {
+            "channelId": "c", "interactionKey": p["interactionKey"], "dialogToken": p["dialogToken"],
+            "result": {"action": "accept", "content": {"name": "x", "age": "7", "ratio": 1, "subscribe": True,
+                                                       "colors": ["red"]}}})  # age: a string, not an integer
+        assert bad["ok"] is False and bad["error"]["code"] == "INTERACTION_INVALID_REPLY"
+        ok = await sp.request("codex.respondInteraction", {
+            "channelId": "c", "interactionKey": p["interactionKey"], "dialogToken": p["dialogToken"],
+            "result": {"action": "decline", "content": None}})
+        assert ok["ok"] is True
+        reply = await sp.response(rid, timeout=WAIT)
+        assert reply["result"]["status"] == "completed"
+        assert await sp.finish(timeout=WAIT) == 0
+    _no_secret(json.dumps(sp.lines), "serve's stdout")
+    _no_secret(sp.stderr(), "serve's stderr")
+    for p in mcp_home.rglob("*"):
+        if p.is_file():
+            _no_secret(p.read_text(errors="replace"), str(p.relative_to(mcp_home)))
+    for f in (tmp_path / "privacy").iterdir():
+        _no_secret(f.read_text(), f"the privacy index ({f.name})")
+
+
+async def test_r_cat_1_real_serve_get_mcp_status_and_reload(tmp_path, codex_bin, mcp_env, mcp_home, real_cwd):
+    from tests.test_serve_e2e import ServeProcess
+
+    async with ServeProcess.open(tmp_path, *_serve_args(codex_bin, mcp_home, real_cwd), env=mcp_env) as sp:
+        st = await sp.request("codex.getMcpStatus", {"channelId": "c"})
+        (srv,) = st["result"]["data"]
+        assert srv["name"] == SERVER and "ask_form" in srv["tools"] and "added_tool" not in srv["tools"]
+        cfg = mcp_home / "config.toml"
+        cfg.write_text(cfg.read_text().replace(mcp_server_toml(SERVER),
+                                               mcp_server_toml(SERVER, env={"MCP_TEST_EXTRA_TOOL": "added_tool"})))
+        reloaded = await sp.request("codex.reloadMcp", {"channelId": "c"})
+        assert reloaded["ok"] is True and reloaded["result"] == {}
+        with trio.fail_after(WAIT):
+            while True:
+                st = await sp.request("codex.getMcpStatus", {"channelId": "c"})
+                (srv,) = st["result"]["data"]
+                if "added_tool" in srv["tools"]:
+                    break
+                await trio.sleep(0.2)
+        assert await sp.finish(timeout=WAIT) == 0
