@@ -21,7 +21,7 @@ from typing import Any
 
 import trio
 
-from codexrt import RuntimeConfig, open_runtime
+from codexrt import RuntimeConfig, _reaper, open_runtime
 from tests._support import MemoryPeers, fake_server_factory
 
 TURNS = int(os.environ.get("CODEXRT_SOAK_TURNS", "400"))
@@ -34,7 +34,8 @@ TERMINALS = {"completed", "failed", "interrupted", "cancelled"}
 
 
 def children_of(pid: int) -> list[int]:
-    """Live (non-zombie) child processes of ``pid`` (Linux /proc)."""
+    """Live (non-zombie) child processes of ``pid`` (Linux /proc), except this process's
+    host-death reaper (``codexrt._reaper``), which lives as long as the process by design."""
     out = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -45,13 +46,14 @@ def children_of(pid: int) -> list[int]:
         except OSError:
             continue
         fields = stat.rsplit(")", 1)[1].split()
-        if int(fields[1]) == pid and fields[0] != "Z":
+        if int(fields[1]) == pid and fields[0] != "Z" and int(entry) != _reaper.reaper_pid():
             out.append(int(entry))
     return out
 
 
 def open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
+    """Open fds of this process, except the write end of the pipe to the reaper (one per process)."""
+    return len([fd for fd in os.listdir("/proc/self/fd") if int(fd) != _reaper._host.fd])
 
 
 class Soak:

@@ -38,7 +38,7 @@ def _alive(pid: int) -> bool:
     return "Z" not in state.split()[1]  # a zombie has exited
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc and PR_SET_PDEATHSIG")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")
 def test_r_rt_7_sigkilled_host_leaves_no_app_server_behind():
     host = subprocess.Popen([sys.executable, "-c", HOST], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
@@ -67,7 +67,7 @@ GUARD_HOST = textwrap.dedent("""
 """)
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc and PR_SET_PDEATHSIG")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")
 def test_r_rt_7_parent_death_guard_covers_children_that_ignore_stdin():
     host = subprocess.Popen([sys.executable, "-c", GUARD_HOST], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
@@ -79,6 +79,46 @@ def test_r_rt_7_parent_death_guard_covers_children_that_ignore_stdin():
             time.sleep(0.05)
         assert not _alive(child)
     finally:
+        if host.poll() is None:
+            host.kill()
+            host.wait()
+
+
+FORK_HOST = textwrap.dedent("""
+    import os, time, trio, codexrt
+    async def main():
+        t = await codexrt.spawn_process_transport(["sleep", "300"])  # ignores stdin EOF
+        forked = os.fork()  # a forked copy of the host must not keep the host's reaper waiting
+        if forked == 0:
+            time.sleep(300)
+            os._exit(0)
+        print(t.pid, forked, flush=True)
+        await trio.sleep_forever()
+    trio.run(main)
+""")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")
+def test_r_rt_7_a_forked_copy_of_the_host_does_not_keep_its_children_alive():
+    """``os.fork`` of the host: the child closes its inherited end of the reaper pipe, so the
+    reaper still sees EOF when the host dies and kills the host's app-server."""
+    host = subprocess.Popen([sys.executable, "-c", FORK_HOST], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    forked = None
+    try:
+        child, forked = map(int, host.stdout.readline().split())
+        os.kill(host.pid, signal.SIGKILL)
+        host.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while _alive(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(child), "the forked host copy kept the reaper from seeing EOF"
+        assert _alive(forked)  # still holding its copy of everything else
+    finally:
+        if forked is not None:
+            try:
+                os.kill(forked, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         if host.poll() is None:
             host.kill()
             host.wait()
