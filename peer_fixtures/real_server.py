@@ -27,7 +27,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RawAppServer", "spawn_app_server", "RawServerError", "DEFAULT_TIMEOUT", "record_session"]
+__all__ = ["RawAppServer", "spawn_app_server", "RawServerError", "DEFAULT_TIMEOUT", "record_session",
+           "record_mcp_session"]
 
 DEFAULT_TIMEOUT = 20.0
 STDERR_TAIL = 400
@@ -293,8 +294,77 @@ def record_session(codex_bin: str | os.PathLike[str], workdir: str | os.PathLike
             return list(srv.raw_lines)
 
 
+def record_mcp_session(codex_bin: str | os.PathLike[str], workdir: str | os.PathLike[str]) -> list[bytes]:
+    """Drive one real session through the MCP shapes codexrt decodes; return the server's stdout
+    lines verbatim (client request ids ``"<method>#<n>"``, as in :func:`record_session`).
+
+    The MCP server is ``peer_fixtures/mcp_server.py`` (needs the ``mcp`` SDK) as ``testsrv``.
+    Steps: handshake; ``mcpServerStatus/list``; a thread (``untrusted``) whose server is waited
+    for (``mcpServer/startupStatus/updated`` ready); ``ask_form`` (tool approval accepted, the
+    form accepted with typed values); ``ask_url`` (approval accepted for the session, the URL
+    cancelled); ``rich`` (image + structuredContent); ``fail``; ``ask_secret`` with ``echo``
+    (declined); ``config/mcpServer/reload``; then ``thread/read`` with turns.
+    """
+    from peer_fixtures.codex_home import codex_env, make_codex_home
+    from peer_fixtures.mcp_server import mcp_server_toml
+    from peer_fixtures.mock_responses import MockResponsesServer
+
+    work = Path(workdir)
+    cwd = work / "workspace"
+    cwd.mkdir(parents=True, exist_ok=True)
+    counter = itertools.count(1)
+    with MockResponsesServer() as mock:
+        home = make_codex_home(work / "codex-home", mock.base_url, extra_toml=mcp_server_toml("testsrv"))
+        with spawn_app_server(codex_bin, codex_env(home), cwd=cwd) as srv:
+
+            def call(method: str, params: Any) -> Any:
+                rid = f"{method}#{next(counter)}"
+                srv.request(method, params, id=rid)
+                resp = srv.response(rid, 30)
+                if "error" in resp:
+                    raise RawServerError(f"{method}: {resp['error']}")
+                return resp.get("result")
+
+            def turn(tid: str, text: str, replies: list[dict[str, Any]]) -> None:
+                """One turn; each elicitation request gets the next reply in ``replies``."""
+                t = call("turn/start", {"threadId": tid, "input": [{"type": "text", "text": text,
+                                                                    "text_elements": []}]})["turn"]["id"]
+                left = list(replies)
+                while True:
+                    m = srv.wait_for(lambda m: m.get("method") in ("mcpServer/elicitation/request", "turn/completed"),
+                                     30, what="an elicitation or turn/completed")
+                    if m["method"] == "turn/completed":
+                        if m["params"]["turn"]["id"] == t:
+                            break
+                        continue
+                    srv.send({"id": m["id"], "result": left.pop(0)})
+                if left:
+                    raise RawServerError(f"{len(left)} planned elicitation replies were not asked for")
+
+            call("initialize", {"clientInfo": {"name": "codexrt-record", "title": "codexrt recorder",
+                                               "version": "0.0.1"}, "capabilities": {"experimentalApi": True}})
+            srv.send({"method": "initialized"})
+            tid = call("thread/start", {"cwd": str(cwd), "approvalPolicy": "untrusted",
+                                        "sandbox": "read-only"})["thread"]["id"]
+            srv.wait_for(lambda m: m.get("method") == "mcpServer/startupStatus/updated"
+                         and m["params"]["status"] == "ready", 60, what="the MCP server ready")
+            call("mcpServerStatus/list", {})
+            accept = {"action": "accept", "content": {}}
+            turn(tid, "[[mock:mcp:testsrv:ask_form]]", [accept, {"action": "accept", "content": {
+                "name": "Ann", "age": 42, "ratio": 0.5, "subscribe": True, "colors": ["red", "blue"]}}])
+            turn(tid, "[[mock:mcp:testsrv:ask_url]]", [{**accept, "_meta": {"persist": "session"}},
+                                                       {"action": "cancel", "content": None}])
+            turn(tid, "[[mock:mcp:testsrv:rich]]", [accept])
+            turn(tid, "[[mock:mcp:testsrv:fail]]", [accept])
+            turn(tid, '[[mock:mcp:testsrv:ask_secret:{"echo": true}]]', [accept, {"action": "decline", "content": None}])
+            call("config/mcpServer/reload", {})
+            call("thread/read", {"threadId": tid, "includeTurns": True})
+            srv.close()
+            return list(srv.raw_lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m peer_fixtures.real_server --record OUT [--version V]``: record a real session."""
+    """``python -m peer_fixtures.real_server --record OUT [--version V] [--mcp]``: record a real session."""
     import argparse
     import tempfile
 
@@ -303,12 +373,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m peer_fixtures.real_server")
     ap.add_argument("--record", required=True, help="write the server's stdout lines (JSONL) here")
     ap.add_argument("--version", default=None, help="codex version (default: the pinned one)")
+    ap.add_argument("--mcp", action="store_true", help="record the MCP session (record_mcp_session) instead")
     ns = ap.parse_args(argv)
     binary = native_binary(ns.version)
     if binary is None:
         raise SystemExit("codex binary not found; run .ci/setup")
     with tempfile.TemporaryDirectory(prefix="codexrt-record-") as d:
-        lines = record_session(binary, d)
+        lines = (record_mcp_session if ns.mcp else record_session)(binary, d)
     Path(ns.record).write_bytes(b"".join(line + b"\n" for line in lines))
     print(f"{len(lines)} lines -> {ns.record}")
     return 0

@@ -418,3 +418,18 @@ async def test_r_cat_1_real_serve_get_mcp_status_and_reload(tmp_path, codex_bin,
                     break
                 await trio.sleep(0.2)
         assert await sp.finish(timeout=WAIT) == 0
+
+
+async def test_r_int_4_real_titled_schema_is_cancelled_by_the_app_server(codex_bin, mcp_env, mcp_home, real_cwd):
+    """docs/real-server-notes.md row 17: the SDK's ``ctx.elicit`` schema (top-level ``title``) never
+    reaches the client; 0.169.0 answers ``cancel`` itself. When a new pin fixes that, this fails."""
+    kinds = []
+
+    async def answer(inter):
+        kinds.append(inter.kind)
+        await inter.accept()
+
+    async with codexrt.open_runtime(_config(codex_bin, mcp_env, mcp_home, real_cwd)) as rt:
+        events, result = await _run(rt, f"[[mock:mcp:{SERVER}:ask_titled]]", answer)
+    assert kinds == ["mcpToolApproval"]
+    assert _tool_report(_mcp_items(events)[0]) == {"action": "cancel"}
