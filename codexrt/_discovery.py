@@ -961,21 +961,25 @@ def format_unavailable(
 ) -> tuple[str, dict[str, Any]]:
     """The R-CLI-6 failure text and its machine-readable diagnostic.
 
-    The message starts with the canonical ``codex app-server exited (code=…, signal=…)``
-    (of the last attempt, ``null`` when nothing could be spawned) so prefix matchers keep
-    working, then one line per candidate with its outcome (candidates not tried say so), one
+    The message starts with the canonical ``codex app-server exited (code=…, signal=…)`` of
+    the last attempt only when a child really ran and exited; when nothing could be spawned it
+    says so (``codex app-server could not be started`` / ``no Codex CLI found``) — the error's
+    type, ``CliUnavailable``, is what callers match. Then one line per candidate with its outcome (candidates not tried say so), one
     line per rejected path, and one actionable hint. The diagnostic is
     ``{"codexCliUnavailable": {...}}`` for ``CodexError.details``.
     """
     plat = _norm_platform(platform or (result.candidates[0].platform if result.candidates else None))
     last = attempts[-1] if attempts else None
-    head = child_exited_message(last.returncode if last else None, last.signal if last else None)
+    if last is not None and (last.returncode is not None or last.signal is not None):
+        head = child_exited_message(last.returncode, last.signal)  # a child really ran and exited
+    else:
+        head = "codex app-server could not be started"
     by_path = {str(a.candidate.real_path): a for a in attempts}
     lines: list[str] = []
     if result.candidates:
         lines.append(f"{head}: no usable Codex CLI ({len(attempts)} of {len(result.candidates)} candidates tried)")
     else:
-        lines.append(f"{head}: no Codex CLI found")
+        lines.append("no Codex CLI found (nothing was started)")
     cand_rows: list[dict[str, Any]] = []
     for c in result.candidates:
         a = by_path.get(str(c.real_path))

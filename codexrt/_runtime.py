@@ -247,6 +247,20 @@ class OperationResult:
     final_text: str | None = None
     error: CodexError | None = None
 
+    @property
+    def reason(self) -> str | None:
+        """Why the operation did not complete — the error's message, hint included — or None."""
+        return self.error.message if self.error is not None else None
+
+    def __str__(self) -> str:
+        """One line for people: the status, then the answer or why there is none
+        (``print(result)`` never shows a bare ``failed``)."""
+        if self.error is not None:
+            return f"{self.status}: {self.error.message}"
+        if self.final_text:
+            return f"{self.status}: {self.final_text}"
+        return self.status
+
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "status": self.status,

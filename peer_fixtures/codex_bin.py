@@ -25,8 +25,11 @@ _TRIPLES = {
 }
 
 
-def pinned_version() -> str:
-    return (ROOT / ".ci" / "codex-version").read_text().strip()
+def pinned_version() -> str | None:
+    """The version ``.ci/setup`` pins, or None outside a checkout (an installed wheel has no
+    ``.ci``: callers then let discovery find the CLI)."""
+    p = ROOT / ".ci" / "codex-version"
+    return p.read_text().strip() if p.exists() else None
 
 
 def old_version() -> str | None:
@@ -35,8 +38,11 @@ def old_version() -> str | None:
 
 
 def native_binary(version: str | None = None) -> Path | None:
-    """Path of the native binary for ``version`` (default: the pinned one), or None."""
+    """Path of the native binary for ``version`` (default: the pinned one), or None (also
+    when there is no pin, as in an installed wheel)."""
     version = version or pinned_version()
+    if version is None:
+        return None
     env = os.environ.get("CODEXRT_REAL_CODEX_BIN")
     if env and version == pinned_version():
         return Path(env) if Path(env).is_file() else None

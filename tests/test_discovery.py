@@ -643,7 +643,7 @@ def test_r_cli_6_format_unavailable_lines_hint_and_diagnostic(tmp_path: Path) ->
 
 def test_r_cli_6_nothing_found_hint_says_install_and_codex_bin(tmp_path: Path) -> None:
     message, diag = format_unavailable(run(tmp_path, {}), [], platform="win32")
-    assert message.startswith(f"{CHILD_EXITED_PREFIX} (code=null, signal=null): no Codex CLI found")
+    assert message.startswith("no Codex CLI found (nothing was started)")  # no "exited": nothing ran
     assert "npm install -g @openai/codex" in message and "setx CODEX_BIN" in message
     assert diag["codexCliUnavailable"]["mode"] == "notInstalled"
 
@@ -656,3 +656,13 @@ def test_r_cli_6_untried_candidates_say_so(tmp_path: Path) -> None:
     assert "not tried" in message.splitlines()[2]
     assert diag["codexCliUnavailable"]["candidates"][1]["outcome"] == "not tried"
 
+
+
+def test_r_cli_6_no_exit_claimed_when_no_candidate_could_be_spawned(tmp_path: Path) -> None:
+    a = native(tmp_path / "a" / "codex")
+    result = run(tmp_path, {"PATH": str(a.parent)})
+    message, diag = format_unavailable(result, [Attempt(result.candidates[0], "spawn failed: ENOENT")])
+    assert message.startswith("codex app-server could not be started: no usable Codex CLI (1 of 1 candidates tried)")
+    assert "exited" not in message.splitlines()[0]
+    assert "spawn failed: ENOENT" in message.splitlines()[1]
+    assert diag["codexCliUnavailable"]["candidates"][0]["outcome"] == "spawn failed: ENOENT"

@@ -77,7 +77,7 @@ def test_snippet_runs(code, tmp_path):
     assert proc.returncode == 0, f"snippet failed:\n{code}\n--- stderr ---\n{proc.stderr[-3000:]}"
     # A snippet that prints a turn's status must show a turn that worked: a printed
     # "failed" would otherwise pass silently with exit status 0.
-    words = proc.stdout.split()
+    words = [w.strip(".,:;()[]") for w in proc.stdout.split()]
     assert "failed" not in words, f"snippet printed a failed status:\n{code}\n--- stdout ---\n{proc.stdout[-2000:]}"
 
 
@@ -91,3 +91,16 @@ def test_api_reference_is_fresh():
     expected = render()
     actual = API_MD.read_text(encoding="utf-8") if API_MD.exists() else ""
     assert actual == expected, "docs/api.md is stale: run `.venv/bin/python -m codexrt_cli._apidoc`"
+
+
+def test_snippets_say_why_when_no_cli_exists(tmp_path):
+    """A new user without a Codex CLI sees the reason and the hint, never a bare status (issue 22)."""
+    readme = ROOT / "README.md"
+    code = next(c for _, c, run in snippets(readme) if run and "codexrt.blocking.connect" in c)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEX")}
+    env.update(PATH=str(tmp_path / "empty-bin"), HOME=str(tmp_path), PYTHONPATH=str(ROOT))
+    (tmp_path / "empty-bin").mkdir()
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+    out = proc.stdout + proc.stderr
+    assert "no Codex CLI found" in out and "Hint:" in out and "CODEX_BIN" in out, out
