@@ -31,12 +31,17 @@ injected context), assistant text and reasoning from the response copy; the othe
 a fallback for a turn that lacks the preferred one. Snapshots (``item_completed``) share the
 native id and upsert over the response copy.
 
-Legacy code-mode ``exec`` wrappers (R-H-5): the wrapper call, its output and the native
-receipts that follow it in the same turn (up to the next wrapper) are collected while feeding;
-at read time :func:`~._wrappers.attribute_wrapper` decides. When every call is attributed without
-doubt the wrapper and the receipts it consumed are replaced, at the wrapper's place, by one
-record per call in *source* order; otherwise the wrapper stays whole (a ``dynamicToolCall``
-named ``exec`` with its output) and :meth:`Projector.wrapper_attributions` says why.
+Legacy code-mode ``exec`` wrappers (R-H-5): the wrapper's call and output lines, the native
+receipts and the process starts of the whole thread are collected while feeding; at read time
+:func:`~._wrappers.attribute_wrapper` decides, in file order, with only the wrapper's own
+receipts (nested between its call and output and made by no model call, or tied to it later
+by call id / process id — never a later direct call) and the processes started before it.
+When every call is attributed without doubt the wrapper and the receipts it consumed are
+replaced, at the wrapper's place, by one record per call in *source* order (plus its
+``Script failed`` envelope); otherwise the wrapper stays whole (a ``dynamicToolCall`` named
+``exec`` with its output, then a grey preview of each static patch) and
+:meth:`Projector.wrapper_attributions` says why. Polls — a wrapper's ``ProcessUpdate`` or a
+direct ``write_stdin`` — update the command whose process they target and make no card.
 
 Display records are for display: nothing here is ever sent back to the model.
 """
@@ -53,7 +58,16 @@ import attrs
 
 from ._legacy import LegacyRecord
 from ._sanitize import FileMention, sanitize_user_text
-from ._wrappers import Attribution, ToolRecord, WrapperCall, attribute_wrapper, receipts_from_rollout_line
+from ._wrappers import (
+    Attribution,
+    PollUpdate,
+    Receipt,
+    ToolRecord,
+    WrapperCall,
+    attribute_wrapper,
+    patch_end_receipts,
+    receipts_from_rollout_line,
+)
 
 __all__ = [
     "STATUSES",
@@ -862,44 +876,87 @@ def _parse_ts(ts: str | None) -> int | None:
         return None
 
 
-# Unified-exec / shell receipts: the tool's own header, not data produced by the command.
-_EXIT_RE = re.compile(r"^(?:Process exited with code|Exit code:)\s*(-?\d+)\s*$", re.M)
-_RUNNING_RE = re.compile(r"^Process running with session ID", re.M)
+# Unified-exec / shell receipts: the tool's own header, not data produced by the command. A
+# header is a run of these lines from the first line on, ended by an ``Output:`` line.
+_HEADER_LINE = re.compile(
+    r"^(?:Chunk ID: \S+|Wall time:? [^\n]*|Process exited with code (?P<code>-?\d+)"
+    r"|Process running with session ID (?P<pid>\S+)|Original token count: \d+|Total output lines: \d+"
+    r"|Exit code: (?P<code2>-?\d+))$"
+)
+_OLD_SHELL_TOOLS = frozenset({"shell", "container.exec", "local_shell"})
 
 
-def _parse_exec_output(output: Any) -> tuple[str | None, int | None, bool]:
-    """(output text, exit code, still running) from a legacy exec tool output."""
+@attrs.frozen
+class ExecReceipt:
+    """What a legacy exec tool's own output record says: the body, the exit code, and the
+    process id when the command was still running (``Process running with session ID N``)."""
+
+    body: str | None
+    exit_code: int | None = None
+    running_pid: str | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.running_pid is not None and self.exit_code is None
+
+
+def _split_header(text: str) -> tuple[str, int | None, str | None, bool] | None:
+    """(body, exit code, running pid, saw an exit/running line) when ``text`` starts with a
+    complete tool header, else ``None`` (then nothing is read out of the text)."""
+    lines = text.split("\n")
+    code: int | None = None
+    pid: str | None = None
+    for j, line in enumerate(lines[:8]):
+        if line == "Output:":
+            return "\n".join(lines[j + 1:]), code, pid, code is not None or pid is not None
+        m = _HEADER_LINE.match(line.rstrip("\r"))
+        if m is None:
+            return None
+        c = m.group("code") or m.group("code2")
+        if c is not None and code is None:
+            code = int(c)
+        if m.group("pid") is not None and pid is None:
+            pid = m.group("pid")
+    return None
+
+
+def _parse_exec_output(output: Any, tool: str | None = None) -> ExecReceipt:
+    """A legacy exec tool's output record (R-H-4). Status comes only from the tool's own
+    header (or the old ``shell`` tool's structured ``metadata.exit_code``), never from the
+    command's output: a body that prints ``Exit code: 1`` or ``Output:`` is data."""
     if isinstance(output, list):  # content items
         output = "".join(b.get("text", "") for b in output if isinstance(b, dict))
     if isinstance(output, dict):
         body = output.get("content", output.get("output"))
-        return (body if isinstance(body, str) else None, None, False)
+        return ExecReceipt(body if isinstance(body, str) else None)
     if not isinstance(output, str):
-        return (None, None, False)
+        return ExecReceipt(None)
     s = output.strip()
-    if s.startswith("{"):
+    if tool in _OLD_SHELL_TOOLS and s.startswith("{"):
         try:
             obj = json.loads(s)
         except ValueError:
             obj = None
         if isinstance(obj, dict) and isinstance(obj.get("output"), str):
             meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-            return (obj["output"], _int(meta.get("exit_code")), False)
-    head, sep, body = output.partition("Output:\n")
-    if not sep:
-        return (output, None, False)
-    if _RUNNING_RE.search(head):
-        return (body, None, True)
-    codes = _EXIT_RE.findall(head)
-    # shell_command receipts nest a second header inside the first body; take the innermost.
-    while True:
-        h2, sep2, b2 = body.partition("Output:\n")
-        if not sep2 or not _EXIT_RE.search(h2):
-            break
-        codes += _EXIT_RE.findall(h2)
-        body = b2
-    return (body, int(codes[-1]) if codes else None, False)
+            return ExecReceipt(obj["output"], _int(meta.get("exit_code")))
+    head = _split_header(output)
+    if head is None:
+        return ExecReceipt(output)
+    body, code, pid, decided = head
+    if not decided:
+        # Only a header without an outcome wraps a second one: the unified-exec envelope
+        # around an intercepted ``apply_patch`` (``Wall time…\nOutput:\nExit code: 0\n…``).
+        inner = _split_header(body)
+        if inner is not None:
+            body, code, pid, _ = inner
+    return ExecReceipt(body, code, pid)
 
+
+#: Facets of one legacy compaction are written back to back (milliseconds apart); facets whose
+#: line timestamps are further apart than this are separate compactions (seed: 不同明确时间的
+#: compact 记录继续独立显示).
+COMPACTION_FACET_WINDOW_MS = 2000
 
 _CONTEXT_PREFIXES = (
     "<environment_context",
@@ -934,13 +991,55 @@ class _Entry:
 
 @attrs.define
 class _Wrapper:
-    """A legacy code-mode ``exec`` call (R-H-5) and the receipts seen after it in its turn."""
+    """A legacy code-mode ``exec`` call (R-H-5): its call and output records and their lines."""
 
     key: str
     turn_id: str
     call: dict[str, Any]
+    call_line: int
     output: dict[str, Any] | None = None
-    receipts: list[Any] = attrs.Factory(list)
+    output_line: int | None = None
+
+
+@attrs.define
+class _Poll:
+    """A direct ``write_stdin`` call (R-H-5): no record of its own; it updates the command
+    whose process it targets."""
+
+    line: int
+    target: str | None
+    chars: str | None
+    out_line: int | None = None
+    receipt: ExecReceipt | None = None
+
+
+@attrs.frozen
+class _Update:
+    """One change to an earlier command record: a poll's output, its exit code, Ctrl+C."""
+
+    line: int
+    body: str | None
+    exit_code: int | None
+    interrupted: bool
+    status: str | None = None  # an explicit status (the engine's ProcessUpdate)
+
+
+def _poll_text(p: PollUpdate) -> str | None:
+    """A poll's output as appended to its command: the native receipt's body as is (a stream
+    chunk); a value only printed by the wrapper on a line of its own."""
+    if not p.output:
+        return None
+    if p.call_id is not None:
+        return p.output
+    return p.output if p.output.endswith("\n") else p.output + "\n"
+
+
+@attrs.define
+class _Resolution:
+    attributions: dict[str, Attribution]
+    hidden: set[str]
+    repl: dict[str, list[Any]]
+    updates: dict[str, list[_Update]]
 
 
 @attrs.define
@@ -986,10 +1085,17 @@ class Projector:
         self._cur_turn: str | None = None
         self._synthetic = 0
         self._turn_cwd: dict[str, str] = {}
-        self._polling_calls: set[str] = set()
+        self._polls: dict[str, _Poll] = {}
         self._last_compaction: dict[str, tuple[str, set[str]]] = {}
         self._wrappers: dict[str, _Wrapper] = {}
-        self._wrapper_scope: str | None = None  # the latest exec wrapper of the current turn
+        # R-H-5 glue: model-made call ids (never a wrapper's receipts), native receipts by
+        # line, and where each process id was started (line, pid, record key).
+        self._direct_ids: set[str] = set()
+        self._direct_tools: dict[str, str] = {}
+        self._receipt_log: list[tuple[int, str, Receipt]] = []
+        self._starts: list[tuple[int, str, str]] = []
+        self._line = 0
+        self._resolved: _Resolution | None = None
 
     def __repr__(self) -> str:
         return f"<Projector thread={self.thread_id} turns={len(self._order)} entries={len(self._entries)}>"
@@ -1247,7 +1353,9 @@ class Projector:
         p = rec.payload if isinstance(rec.payload, dict) else {}
         ts = _parse_ts(rec.timestamp)
         line_key = f"L{rec.line_no}"
-        self._wrapper_receipts(rec, p)
+        self._line = rec.line_no
+        self._resolved = None
+        self._log_receipts(rec, p)
         if rec.type == "session_meta":
             if self.thread_id is None and isinstance(p.get("id"), str):
                 self.thread_id = p["id"]
@@ -1271,48 +1379,143 @@ class Projector:
             return
         # world_state, token_usage_record, unknown top-level types: not display items.
 
-    def _wrapper_receipts(self, rec: LegacyRecord, p: dict[str, Any]) -> None:
-        """R-H-5 scope: native receipts after an exec wrapper, in its turn, up to the next
-        wrapper. A new turn or a new wrapper call ends the scope."""
-        w = self._wrappers.get(self._wrapper_scope) if self._wrapper_scope is not None else None
-        if w is None:
+    def _log_receipts(self, rec: LegacyRecord, p: dict[str, Any]) -> None:
+        """Native receipts (items and terminal events that name a call) with their line, and
+        the processes they show started; the wrappers take theirs at read time (R-H-5)."""
+        if rec.type != "event_msg":
             return
-        new_turn = (rec.type == "turn_context" or rec.subtype in ("task_started", "turn_started"))
-        if new_turn and _str(p.get("turn_id")) != w.turn_id:
-            self._wrapper_scope = None
-            return
-        if rec.subtype == "custom_tool_call" and p.get("name") == "exec":
-            self._wrapper_scope = None  # the next wrapper starts its own scope
-            return
-        if rec.type not in ("response_item", "event_msg"):
-            return
-        line = {"type": rec.type, "payload": p, "ordinal": rec.ordinal}
-        for r in receipts_from_rollout_line(line):
-            if r.call_id != w.key:
-                w.receipts.append(r)
+        st = rec.subtype
+        found: list[Receipt] = []
+        if st == "item_completed":
+            found = receipts_from_rollout_line({"type": "event_msg", "payload": p, "ordinal": rec.ordinal})
+            item = p.get("item") if isinstance(p.get("item"), dict) else {}
+            pid = item.get("process_id")
+            if item.get("type") == "CommandExecution" and isinstance(item.get("id"), str) and pid is not None:
+                self._starts.append((rec.line_no, str(pid), item["id"]))
+        elif st == "patch_apply_end":
+            found = patch_end_receipts(p, ordinal=rec.ordinal)
+        elif st == "exec_command_end" and isinstance(p.get("call_id"), str):
+            pid = p.get("process_id")
+            if pid is not None:
+                self._starts.append((rec.line_no, str(pid), p["call_id"]))
+        tid = _str(p.get("turn_id")) or self._cur_turn or ""
+        for r in found:
+            self._receipt_log.append((rec.line_no, tid, r))
 
     def wrapper_attributions(self) -> dict[str, Attribution]:
         """The engine's decision for every legacy exec wrapper that has an output, by the
         wrapper's call id (R-H-5). A wrapper without an output is kept whole and not listed."""
-        out: dict[str, Attribution] = {}
-        for key, w in self._wrappers.items():
-            if w.output is not None:
-                out[key] = attribute_wrapper(WrapperCall.from_response_items(w.call, w.output), w.receipts)
-        return out
+        return dict(self._resolve().attributions)
+
+    def _wrapper_receipts(self, w: _Wrapper, first: Attribution | None) -> list[Receipt]:
+        """R-H-5: only what the wrapper produced. Nested receipts are those written between
+        the wrapper's call and its output in its turn that no model call made; a later
+        receipt belongs to it only when its identity ties it there — the call id of a nested
+        call, or a process id of a nested call or of a command the engine attributed."""
+        assert w.output_line is not None
+        nested = [r for line, tid, r in self._receipt_log
+                  if w.call_line < line < w.output_line and tid in (w.turn_id, "")
+                  and r.call_id not in self._direct_ids]
+        if first is None:
+            return nested
+        ids = {r.call_id for r in nested}
+        pids = {r.process_id for r in nested if r.process_id is not None}
+        pids |= {r.process_id for r in first.records if r.process_id is not None} if first.replace else set()
+        late = [r for line, _, r in self._receipt_log
+                if line > w.output_line and r.call_id not in self._direct_ids
+                and (r.call_id in ids or (r.process_id is not None and r.process_id in pids))]
+        return nested + late
+
+    def _resolve(self) -> _Resolution:
+        """Attribute every wrapper in file order with the processes known before it, then
+        resolve direct polls; cached until the next record."""
+        if self._resolved is not None:
+            return self._resolved
+        starts = list(self._starts)
+        res = _Resolution({}, set(), {}, {})
+
+        def known_before(line: int) -> dict[str, str]:
+            known: dict[str, str] = {}
+            for ln, pid, key in sorted(starts):
+                if ln < line:
+                    known[pid] = key
+            return known
+
+        for w in sorted(self._wrappers.values(), key=lambda x: x.call_line):
+            if w.output is None or w.output_line is None:
+                continue
+            call = WrapperCall.from_response_items(w.call, w.output)
+            known = known_before(w.call_line)
+            a = attribute_wrapper(call, self._wrapper_receipts(w, None), known_processes=known)
+            late = self._wrapper_receipts(w, a)
+            if len(late) > len(self._wrapper_receipts(w, None)):
+                a = attribute_wrapper(call, late, known_processes=known)
+            res.attributions[w.key] = a
+            if not a.replace:
+                continue
+            res.hidden.add(w.key)
+            recs = []
+            for r in a.records:
+                rec = self._tool_record(w, r)
+                recs.append(rec)
+                if r.call_id:
+                    res.hidden.add(r.call_id)
+                if r.process_id is not None:
+                    starts.append((w.call_line, r.process_id, rec.id))
+            if a.script_error is not None or a.script_status in ("failed", "terminated"):
+                # the script's own failure envelope stays visible beside the calls it made
+                msg = a.script_error if a.script_error is not None else f"Script {a.script_status}"
+                recs.append(ErrorRecord(id=f"{w.key}#script", thread_id=self.thread_id, turn_id=w.turn_id,
+                                        status="failed", message=msg.rstrip("\n"), source="legacy"))
+            res.repl[w.key] = recs
+            for u in a.updates:
+                ups = res.updates.setdefault(u.record_key, [])
+                for poll in u.polls:
+                    ups.append(_Update(w.output_line, _poll_text(poll), poll.exit_code,
+                                       poll.chars is not None and "\x03" in poll.chars))
+                if u.status is not None:
+                    ups.append(_Update(w.output_line, None, u.exit_code, False,
+                                       {"in_progress": "inProgress"}.get(u.status, u.status)))
+        for call_id, poll in self._polls.items():
+            if poll.target is None:
+                continue  # no provable target: pure polling makes no card
+            key = known_before(poll.line).get(poll.target)
+            if key is None:
+                continue
+            r = poll.receipt
+            res.updates.setdefault(key, []).append(_Update(
+                poll.out_line if poll.out_line is not None else poll.line,
+                r.body if r is not None else None, r.exit_code if r is not None else None,
+                poll.chars is not None and "\x03" in poll.chars))
+        for ups in res.updates.values():
+            ups.sort(key=lambda u: u.line)
+        self._resolved = res
+        return res
 
     def _tool_record(self, w: _Wrapper, r: ToolRecord) -> Any:
-        """One attributed call of a replaced wrapper as a display record. A command whose
-        receipt is a record of this projection keeps that record (the server's own facts)."""
+        """One attributed call of a replaced wrapper as a display record. A call whose receipt
+        is a record of this projection keeps that record (the server's own facts); the
+        wrapper's polls of it add their output and outcome."""
         status = {"in_progress": "inProgress"}.get(r.status, r.status)
+        polled = "".join(_poll_text(p) or "" for p in r.polls)
         e = self._entries.get(r.call_id) if r.call_id else None
+        if e is not None and isinstance(e.record, FileChange) and r.tool == "apply_patch":
+            return attrs.evolve(e.record, turn_id=w.turn_id)
         if e is not None and isinstance(e.record, CommandExecution):
-            return e.record
+            base = e.record
+            if not r.polls:
+                return base
+            return attrs.evolve(base, status=status, exit_code=r.exit_code if r.exit_code is not None else base.exit_code,
+                                output=(base.output or "") + polled if polled else base.output)
         key = r.call_id or f"{w.key}#{r.source_index}"
         common = {"id": key, "thread_id": self.thread_id, "turn_id": w.turn_id, "status": status, "source": "legacy"}
         if r.tool == "apply_patch" and r.patch is not None:
             return FileChange(changes=parse_apply_patch(r.patch.patch), **common)
         if r.command is not None:
-            return CommandExecution(command=r.command, cwd=r.cwd, exit_code=r.exit_code, output=r.output,
+            out = r.output
+            if polled:
+                out = (out or "") + polled
+            return CommandExecution(command=r.command, cwd=r.cwd, exit_code=r.exit_code, output=out,
                                     process_id=r.process_id, **common)
         content = (ContentBlock("text", r.output),) if r.output is not None else ()
         return DynamicToolCall(tool=r.tool, arguments=dict(r.args) if not isinstance(r.args, str) else r.args,
@@ -1321,11 +1524,19 @@ class Projector:
     def _legacy_compaction(self, turn_id: str, key: str, facet: str, ts: int | None, summary: str | None) -> None:
         """A compaction is recorded as up to three facets (``compacted``, the ``context_compacted``
         event, a ``compaction`` response item). Consecutive facets of *different* kinds with no
-        record between them are one boundary; a repeated facet kind is a new compaction."""
+        record between them are one boundary; a repeated facet kind is a new compaction, and so
+        is a facet whose explicit time is more than :data:`COMPACTION_FACET_WINDOW_MS` away
+        (the facets of one compaction are written back to back; distinct times are never
+        merged)."""
         t = self._turn(turn_id)
         last = self._last_compaction.get(turn_id)
         if last is not None and t.keys and t.keys[-1] == last[0] and facet not in last[1]:
             e = self._entries[last[0]]
+        else:
+            e = None
+        if e is not None and (ts is None or e.record.time_ms is None
+                              or abs(ts - e.record.time_ms) <= COMPACTION_FACET_WINDOW_MS):
+            assert last is not None
             last[1].add(facet)
             if summary and not e.record.summary:
                 e.record = attrs.evolve(e.record, summary=summary)
@@ -1418,12 +1629,18 @@ class Projector:
         a = args if isinstance(args, dict) else {}
         if st == "local_shell_call":
             a = p.get("action") if isinstance(p.get("action"), dict) else {}
+        self._direct_ids.add(key)
+        self._direct_tools[key] = name
         if name == "write_stdin":
-            self._polling_calls.add(key)  # polling: no record of its own (R-H-5)
+            # polling: no record of its own; it updates the command it targets (R-H-5)
+            target = a.get("session_id", a.get("process_id"))
+            chars = a.get("chars", a.get("input"))
+            self._polls[key] = _Poll(self._line, None if target is None or isinstance(target, bool) else str(target),
+                                     chars if isinstance(chars, str) else None)
             return
         if name == "exec" and st == "custom_tool_call":
-            self._wrappers[key] = _Wrapper(key, tid, dict(p))
-            self._wrapper_scope = key  # shown whole until attribution replaces it (turns())
+            # shown whole until attribution replaces it (turns())
+            self._wrappers[key] = _Wrapper(key, tid, dict(p), self._line)
         if name in _EXEC_TOOLS:
             cmd = a.get("cmd", a.get("command"))
             cmd_s = _join_argv(cmd)
@@ -1458,22 +1675,33 @@ class Projector:
 
     def _legacy_output(self, p: dict[str, Any]) -> None:
         key = _str(p.get("call_id"))
-        if key is None or key in self._polling_calls:
+        if key is None:
+            return
+        if key in self._polls:
+            poll = self._polls[key]
+            poll.out_line, poll.receipt = self._line, _parse_exec_output(p.get("output"), "write_stdin")
             return
         if key in self._wrappers:
             self._wrappers[key].output = dict(p)
+            self._wrappers[key].output_line = self._line
         e = self._entries.get(key)
-        if e is None or e.channel == "snapshot":
-            return  # an output without its call (or a snapshot already knows better)
-        r = e.record
+        if e is None:
+            return  # an output without its call
         out = p.get("output")
+        if isinstance(e.record, CommandExecution):
+            rcpt = _parse_exec_output(out, self._direct_tools.get(key))
+            if rcpt.running_pid is not None:
+                self._starts.append((self._line, rcpt.running_pid, key))
+        if e.channel == "snapshot":
+            return  # the item_completed snapshot knows better
+        r = e.record
         if isinstance(r, CommandExecution):
-            text, code, running = _parse_exec_output(out)
-            if running:
-                e.record = attrs.evolve(r, output=text, status="inProgress")
+            if rcpt.running:
+                e.record = attrs.evolve(r, output=rcpt.body, status="inProgress", process_id=rcpt.running_pid)
                 return
+            code = rcpt.exit_code
             status = "unknown" if code is None else ("completed" if code == 0 else "failed")
-            e.record = attrs.evolve(r, output=text, exit_code=code, status=status)
+            e.record = attrs.evolve(r, output=rcpt.body, exit_code=code, status=status)
             e.open = False
         elif isinstance(r, FileChange):
             text = out if isinstance(out, str) else json.dumps(out)
@@ -1660,33 +1888,56 @@ class Projector:
             r = _redact_record(r, self._redact)
         return r
 
-    def _replacements(self) -> tuple[set[str], dict[str, list[Any]]]:
-        """R-H-5 at read time: entries hidden by replaced wrappers, and each replaced
-        wrapper's records (source order)."""
-        hidden: set[str] = set()
-        repl: dict[str, list[Any]] = {}
-        for key, a in self.wrapper_attributions().items():
-            if not a.replace:
-                continue
-            w = self._wrappers[key]
-            hidden.add(key)
-            recs = [self._tool_record(w, r) for r in a.records]
-            hidden.update(r.call_id for r in a.records if r.call_id)
-            repl[key] = recs
-        return hidden, repl
+    @staticmethod
+    def _updated(e: _Entry, ups: Sequence[_Update]) -> _Entry:
+        """A command after the polls and interrupts aimed at its process (R-H-5): their output
+        appended in order, the exit code they report, ``interrupted`` after a Ctrl+C."""
+        r = e.record
+        if not isinstance(r, CommandExecution) or not ups:
+            return e
+        out, code, status, interrupted = r.output, r.exit_code, r.status, False
+        for u in ups:
+            if u.body:
+                out = (out or "") + u.body
+            if u.exit_code is not None:
+                code = u.exit_code
+                status = "completed" if code == 0 else "failed"
+            if u.status is not None:
+                status = u.status
+            interrupted |= u.interrupted
+        if interrupted:
+            status = "interrupted"
+        done = status != r.status and status not in ("inProgress", "unknown")
+        rec = attrs.evolve(r, output=out, exit_code=code, status=status)
+        return _Entry(e.key, rec, e.complete, e.open and not done, e.channel, e.turn_id, e.times, e.deltas)
+
+    def _kept_previews(self, key: str, turn_id: str) -> list[Any]:
+        """Static patch literals of a kept wrapper, shown beside it for display only: grey
+        ``unknown`` unless the engine proved their own result (R-H-5)."""
+        a = self._resolve().attributions.get(key)
+        if a is None or a.replace:
+            return []
+        return [FileChange(id=f"{key}#patch{pv.source_index}", thread_id=self.thread_id, turn_id=turn_id,
+                           status=pv.status, changes=parse_apply_patch(pv.patch), source="legacy")
+                for pv in a.previews]
 
     def turns(self) -> list[TurnGroup]:
         """Every turn in order with its projected records."""
         out = []
-        hidden, repl = self._replacements() if self._wrappers else (set(), {})
+        res = self._resolve() if (self._wrappers or self._polls) else _Resolution({}, set(), {}, {})
+        hidden, repl, updates = res.hidden, res.repl, res.updates
         for tid in self._order:
             t = self._turns[tid]
             recs = []
             for e in self._visible(t):
                 if e.key in repl:
-                    recs.extend(self._finish(_Entry(r.id, r, True, False, "response", tid), t) for r in repl[e.key])
+                    recs.extend(self._finish(self._updated(_Entry(r.id, r, True, False, "response", tid),
+                                                           updates.get(r.id, ())), t) for r in repl[e.key])
                 if e.key not in hidden:
-                    recs.append(self._finish(e, t))
+                    recs.append(self._finish(self._updated(e, updates.get(e.key, ())), t))
+                    if e.key in self._wrappers:
+                        recs.extend(self._finish(_Entry(r.id, r, True, False, "response", tid), t)
+                                    for r in self._kept_previews(e.key, tid))
             if t.status == "failed" and t.error:
                 msg = t.error.get("message") if isinstance(t.error, dict) else str(t.error)
                 recs.append(ErrorRecord(id=f"turn-error:{tid}", thread_id=self.thread_id, turn_id=tid,

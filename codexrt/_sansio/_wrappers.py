@@ -81,6 +81,7 @@ __all__ = [
     "WrapperCall",
     "attribute_wrapper",
     "normalize_dir",
+    "patch_end_receipts",
     "receipts_from_rollout_line",
 ]
 
@@ -113,6 +114,7 @@ class KeepReason(str, enum.Enum):
     PATCH_WITHOUT_RESULT = "patch_without_result"
     STATUS_CONFLICT = "status_conflict"
     RECEIPT_OVERFLOW = "receipt_overflow"
+    ARRAY_REBOUND = "array_rebound"
 
 
 class _Dynamic:
@@ -185,6 +187,9 @@ class Receipt:
     the *native* outcome when the record states it. ``process_id`` is the native
     process/session id where the record carries one. ``ordinal`` is the record's position
     in its transcript (used only to order polling chunks, never to attribute).
+    ``headerless`` marks an output that is the command's own bytes (``aggregated_output``
+    of an item, a patch's stdout): it has no tool header, so nothing in it is read as an
+    exit code or a process id.
     """
 
     kind: Literal["call", "output"]
@@ -196,6 +201,7 @@ class Receipt:
     exit_code: int | None = None
     process_id: str | None = attrs.field(default=None, converter=lambda v: _pid(v))
     ordinal: int | None = None
+    headerless: bool = False
 
     @classmethod
     def from_response_item(cls, payload: Mapping[str, Any], *, ordinal: int | None = None) -> Receipt | None:
@@ -247,7 +253,11 @@ def receipts_from_rollout_line(line: Mapping[str, Any]) -> list[Receipt]:
     if line.get("type") != "event_msg" or payload.get("type") != "item_completed":
         return []
     item = payload.get("item")
-    if not isinstance(item, Mapping) or item.get("type") != "CommandExecution" or not isinstance(item.get("id"), str):
+    if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
+        return []
+    if item.get("type") == "FileChange":
+        return _file_change_receipts(item["id"], item.get("changes"), item.get("status"), item, ordinal)
+    if item.get("type") != "CommandExecution":
         return []
     argv = item.get("command")
     if isinstance(argv, list) and len(argv) == 3 and argv[1] in ("-lc", "-c") and isinstance(argv[2], str):
@@ -277,8 +287,44 @@ def receipts_from_rollout_line(line: Mapping[str, Any]) -> list[Receipt]:
             exit_code=exit_code if isinstance(exit_code, int) and not isinstance(exit_code, bool) else None,
             process_id=pid,
             ordinal=ordinal,
+            headerless=True,
         ),
     ]
+
+
+def patch_end_receipts(payload: Mapping[str, Any], *, ordinal: int | None = None) -> list[Receipt]:
+    """Receipts of an ``event_msg/patch_apply_end`` (``call_id``, ``changes``, ``success`` /
+    ``status``, ``stdout``/``stderr``): an ``apply_patch`` call identified by the files it
+    changed, and its native outcome."""
+    cid = payload.get("call_id")
+    if not isinstance(cid, str):
+        return []
+    status = payload.get("status")
+    if not isinstance(status, str):
+        status = {True: "completed", False: "failed"}.get(payload.get("success"))  # type: ignore[arg-type]
+    return _file_change_receipts(cid, payload.get("changes"), status, payload, ordinal)
+
+
+def _file_change_receipts(cid: str, changes: Any, status: Any, src: Mapping[str, Any],
+                          ordinal: int | None) -> list[Receipt]:
+    files: list[str] = []
+    if isinstance(changes, Mapping):
+        for path, ch in changes.items():
+            files.append(str(path))
+            mv = ch.get("move_path") if isinstance(ch, Mapping) else None
+            if isinstance(mv, str):
+                files.append(mv)
+    elif isinstance(changes, list):
+        for ch in changes:
+            if isinstance(ch, Mapping) and isinstance(ch.get("path"), str):
+                files.append(ch["path"])
+    call = Receipt("call", cid, tool="apply_patch", arguments={"files": sorted(files)}, ordinal=ordinal)
+    if status in ("in_progress", "inProgress", None):
+        return [call]
+    text = "".join(x for x in (src.get("stdout"), src.get("stderr")) if isinstance(x, str)) or None
+    success = True if status == "completed" else False if status in ("failed", "declined") else None
+    return [call, Receipt("output", cid, output=_crlf(text) if text else None, success=success, ordinal=ordinal,
+                          headerless=True)]
 
 
 @attrs.frozen
@@ -748,6 +794,7 @@ class _Batch:
     settled: bool
     var: str | None
     entries: list[tuple[str, Any]]  # ("call", _SrcCall) | ("internal", expression text)
+    end: int = -1  # token index of the closing ``)`` of ``Promise.all(...)``
 
 
 @attrs.define
@@ -904,9 +951,90 @@ def _scan_source(src: str) -> _Source:
             j -= 1
         if j >= 1 and _is(toks[j], "p", "=") and toks[j - 1].kind == "id":
             var = toks[j - 1].value
-        batches.append(_Batch(number, toks[i + 2].value == "allSettled", var, entries))
+        batches.append(_Batch(number, toks[i + 2].value == "allSettled", var, entries, rp))
+    for b in batches:
+        if b.var is not None:
+            _check_not_rebound(toks, match, b)
     plans = _find_plans(toks, match, batches)
     return _Source(calls, batches, plans)
+
+
+_MUTATORS = frozenset({"reverse", "sort", "push", "pop", "shift", "unshift", "splice", "fill", "copyWithin"})
+_ASSIGN = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "**=", "<<=", ">>=", "&&=", "||=", "??=", "++", "--"})
+
+
+def _check_not_rebound(toks: Sequence[_Tok], match: Mapping[int, int], batch: _Batch) -> None:
+    """R-H-5: a label or envelope printed from a batch variable names its slot only while
+    the array is the one ``Promise.all`` returned. After the batch, every use of the
+    variable must be a read that cannot reorder, replace or alias it: ``V.forEach`` /
+    ``V.map`` (callback without the array parameter), ``V.length``, ``V[k]`` reads,
+    ``JSON.stringify(V)``, ``for (… of V)`` or a bare print. Anything else — ``reverse()``,
+    ``sort()``, ``push()``, an assignment to ``V``, ``V[k]`` or ``V.length``, a
+    destructuring target, passing ``V`` on — keeps the wrapper (``array_rebound``)."""
+    var = batch.var
+
+    def scan(ts: Sequence[_Tok], m: Mapping[int, int], start: int) -> None:
+        spans = [(a, b) for a, b in m.items() if ts[a].value in ("[", "{")]
+        for i in range(start, len(ts)):
+            t = ts[i]
+            if t.kind == "tpl":
+                for part in t.value:
+                    if not isinstance(part, str):
+                        sub = list(part)
+                        scan(sub, _brackets(sub), 0)
+                continue
+            if not _is(t, "id", var):
+                continue
+            prev = ts[i - 1] if i else None
+            if prev is not None and (_is(prev, "p", ".") or _is(prev, "p", "?.")):
+                continue  # a property name, not the variable
+            if not _safe_use(ts, m, i, spans):
+                raise _Unresolved(KeepReason.ARRAY_REBOUND,
+                                  f"batch array {var!r} may be reordered, replaced or aliased before it is printed")
+
+    scan(toks, match, batch.end + 1)
+
+
+def _safe_use(ts: Sequence[_Tok], m: Mapping[int, int], i: int, spans: Sequence[tuple[int, int]]) -> bool:
+    n = len(ts)
+    prev = ts[i - 1] if i else None
+    nxt = ts[i + 1] if i + 1 < n else None
+    if _is(prev, "p", "++") or _is(prev, "p", "--"):
+        return False
+    for a, b in spans:  # a destructuring assignment target: [V[1], V[0]] = …
+        if a < i < b and b + 1 < n and _is(ts[b + 1], "p", "="):
+            return False
+    if _is(nxt, "p", ".") and i + 2 < n and ts[i + 2].kind == "id":
+        name = ts[i + 2].value
+        after = ts[i + 3] if i + 3 < n else None
+        if name in ("forEach", "map") and _is(after, "p", "("):
+            cb = _callback(ts, i + 4, m)
+            return cb is not None and len(cb[0]) <= 2
+        if name == "length":
+            return not (after is not None and after.kind == "p" and after.value in _ASSIGN)
+        return False
+    if _is(nxt, "p", "["):
+        j = m[i + 1] + 1
+        while j < n:  # follow the member chain of the element: V[k].x[y]
+            if (_is(ts[j], "p", ".") or _is(ts[j], "p", "?.")) and j + 1 < n and ts[j + 1].kind == "id":
+                j += 2
+            elif _is(ts[j], "p", "["):
+                j = m[j] + 1
+            else:
+                break
+        return not (j < n and ts[j].kind == "p" and ts[j].value in _ASSIGN)
+    closes = _is(nxt, "p", ")") or _is(nxt, "p", ",")
+    if (closes and i >= 4 and _is(prev, "p", "(") and _is(ts[i - 2], "id", "stringify")
+            and _is(ts[i - 3], "p", ".") and _is(ts[i - 4], "id", "JSON")):
+        return True
+    if _is(prev, "id", "of") and _is(nxt, "p", ")"):
+        return True
+    if _is(nxt, "p", ")") and _is(prev, "p", "(") and i >= 2 and (
+        (ts[i - 2].kind == "id" and ts[i - 2].value in _PRINT_FUNCS)
+        or (_is(ts[i - 2], "id", "log") and i >= 4 and _is(ts[i - 4], "id", "console"))
+    ):
+        return True
+    return False
 
 
 # ---------------------------------------------------------------------------------------
@@ -1479,25 +1607,29 @@ def _native_result(inv: _Invocation) -> _Native:
     exit_code = out.exit_code
     pid = out.process_id or inv.call.process_id
     running = False
-    if text is not None:
+    if text is not None and not out.headerless:
+        # The tool's own header: known lines only, ended by ``Output:``. Without that end
+        # there is no header and nothing is read out of the text.
         lines = text.split("\n")
-        body_at = None
+        h_code: int | None = None
+        h_pid: str | None = None
         for j, line in enumerate(lines[:8]):
             m = re.match(r"^Process exited with code (-?\d+)$", line) or re.match(r"^Exit code: (-?\d+)$", line)
             if m:
-                exit_code = int(m.group(1)) if exit_code is None else exit_code
+                h_code = int(m.group(1)) if h_code is None else h_code
                 continue
             m = re.match(r"^Process running with session ID (\S+)$", line)
             if m:
-                pid, running = pid or m.group(1), True
+                h_pid = h_pid or m.group(1)
                 continue
             if line == "Output:":
-                body_at = j + 1
+                text = "\n".join(lines[j + 1 :])
+                exit_code = h_code if exit_code is None else exit_code
+                if h_pid is not None:
+                    pid, running = pid or h_pid, True
                 break
             if not _NATIVE_HEADER.match(line):
                 break
-        if body_at is not None:
-            text = "\n".join(lines[body_at:])
     return _Native(inv, text, exit_code, pid, out.success, running and exit_code is None)
 
 
@@ -1521,6 +1653,27 @@ def _cwd_of(args: Any) -> str | None:
         return None
     v = args.get("workdir", args.get("cwd", args.get("working_directory")))
     return v if isinstance(v, str) else None
+
+
+def _same_files(patch: str, files: Sequence[Any]) -> bool:
+    """A native FileChange result (absolute paths) is this literal patch's when each file
+    of the patch names exactly one of the result's files and none is left over."""
+    pv = _patch_preview(0, patch)
+    mine = [f.path for f in pv.files] + [f.move_to for f in pv.files if f.move_to]
+    theirs = [normalize_dir(f) or str(f).replace("\\", "/") for f in files if isinstance(f, str)]
+    if not mine or len(mine) != len(theirs):
+        return False
+    left = list(theirs)
+    for m in mine:
+        m_abs = normalize_dir(m)
+        rel = m.replace("\\", "/").lstrip("/")
+        while rel.startswith("./"):
+            rel = rel[2:]
+        hits = [t for t in left if (t == m_abs if m_abs else (t == rel or t.endswith("/" + rel)))]
+        if len(hits) != 1:
+            return False
+        left.remove(hits[0])
+    return not left
 
 
 def _tool_family(tool: str) -> str:
@@ -1750,6 +1903,8 @@ def _attribute(
             return False
         if c.tool == "apply_patch":
             raw = inv.args
+            if isinstance(raw, Mapping) and isinstance(raw.get("files"), list):
+                return _same_files(c.args, raw["files"])  # a FileChange result names its files
             if isinstance(raw, Mapping):
                 raw = raw.get("input", raw.get("patch"))
             return isinstance(raw, str) and _crlf(raw).strip() == _crlf(c.args).strip()
