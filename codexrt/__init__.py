@@ -3,6 +3,8 @@
 Public API only; everything else lives in private modules. See ``docs/architecture.md``.
 """
 
+from typing import TYPE_CHECKING
+
 from codexrt._errors import (
     BinaryContentError,
     BusyResourceError,
@@ -43,6 +45,86 @@ from codexrt._runtime import (  # noqa: E402
 from codexrt._sansio._states import OpPhase, RuntimeState  # noqa: E402
 from codexrt._settings import Settings  # noqa: E402
 from codexrt._transport import ExitStatus, ProcessTransport, StreamTransport, spawn_process_transport  # noqa: E402
+
+if TYPE_CHECKING:  # the lazy names, for type checkers (``X as X``: explicitly re-exported)
+    from codexrt._discovery import (
+        discover_cli as discover_cli,
+        DiscoveryResult as DiscoveryResult,
+        Candidate as Candidate,
+        Rejected as Rejected,
+        probe_version as probe_version,
+    )
+    from codexrt._launch import (
+        LaunchConfig as LaunchConfig,
+        AccessMode as AccessMode,
+        launch_fingerprint as launch_fingerprint,
+    )
+    from codexrt._history import (
+        open_history_reader as open_history_reader,
+        HistoryReader as HistoryReader,
+        Transcript as Transcript,
+        MessageCount as MessageCount,
+        MessageCounter as MessageCounter,
+        ThreadPage as ThreadPage,
+        ThreadSummary as ThreadSummary,
+        SubagentView as SubagentView,
+    )
+    from codexrt._interactions import (
+        InteractionRegistry as InteractionRegistry,
+        PrivacyStore as PrivacyStore,
+        decline_all as decline_all,
+        decline_all_in_read_only as decline_all_in_read_only,
+    )
+    from codexrt._edits import (
+        EditLedger as EditLedger,
+        EditStore as EditStore,
+        EditKey as EditKey,
+        EditEntry as EditEntry,
+        UndoReceipt as UndoReceipt,
+        ReviewTicket as ReviewTicket,
+        Checkpoint as Checkpoint,
+    )
+    from codexrt._edits_live import (
+        LiveEdits as LiveEdits,
+        open_live_edits as open_live_edits,
+        load_thread_edits as load_thread_edits,
+    )
+    from codexrt._sansio._context import (
+        EditorState as EditorState,
+        build_context as build_context,
+    )
+    from codexrt._workspace import (
+        read_workspace_diff as read_workspace_diff,
+        WorkspaceDiff as WorkspaceDiff,
+    )
+    from codexrt._helpers import (
+        open_title_manager as open_title_manager,
+        TitleManager as TitleManager,
+        generate_title as generate_title,
+        enhance_prompt as enhance_prompt,
+        generate_commit_message as generate_commit_message,
+    )
+    from codexrt._catalog import (
+        list_models as list_models,
+        list_skills as list_skills,
+        mcp_status as mcp_status,
+        reload_mcp as reload_mcp,
+        start_slash_command as start_slash_command,
+    )
+    from codexrt._transport_ws import (
+        Endpoint as Endpoint,
+        EndpointUnavailable as EndpointUnavailable,
+        EndpointRejected as EndpointRejected,
+    )
+    from codexrt._retry import (
+        Backoff as Backoff,
+        call_read_only as call_read_only,
+        READ_ONLY_RETRY_TABLE as READ_ONLY_RETRY_TABLE,
+    )
+    from codexrt import (
+        aio as aio,
+        blocking as blocking,
+    )
 
 #: Heavier parts of the public API load on first use, so ``import codexrt`` stays quick.
 _LAZY = {

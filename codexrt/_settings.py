@@ -12,7 +12,7 @@ Choosing a plan/collaboration mode or an approval policy never rewrites the sand
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -26,6 +26,12 @@ SANDBOX_MODES = {
     "danger-full-access": "dangerFullAccess",
 }
 APPROVAL_POLICIES = frozenset({"untrusted", "on-failure", "on-request", "never"})
+
+#: The values a type checker accepts; the validators below hold them at run time too.
+ApprovalPolicy = Literal["untrusted", "on-failure", "on-request", "never"]
+SandboxMode = Literal["read-only", "workspace-write", "danger-full-access"]
+ReasoningSummary = Literal["auto", "concise", "detailed", "none"]
+Personality = Literal["none", "friendly", "pragmatic"]
 
 
 def _check_sandbox(_inst: Any, _attr: Any, value: str | None) -> None:
@@ -50,13 +56,13 @@ class Settings:
 
     model: str | None = None
     effort: str | None = None
-    approval_policy: str | None = attrs.field(default=None, validator=_check_approval)
-    sandbox: str | None = attrs.field(default=None, validator=_check_sandbox)
+    approval_policy: ApprovalPolicy | None = attrs.field(default=None, validator=_check_approval)
+    sandbox: SandboxMode | None = attrs.field(default=None, validator=_check_sandbox)
     developer_instructions: str | None = None
     collaboration_mode: dict[str, Any] | None = None
     cwd: str | None = None
-    summary: str | None = None
-    personality: str | None = None
+    summary: ReasoningSummary | None = None
+    personality: Personality | None = None
 
     @classmethod
     def from_wire(cls, data: dict[str, Any] | None) -> "Settings":

@@ -1,0 +1,42 @@
+"""A typed codexrt script: CI checks it with ``mypy --strict`` (tests/test_typing.py).
+
+Run it with a Codex CLI on PATH (or ``CODEX_BIN``): ``python examples/typed_script.py "Hello"``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import codexrt
+import codexrt.aio
+
+
+async def ask(text: str) -> codexrt.OperationResult:
+    settings = codexrt.Settings(approval_policy="on-request", sandbox="read-only")
+    async with codexrt.aio.open_runtime(cwd=".", settings=settings) as rt:
+        op: codexrt.aio.AioOperation = rt.send(text)
+        async for ev in op.events():
+            if ev.kind == "itemUpdated" and ev.payload.get("stream") == "item/agentMessage/delta":
+                delta = ev.payload["delta"]
+                assert isinstance(delta, str)
+                print(delta, end="", flush=True)
+            elif ev.kind == "interactionRequested":  # nothing is approved unless you say so
+                key = ev.payload["interactionKey"]
+                token = ev.payload["dialogToken"]
+                assert isinstance(key, str) and isinstance(token, str)
+                await rt.respond_interaction(key, token, {"decision": "decline"})
+        return await op.wait()
+
+
+def main(argv: list[str]) -> int:
+    result = asyncio.run(ask(argv[1] if len(argv) > 1 else "Hello"))
+    print()
+    print(result.status, result.reason or "")
+    ledger: codexrt.EditLedger | None = None  # lazily loaded names are real types for a checker
+    del ledger
+    return 0 if result.status == "completed" else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv))
