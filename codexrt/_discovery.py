@@ -19,7 +19,10 @@ in this order (R-CLI-1):
    ``%LOCALAPPDATA%\\Programs\\OpenAI\\Codex\\bin``,
    ``${CODEX_HOME:-~/.codex}/packages/standalone/current/bin`` and the old flat ``current``
    layout. The unselected ``releases/`` directory is never scanned;
-4. common bin dirs (Homebrew, ``/usr/local/bin``, npm/volta/bun/pnpm/nvm prefixes…);
+4. common bin dirs (Homebrew, ``/usr/local/bin``, npm/volta/bun/pnpm/nvm prefixes…), then the
+   official binary wheel ``openai-codex-cli-bin`` (``codexrt[cli]``) if it is installed in this
+   interpreter (``<site-packages>/codex_cli_bin/bin/codex`` next to its ``codex-package.json``;
+   found on ``sys.path`` by file, never imported);
 5. the login shell's ``PATH`` — only through an injected callable, only when 1–4 found nothing;
 6. the legacy dependency dirs (``~/.codemoss/dependencies/codex-sdk``, ``~/.codexrt/…``) — only
    when nothing else exists; read, never created, modified or deleted (R-CLI-4).
@@ -531,6 +534,22 @@ def _home_dirs(ctx: _Ctx, home: Path) -> list[tuple[Path, str]]:
     return dirs
 
 
+def _python_package_dirs(paths: Sequence[str]) -> list[Path]:
+    """``bin`` of the official ``openai-codex-cli-bin`` wheel in each import path that has one
+    (its ``codex-package.json`` marks the layout). Files only: nothing is imported."""
+    out: list[Path] = []
+    for entry in paths:
+        if not entry:
+            continue
+        pkg = Path(entry) / "codex_cli_bin"
+        try:
+            if (pkg / "codex-package.json").is_file():
+                out.append(pkg / "bin")
+        except OSError:  # an unreadable sys.path entry is not a candidate
+            continue
+    return out
+
+
 def default_common_dirs(*, platform: str | None = None, env: Mapping[str, str] | None = None, home: Path | None = None) -> list[Path]:
     """Well-known bin directories of package managers (R-CLI-1 step 4). Desktop-app bundles
     are deliberately absent (R-CLI-8)."""
@@ -600,12 +619,14 @@ def discover_cli(
     login_shell_path: Callable[[], str | None] | None = None,
     machine: str | None = None,
     common_dirs: Sequence[Path] | None = None,
+    python_paths: Sequence[str] | None = None,
 ) -> DiscoveryResult:
     """List every Codex CLI candidate, best first, from the filesystem only (R-CLI-1…4).
 
     ``env`` defaults to ``os.environ``, ``platform`` to ``sys.platform`` (``"win32"`` turns on
     the Windows rules: ``PATHEXT``, ``Path`` casing, ``%LOCALAPPDATA%``), ``home`` to the
-    user's home, ``common_dirs`` to :func:`default_common_dirs`. ``login_shell_path`` is
+    user's home, ``common_dirs`` to :func:`default_common_dirs`, ``python_paths`` (where the
+    ``openai-codex-cli-bin`` wheel is looked for) to ``sys.path``. ``login_shell_path`` is
     called (with no arguments) only when steps 1–4 found no candidate; it returns a
     ``PATH`` string or None and is the only thing here that may spawn (see
     :func:`read_login_shell_path`). Raises :class:`CliUnavailable`
@@ -634,6 +655,8 @@ def discover_cli(
     dirs = default_common_dirs(platform=plat, env=env, home=home) if common_dirs is None else common_dirs
     for d in dirs:
         _scan_dir(ctx, Path(d), "common")
+    for d in _python_package_dirs(sys.path if python_paths is None else python_paths):
+        _scan_dir(ctx, d, "python:openai-codex-cli-bin")
     # 5. login shell, only when nothing else was found
     if not ctx.candidates and login_shell_path is not None and not win:
         try:

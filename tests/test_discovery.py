@@ -85,6 +85,7 @@ def run(tmp_path: Path, env: dict[str, str] | None = None, **kw: object) -> disc
     kw.setdefault("platform", "linux")
     kw.setdefault("machine", "x86_64")
     kw.setdefault("common_dirs", [])
+    kw.setdefault("python_paths", [])
     return discover_cli(env=env or {}, home=home, **kw)  # type: ignore[arg-type]
 
 
@@ -666,3 +667,20 @@ def test_r_cli_6_no_exit_claimed_when_no_candidate_could_be_spawned(tmp_path: Pa
     assert "exited" not in message.splitlines()[0]
     assert "spawn failed: ENOENT" in message.splitlines()[1]
     assert diag["codexCliUnavailable"]["candidates"][0]["outcome"] == "spawn failed: ENOENT"
+
+
+def test_r_cli_1_the_official_binary_wheel_is_a_candidate_after_path_and_common_dirs(tmp_path: Path) -> None:
+    """``codexrt[cli]`` pulls ``openai-codex-cli-bin``; its binary is found in site-packages by
+    file (never imported), after every PATH/home/common candidate (issue 22)."""
+    site = tmp_path / "site-packages"
+    pkg = site / "codex_cli_bin"
+    (pkg / "bin").mkdir(parents=True)
+    (pkg / "codex-package.json").write_text('{"layoutVersion": 1, "entrypoint": "bin/codex"}')
+    wheel_bin = native(pkg / "bin" / "codex")
+    on_path = native(tmp_path / "usr" / "bin" / "codex")
+    result = run(tmp_path, {"PATH": str(on_path.parent)}, python_paths=["", str(tmp_path / "nothing"), str(site)])
+    assert paths(result) == [on_path, wheel_bin]
+    assert result.candidates[1].source == "python:openai-codex-cli-bin" and result.candidates[1].confirmed
+    # A directory named codex_cli_bin without the package's marker file is not the wheel.
+    (pkg / "codex-package.json").unlink()
+    assert paths(run(tmp_path, {}, python_paths=[str(site)])) == []
