@@ -67,6 +67,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from pathlib import Path
@@ -448,16 +449,50 @@ def load_rollout_transcript(
                       problems=tuple(parser.problems), wrappers=proj.wrapper_attributions())
 
 
-def _richness(records: Iterable[DisplayRecord]) -> tuple[int, int, int]:
-    tools = plain = compactions = 0
-    for r in records:
-        if r.kind in _TOOL_KINDS:
-            tools += 1
-        elif isinstance(r, Reasoning) and r.state == "plain":
-            plain += 1
-        elif isinstance(r, CompactionBoundary):
-            compactions += 1
-    return tools, plain, compactions
+_SYNTHETIC_ID = re.compile(r"^(?:L\d+|legacy-turn-\d+|turn-error:.*)$")
+
+
+def _identity(record_id: str) -> str | None:
+    """The call/item identity a display record carries, or ``None`` for ids the projector made
+    up (rollout line keys, synthetic turns). A replaced wrapper's records (``<call>#<n>``) carry
+    the wrapper's call id."""
+    base = record_id.split("#", 1)[0]
+    return None if not base or _SYNTHETIC_ID.match(base) else base
+
+
+def missing_identities(native: Transcript, legacy: Transcript) -> list[str]:
+    """R-H-3: what the native projection misses that the legacy transcript identifies — by
+    identity, never by counts (extra records of calls the native side has override nothing):
+
+    * ``tool <id>``: a legacy tool record whose call id the native projection lacks;
+    * ``reasoning <turn>``: a turn both sides have, with plaintext reasoning only in the legacy
+      one (or a reasoning item the native side has only encrypted);
+    * ``turn <id>``: a legacy turn with records, before a compaction boundary, that the native
+      projection does not have (pre-compaction records).
+    """
+    n_recs = native.records()
+    n_ids = {r.id for r in n_recs}
+    n_plain_turns = {r.turn_id for r in n_recs if isinstance(r, Reasoning) and r.state == "plain"}
+    n_plain_ids = {r.id for r in n_recs if isinstance(r, Reasoning) and r.state == "plain"}
+    n_turns = {g.turn_id for g in native.turns}
+    out: list[str] = []
+    seen: set[str] = set()
+    for r in legacy.records():
+        ident = _identity(r.id)
+        if r.kind in _TOOL_KINDS and ident is not None and ident not in n_ids and f"tool {ident}" not in seen:
+            seen.add(f"tool {ident}")
+            out.append(f"tool {ident}")
+        elif isinstance(r, Reasoning) and r.state == "plain" and r.turn_id in n_turns:
+            lacks = r.turn_id not in n_plain_turns or (ident is not None and ident in n_ids and ident not in n_plain_ids)
+            if lacks and f"reasoning {r.turn_id}" not in seen:
+                seen.add(f"reasoning {r.turn_id}")
+                out.append(f"reasoning {r.turn_id}")
+    last_compaction = max((i for i, g in enumerate(legacy.turns)
+                           if any(isinstance(r, CompactionBoundary) for r in g.records)), default=-1)
+    for i, g in enumerate(legacy.turns):
+        if i <= last_compaction and g.records and g.turn_id not in n_turns and _identity(g.turn_id) is not None:
+            out.append(f"turn {g.turn_id}")
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -884,18 +919,20 @@ class HistoryReader:
         return native
 
     async def _legacy_if_richer(self, thread_id: str, thread: dict[str, Any], native: Transcript) -> Transcript | None:
-        """R-H-3 "native projection visibly lacks tools, plain reasoning or pre-compact
-        records": compare with the rollout; the richer rollout wins *whole*."""
+        """R-H-3 "native projection misses tools, plaintext reasoning or pre-compaction
+        records": the rollout wins *whole* only when it identifies calls, reasoning or turns the
+        native projection lacks (:func:`missing_identities`) — never by raw counts."""
         path = thread.get("path") if isinstance(thread.get("path"), str) else None
         try:
             legacy = await self._read_legacy(thread_id, path, "the native history of this legacy-mode thread "
                                              "lacks records the rollout file has")
         except CodexError:
             return None  # no rollout file: the native history is all there is
-        n, leg = _richness(native.records()), _richness(legacy.records())
-        if any(b > a for a, b in zip(n, leg)):
-            return attrs.evolve(legacy, thread=thread)
-        return None
+        missing = missing_identities(native, legacy)
+        if not missing:
+            return None
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        return attrs.evolve(legacy, thread=thread, notices=(*legacy.notices, f"the native history lacks: {shown}"))
 
     async def read_page(self, thread_id: str, *, scope: str = "turns", cursor: Any = None,
                         limit: int | None = None, sort_direction: str | None = None) -> dict[str, Any]:
