@@ -59,6 +59,7 @@ from codexrt._errors import (
     ReviewError,
     UndoError,
 )
+from codexrt._private import ensure_private_dir, ensure_private_file
 from codexrt._sansio._patch import (
     BinaryContentError,
     ChangeKind,
@@ -287,11 +288,16 @@ class EditStore:
 
     def __init__(self, path: str) -> None:
         if path != ":memory:":
+            # Private data (which files of which workspace were edited): directories 0700, the
+            # database 0600 before sqlite opens it (its -journal/-wal/-shm files follow the
+            # database's mode). The default layout <state_dir>/workspaces/ owns both levels.
+            directory = os.path.dirname(os.path.abspath(path))
             try:
-                os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+                ensure_private_dir(directory, owned=2 if os.path.basename(directory) == "workspaces" else 1)
+                ensure_private_file(path)
             except OSError as exc:
                 raise CodexError(
-                    f"cannot create the edit store directory for {path}: {exc.strerror or exc}",
+                    f"cannot create the edit store {path}: {exc.strerror or exc}",
                     code="EDIT_STORE", details={"path": path},
                 ) from exc
         self.path = path

@@ -66,6 +66,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Mapping
 import trio
 
 from codexrt._errors import InteractionError
+from codexrt._private import ensure_private_dir
 from codexrt._sansio import _elicitation as elic
 from codexrt._sansio._privacy import (
     PrivacyIndex,
@@ -626,10 +627,7 @@ class PrivacyStore:
         return f"<PrivacyStore {self.directory} scope={self.fingerprint}>"
 
     def _ensure_dir(self) -> None:
-        os.makedirs(self.directory, mode=0o700, exist_ok=True)
-        st = os.stat(self.directory)
-        if st.st_mode & 0o077:
-            os.chmod(self.directory, 0o700)
+        ensure_private_dir(self.directory)  # every directory it creates 0700, not only the last
 
     def write(self, record: PrivacyRecord) -> str:
         self._ensure_dir()

@@ -23,6 +23,7 @@ from codexrt._edits import EditLedger, EditStore
 from codexrt._errors import CodexError, OutsideWorkspace, UndoError
 from tests.test_edits_live import TID, V1, V2, Wire, fc, history_rules, scenario, upd
 from tests._support import MemoryPeers
+from tests.test_private_files import assert_private
 from codexrt._runtime import RuntimeConfig
 
 
@@ -253,6 +254,7 @@ async def test_r_edit_3_serve_undo_outside_needs_allow_outside_workspace(nursery
     assert changed(mid, snapshot(top)) == {"home/.bash_profile", "ws/notes.txt"}
     assert (top / "home" / ".bash_profile").read_text() == V1
     await wire.close()
+    assert_private(top / "state")  # what serve wrote for itself is private (R-PRIV-1)
 
 
 async def test_r_edit_3_cli_undo_outside_needs_the_flag(nursery, moved: Path):
