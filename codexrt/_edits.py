@@ -26,7 +26,11 @@ in parallel, undos of one file serialize), reads them, and checks each reverse a
 there *now* — the file must still hold what Codex wrote, else :class:`EditConflict` (with a
 diff) and nothing is written. Writes are atomic per file (temp file in the same directory,
 fsync, ``os.replace``, fsync of the directory); for a move back the source is written before
-the destination is removed, so a crash never loses the only copy. A receipt marks undone only
+the destination is removed, so a crash never loses the only copy. *Confinement*: every path an
+undo reads, writes or removes must lie below the entry's frozen cwd (``OutsideWorkspace``
+otherwise, unless the call passes ``allow_outside_workspace=True``), and is reached through
+directory descriptors opened component by component with ``O_NOFOLLOW`` — held from the check
+to the write, so no symbolic link is ever followed (see the section "confinement" below). A receipt marks undone only
 the keys it actually undid; a failed undo keeps its entry (with the error in
 :meth:`EditLedger.undo_failure`) and is never retried automatically.
 
@@ -602,7 +606,8 @@ def _write_at(dirs: _Dirs, place: _Place, data: bytes, mode: int | None) -> None
     """Write ``data`` so a reader (or a crash) sees the old or the new file, never a partial
     one: temp file in the same directory (by descriptor), fsync, ``os.replace``."""
     dfd = dirs.parent(place, create=True)
-    assert dfd is not None
+    if dfd is None:  # created, then removed again by someone else before we could open it
+        raise FileNotFoundError(2, "No such file or directory", os.path.dirname(place.path))
     name = place.parts[-1]
     tmp = "." + name[:160] + _TMP_TAG + uuid.uuid4().hex[:12]
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
