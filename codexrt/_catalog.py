@@ -38,7 +38,7 @@ import trio
 
 from codexrt._retry import call_read
 from codexrt._connection import Connection
-from codexrt._errors import CodexError, ConfigError, RemoteProtocolError
+from codexrt._errors import CodexError, ConfigError, RemoteProtocolError, malformed_data_is_typed
 from codexrt._runtime import Operation, Runtime
 
 __all__ = [
@@ -210,6 +210,7 @@ async def _walk(rt: Runtime, method: str, params: dict[str, Any], max_pages: int
 # --------------------------------------------------------------------------- catalogs
 
 
+@malformed_data_is_typed("catalog data")
 async def list_models(rt: Runtime, *, include_hidden: bool = False, model_provider: str | None = None,
                       page_size: int | None = None, cursor: str | None = None,
                       max_pages: int = DEFAULT_MAX_PAGES) -> ModelCatalog:
@@ -233,6 +234,7 @@ async def list_models(rt: Runtime, *, include_hidden: bool = False, model_provid
     return ModelCatalog(tuple(ModelInfo.from_native(m) for m in native), tuple(native), pages)
 
 
+@malformed_data_is_typed("catalog data")
 async def list_skills(rt: Runtime, cwds: Sequence[str | os.PathLike[str]] = (), *,
                       force_reload: bool = False) -> SkillsCatalog:
     """Skills per cwd (``skills/list``; empty ``cwds`` = the session's cwd). The same name at
@@ -268,6 +270,7 @@ async def list_skills(rt: Runtime, cwds: Sequence[str | os.PathLike[str]] = (), 
     return SkillsCatalog(tuple(skills), tuple(errors), tuple(e for e in data if isinstance(e, dict)))
 
 
+@malformed_data_is_typed("catalog data")
 async def mcp_status(rt: Runtime, *, thread_id: str | None = None, server_name: str | None = None,
                      detail: str | None = None, page_size: int | None = None,
                      max_pages: int = DEFAULT_MAX_PAGES) -> McpStatus:
@@ -281,6 +284,7 @@ async def mcp_status(rt: Runtime, *, thread_id: str | None = None, server_name: 
     return McpStatus(tuple(s for s in servers if isinstance(s, dict)), pages)
 
 
+@malformed_data_is_typed("catalog data")
 async def reload_mcp(rt: Runtime) -> dict[str, Any]:
     """Explicit ``config/mcpServer/reload`` (after a refresh or a successful config write).
     Gated by the access mode (inactive → ``ACCESS_INACTIVE``); errors are raised."""
@@ -291,12 +295,21 @@ async def reload_mcp(rt: Runtime) -> dict[str, Any]:
 
 
 #: serve command → the catalog call that answers it (params are the command's, minus channelId)
+def _max_pages(p: dict[str, Any]) -> int:
+    """``maxPages`` from a host's params: a positive integer, else ``INVALID_PARAMS``."""
+    value = p.pop("maxPages", DEFAULT_MAX_PAGES)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 100_000:
+        raise ConfigError("maxPages must be an integer from 1 to 100000", code="INVALID_PARAMS",
+                          details={"path": "$.params.maxPages"})
+    return value
+
+
 async def run_catalog_command(rt: Runtime, command: str, params: dict[str, Any]) -> dict[str, Any]:
     """The ``codexrt serve`` catalog commands (R-D-1, R-CAT-1). Unknown extra params are
     passed to the native method for the single-request catalogs."""
     p = dict(params)
     if command == "codex.listModels":
-        max_pages = int(p.pop("maxPages", DEFAULT_MAX_PAGES))
+        max_pages = _max_pages(p)
         cat = await list_models(rt, include_hidden=bool(p.pop("includeHidden", False)),
                                 model_provider=p.pop("modelProvider", None), page_size=p.pop("limit", None),
                                 cursor=p.pop("cursor", None), max_pages=max_pages)
@@ -308,7 +321,7 @@ async def run_catalog_command(rt: Runtime, command: str, params: dict[str, Any])
     if command == "codex.getMcpStatus":
         st = await mcp_status(rt, thread_id=p.pop("threadId", None), server_name=p.pop("serverName", None),
                               detail=p.pop("detail", None), page_size=p.pop("limit", None),
-                              max_pages=int(p.pop("maxPages", DEFAULT_MAX_PAGES)))
+                              max_pages=_max_pages(p))
         return st.to_wire()
     if command == "codex.reloadMcp":
         return await reload_mcp(rt)

@@ -43,6 +43,7 @@ from codexrt._errors import (
     CodexError,
     HandshakeError,
     LocalProtocolError,
+    RemoteProtocolError,
     RpcError,
     RpcTimeout,
     ServerOverloaded,
@@ -268,9 +269,46 @@ class Connection:
                 self._on_frame(frame)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
+        except Exception as exc:  # fault barrier: a reader that cannot go on ends the connection
+            await self._reader_failed(exc)
+            return
         await self._settle_end()
 
+    async def _reader_failed(self, exc: Exception) -> None:
+        """The reader itself failed (a bug, or input no guard foresaw). Nobody reads the
+        child's stdout any more, so the child is stopped and reaped, and everything pending is
+        settled once with a ``PROTOCOL_ERROR`` that says so — the owner sees a failed
+        connection (the runtime goes to FAILED, ``runtimeUnhealthy``), never a live-looking
+        one that cannot answer."""
+        what = self._redact(f"{type(exc).__name__}: {exc}")[:500]
+        log.error("connection reader failed (%s); stopping the app-server", what)
+        log.debug("reader failure", exc_info=(type(exc), exc, None))
+        with trio.CancelScope(shield=True):
+            status = await self.transport.aclose()
+            with trio.move_on_after(1.0):
+                await self._stderr_done.wait()
+        self.exit_status = status
+        if self._closing:
+            self._finish(ClosedError("connection closed by its owner"), None, status)
+            return
+        error = RemoteProtocolError(
+            f"the connection's reader failed ({type(exc).__name__}); the app-server was stopped",
+            details={"reason": "readerFailed", "error": what, "stderrTail": self.stderr_tail()[-50:],
+                     "exit": {"returncode": status.returncode, "signal": status.signal} if status else None})
+        self._finish(error, error, status)
+
     def _on_frame(self, frame: bytes | OversizedLine) -> None:
+        """One line through the RPC core. Whatever goes wrong with *this* line is a
+        ``protocolError`` for it and reading goes on (R-WIRE-5)."""
+        try:
+            self._handle_frame(frame)
+        except Exception as exc:
+            reason = f"line could not be processed: {type(exc).__name__}"
+            log.warning("protocol violation from app-server: %s", reason)
+            excerpt = bytes(frame[:200]) if isinstance(frame, (bytes, bytearray)) else b""
+            self._emit(ProtocolViolation(reason, excerpt))
+
+    def _handle_frame(self, frame: bytes | OversizedLine) -> None:
         core = self.core
         events = core.receive_line(frame)
         if core.has_data_to_send:

@@ -12,7 +12,14 @@ Theory of operation
 or a :class:`BadCommand` that knows its reply. A line that is not JSON, has no usable id, names
 an unknown command or carries params that do not match the schema gets an ``ok: false`` reply
 (``"id": null`` when no usable id could be read) and the loop goes on (R-D-4); nothing already
-queued is touched.
+queued is touched. A line nested deeper than :data:`MAX_COMMAND_DEPTH` gets ``LINE_TOO_DEEP``
+(its id is read from the top level of the line when it can be). The schema bounds every number
+and enum a handler relies on, so a handler never sees a value it cannot use.
+
+*Fault barrier.* Every command line is answered exactly once, whatever happens inside its
+handler: an exception that is not a :class:`~codexrt._errors.CodexError` becomes an
+``INTERNAL_ERROR`` reply (its message names the exception type only; the redacted traceback
+goes to the stderr log) and the loop goes on. No handler's failure reaches the daemon's nursery.
 
 *Tasks.* :func:`serve_daemon` owns one nursery. In it:
 
@@ -50,11 +57,13 @@ the stop budget (R-OP-5), the child is retired and reaped; the waiters then writ
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 import logging
 import math
 import os
 import re
+import traceback
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Union
@@ -72,6 +81,8 @@ from codexrt._history import (HISTORY_COMMANDS, LEGACY_HISTORY_COMMANDS, Message
 from codexrt._interactions import INTERACTION_COMMANDS, PrivacyStore, default_privacy_dir
 from codexrt._runtime import Operation, Runtime, RuntimeConfig, open_runtime
 from codexrt._sansio._framing import DEFAULT_MAX_LINE, LineBuffer, OversizedLine
+from codexrt._sansio._redact import Redactor
+from codexrt._sansio._wire import json_depth_exceeds
 from codexrt._sansio._states import RuntimeState
 from codexrt._settings import Settings
 from codexrt._catalog import run_catalog_command
@@ -110,6 +121,10 @@ SCHEMA_PATH = Path(__file__).resolve().parent / "_schema" / "daemon-protocol.sch
 DONE_EVENT_GRACE = 5.0
 #: Longest usable string id; a longer one is answered with ``"id": null``.
 MAX_ID_LENGTH = 1024
+#: Deepest nesting of arrays/objects in one command line (``LINE_TOO_DEEP`` beyond it). Real
+#: commands nest a few levels; the bound keeps parsing and validation far from Python's
+#: recursion limit whatever the host sends.
+MAX_COMMAND_DEPTH = 64
 
 LONG_COMMANDS = frozenset({"codex.send", "codex.compact", "codex.review", "codex.preconnect"})
 CONTROL_COMMANDS = frozenset(
@@ -138,6 +153,21 @@ ALL_COMMANDS = frozenset({*LONG_COMMANDS, *CONTROL_COMMANDS, *LIFECYCLE_COMMANDS
                           *EDIT_COMMANDS, *HELPER_COMMANDS, *WORKSPACE_COMMANDS, *INTERACTION_COMMANDS, "status"})
 
 RequestId = Union[str, int, float]
+
+
+class _Answer:
+    """Whether the command being handled in this task has been answered (the fault barrier
+    replies only for a command that was not)."""
+
+    __slots__ = ("rid", "done")
+
+    def __init__(self, rid: RequestId) -> None:
+        self.rid = rid
+        self.done = False
+
+
+#: The command the current task is handling (set by the fault barrier, read by ``_reply``).
+_answering: contextvars.ContextVar[_Answer | None] = contextvars.ContextVar("codexrt_daemon_answer", default=None)
 
 
 # ------------------------------------------------------------------------------------------
@@ -195,11 +225,13 @@ def validate(instance: Any, schema: dict[str, Any], root: dict[str, Any] | None 
     """Check ``instance`` against ``schema``; ``None`` when it fits, else the first problem as
     ``"<json path>: <reason>"``. Supports the keywords the daemon schema uses: ``type``,
     ``enum``, ``const``, ``properties``, ``required``, ``additionalProperties``, ``items``,
-    ``anyOf``, ``oneOf``, ``$ref`` (local), ``minLength``, ``minimum``, ``pattern``. Any other
-    keyword is an error in the schema, not silently ignored."""
+    ``anyOf``, ``oneOf``, ``$ref`` (local), ``minLength``, ``minimum``, ``exclusiveMinimum``,
+    ``maximum``, ``pattern``. Any other keyword is an error in the schema,
+    not silently ignored."""
     root = root if root is not None else schema
     known = {"type", "enum", "const", "properties", "required", "additionalProperties", "items", "anyOf",
-             "oneOf", "$ref", "minLength", "minimum", "pattern", "description", "title", "$schema", "$id",
+             "oneOf", "$ref", "minLength", "minimum", "exclusiveMinimum", "maximum", "pattern",
+             "description", "title", "$schema", "$id",
              "$defs", "x-protocolVersion", "examples"}
     unknown = set(schema) - known
     if unknown:
@@ -222,8 +254,15 @@ def validate(instance: Any, schema: dict[str, Any], root: dict[str, Any] | None 
             return f"{path}: must not be empty" if schema["minLength"] == 1 else f"{path}: too short"
         if "pattern" in schema and not re.search(schema["pattern"], instance):
             return f"{path}: does not match {schema['pattern']}"
-    if "minimum" in schema and _JSON_TYPES["number"](instance) and instance < schema["minimum"]:
-        return f"{path}: must be >= {schema['minimum']}"
+    if _JSON_TYPES["number"](instance):
+        if isinstance(instance, float) and not math.isfinite(instance):
+            return f"{path}: must be a finite number"
+        if "minimum" in schema and instance < schema["minimum"]:
+            return f"{path}: must be >= {schema['minimum']}"
+        if "exclusiveMinimum" in schema and instance <= schema["exclusiveMinimum"]:
+            return f"{path}: must be > {schema['exclusiveMinimum']}"
+        if "maximum" in schema and instance > schema["maximum"]:
+            return f"{path}: must be <= {schema['maximum']}"
     if isinstance(instance, dict):
         props = schema.get("properties", {})
         for key in schema.get("required", []):
@@ -322,14 +361,75 @@ def _short(text: str, limit: int = 120) -> str:
 
 _decoder = msgspec.json.Decoder()
 
+#: One token of a JSON text, for the shallow id scan of a line too deep to decode: a string, a
+#: run of openers, a run of closers, ``:``, ``,``, or a bare literal/number.
+_TOKEN = re.compile(rb'\s*(?:("[^"\\]*(?:\\.[^"\\]*)*")|([\[{]+)|([\]}]+)|(:)|(,)|([^\s"\[\]{},:]+))')
+#: The shallow scan gives up after this many tokens (the id is then unreadable).
+_SCAN_TOKENS = 100_000
 
-def parse_command(line: bytes | str) -> Command | BadCommand:
+
+def _shallow_id(line: bytes) -> RequestId | None:
+    """The top-level ``"id"`` of a command line that cannot be decoded whole (too deep), read
+    by walking tokens and decoding only the id's own scalar; None when it is not there, not
+    usable, or not found within :data:`_SCAN_TOKENS` tokens. Linear in the line's length."""
+    pos, depth, n = 0, 0, len(line)
+    key: bytes | None = None
+    expect_key = False
+    for _ in range(_SCAN_TOKENS):
+        m = _TOKEN.match(line, pos)
+        if m is None or m.end() == pos:
+            return None
+        pos = m.end()
+        string, opens, closes, colon, comma, literal = m.groups()
+        if opens:
+            if depth == 0 and opens[:1] != b"{":
+                return None
+            depth += len(opens)
+            if depth == 1:
+                expect_key = True
+            key = None
+        elif closes:
+            depth -= len(closes)
+            if depth <= 0:
+                return None
+            key = None
+        elif depth == 1 and comma:
+            expect_key, key = True, None
+        elif depth == 1 and string is not None and expect_key:
+            key, expect_key = string, False
+        elif depth == 1 and colon:
+            pass
+        elif depth == 1 and key == b'"id"' and (string is not None or literal):
+            try:
+                value = _decoder.decode(string if string is not None else literal)
+            except msgspec.MsgspecError:
+                return None
+            return value if _usable_id(value) else None
+        else:
+            key = None if depth == 1 else key
+        if pos >= n:
+            return None
+    return None
+
+
+def _too_deep(rid: RequestId | None) -> BadCommand:
+    return BadCommand(rid, "LINE_TOO_DEEP", f"command line nests deeper than {MAX_COMMAND_DEPTH} levels",
+                      {"maxDepth": MAX_COMMAND_DEPTH})
+
+
+def parse_command(line: bytes | bytearray | str) -> Command | BadCommand:
     """One stdin line → a :class:`Command`, or a :class:`BadCommand` carrying its error reply
     (R-D-4). Never raises for any input."""
+    data = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else bytes(line)
     try:
-        obj = _decoder.decode(line)
+        obj = _decoder.decode(data)
+    except RecursionError:
+        return _too_deep(_shallow_id(data))
     except msgspec.MsgspecError as exc:
         return BadCommand(None, "INVALID_JSON", f"line is not valid JSON: {exc}")
+    if json_depth_exceeds(data, MAX_COMMAND_DEPTH):
+        rid = obj.get("id") if isinstance(obj, dict) else None
+        return _too_deep(rid if _usable_id(rid) else None)
     if not isinstance(obj, dict):
         return BadCommand(None, "INVALID_REQUEST",
                           f"a command must be a JSON object, got {_type_name(obj)}")
@@ -355,9 +455,10 @@ def parse_command(line: bytes | str) -> Command | BadCommand:
     if not isinstance(params, dict):
         return BadCommand(rid, "INVALID_PARAMS", f"params must be an object, got {_type_name(params)}")
     schema = load_schema()
-    problem = validate(params, schema["$defs"]["commandParams"][name], schema, "params")
+    problem = validate(params, schema["$defs"]["commandParams"][name], schema, "$.params")
     if problem:
-        return BadCommand(rid, "INVALID_PARAMS", f"{name}: {problem}", {"command": name})
+        return BadCommand(rid, "INVALID_PARAMS", f"{name}: {problem}",
+                          {"command": name, "path": problem.split(": ", 1)[0]})
     return Command(rid, name, params)
 
 
@@ -465,7 +566,45 @@ class Daemon:
                 self.stop_reading()
 
     async def _reply(self, rid: RequestId | None, result: Any = None, *, error: CodexError | None = None) -> None:
+        answer = _answering.get()
+        if answer is not None and type(answer.rid) is type(rid) and answer.rid == rid:
+            answer.done = True
         await self.write(error_reply(rid, error) if error is not None else response_ok(rid, result))  # type: ignore[arg-type]
+
+    # -- the fault barrier -----------------------------------------------------------------
+
+    async def _answer_failure(self, cmd: Command, answer: _Answer, exc: Exception) -> None:
+        """``exc`` escaped ``cmd``'s handler: reply once (``INTERNAL_ERROR``, or the
+        CodexError itself) unless the handler already did; the traceback goes to the log,
+        redacted — never to stdout."""
+        if isinstance(exc, CodexError):
+            log.info("%s (id %r) failed: %s", cmd.name, cmd.id, exc.code)
+        else:
+            redact = Redactor(self.config.runtime.secrets)
+            tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+            log.error("internal error in %s (id %r):\n%s", cmd.name, cmd.id, redact(tb))
+        if answer.done:
+            return
+        answer.done = True
+        if isinstance(exc, CodexError):
+            await self.write(error_reply(cmd.id, exc))
+        else:
+            await self.write(response_error(cmd.id, "INTERNAL_ERROR",
+                                            f"internal error in {cmd.name}: {type(exc).__name__}",
+                                            {"command": cmd.name}))
+
+    async def _guarded(self, fn: Callable[..., Any], cmd: Command, *args: Any) -> None:
+        """Run one command's handler task behind the fault barrier (module doc)."""
+        answer = _Answer(cmd.id)
+        _answering.set(answer)  # this task's own context: nobody else sees it
+        try:
+            await fn(cmd, *args)
+        except Exception as exc:
+            await self._answer_failure(cmd, answer, exc)
+
+    def _spawn(self, fn: Callable[..., Any], cmd: Command, *args: Any) -> None:
+        assert self._nursery is not None
+        self._nursery.start_soon(self._guarded, fn, cmd, *args)
 
     def stop_reading(self) -> None:
         """Stop reading commands and drain (what EOF does). Safe to call from anywhere."""
@@ -515,15 +654,23 @@ class Daemon:
             return
         if not frame.strip():
             return
-        cmd = parse_command(frame)
+        try:
+            cmd = parse_command(frame)
+        except Exception as exc:  # parse_command never raises; if it ever does, the line still gets a reply
+            log.error("parse_command failed: %s", type(exc).__name__)
+            cmd = BadCommand(None, "INTERNAL_ERROR", f"internal error while parsing a line: {type(exc).__name__}")
         if isinstance(cmd, BadCommand):
             log.info("bad command line: %s %s", cmd.code, cmd.message)
             await self.write(cmd.reply())
             return
+        answer = _Answer(cmd.id)
+        token = _answering.set(answer)
         try:
             await self._dispatch(cmd)
-        except CodexError as exc:
-            await self._reply(cmd.id, error=exc)
+        except Exception as exc:
+            await self._answer_failure(cmd, answer, exc)
+        finally:
+            _answering.reset(token)
 
     async def _dispatch(self, cmd: Command) -> None:
         name, p = cmd.name, cmd.params
@@ -534,19 +681,17 @@ class Daemon:
             await self._control(cmd)
             return
         if name in WORKSPACE_COMMANDS:
-            assert self._nursery is not None
-            self._nursery.start_soon(self._workspace_diff, cmd)
+            self._spawn(self._workspace_diff, cmd)
             return
         if self.config.inactive and name in LEGACY_HISTORY_COMMANDS:
-            assert self._nursery is not None
-            self._nursery.start_soon(self._legacy_history, cmd)
+            self._spawn(self._legacy_history, cmd)
             return
         if self.config.inactive:
             raise ConfigError("runtime access is inactive: codexrt starts no Codex process in this mode (R-LC-3)",
                               code="ACCESS_INACTIVE", details={"command": name})
         assert self._nursery is not None
         if name in HELPER_COMMANDS:
-            self._nursery.start_soon(self._helper, cmd)
+            self._spawn(self._helper, cmd)
             return
         if name in INTERACTION_COMMANDS:
             await self._interaction_command(cmd)
@@ -558,19 +703,19 @@ class Daemon:
             ch.request_ids[op.id] = cmd.id
             done = ch.done_forwarded[op.id] = trio.Event()
             ch.ops[op.id] = op
-            self._nursery.start_soon(self._await_op, cmd, ch, op, done)
+            self._spawn(self._await_op, cmd, ch, op, done)
             return
         if name in LIFECYCLE_COMMANDS:
             ch_or_none = self._channels.get(p["channelId"])
-            self._nursery.start_soon(self._lifecycle, cmd, ch_or_none)
+            self._spawn(self._lifecycle, cmd, ch_or_none)
             return
         ch = await self._channel(p["channelId"])
         ch.inflight += 1
         ch.touch()
         if name in EDIT_COMMANDS:
-            self._nursery.start_soon(self._edit_command, cmd, ch)
+            self._spawn(self._edit_command, cmd, ch)
             return
-        self._nursery.start_soon(self._read_only, cmd, ch)
+        self._spawn(self._read_only, cmd, ch)
 
     async def _interaction_command(self, cmd: Command) -> None:
         """``codex.replayInteractions`` is answered at once (R-INT-2: pending interactions in
@@ -592,7 +737,7 @@ class Daemon:
             ch.request_ids[op.id] = cmd.id
             done = ch.done_forwarded[op.id] = trio.Event()
             ch.ops[op.id] = op
-        self._nursery.start_soon(self._await_plan, cmd, ch, ex, done)
+        self._spawn(self._await_plan, cmd, ch, ex, done)
 
     async def _await_plan(self, cmd: Command, ch: _Channel, ex: Any, done: trio.Event | None) -> None:
         result = await ex.wait()
@@ -682,7 +827,10 @@ class Daemon:
                         and not (ch.titles is not None and ch.titles.pending())
                         and now - ch.last_activity >= idle_timeout):
                     log.info("retiring idle runtime of channel %s", ch.id)
-                    await ch.rt.reset(reason="idle")
+                    try:
+                        await ch.rt.reset(reason="idle")
+                    except Exception as exc:  # one channel's failed retirement never ends serve
+                        log.warning("idle retirement of channel %s failed: %s", ch.id, type(exc).__name__)
 
     # -- long commands ---------------------------------------------------------------------
 

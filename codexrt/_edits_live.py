@@ -417,6 +417,9 @@ class LiveEdits:
                     except CodexError as exc:  # one bad item never stops the feed
                         log.warning("edit ledger: could not record %s of thread %s: %s",
                                     ev.kind, ev.thread_id, exc.message)
+                    except Exception as exc:  # nor does a malformed one (this task runs in serve's nursery)
+                        log.warning("edit ledger: could not record %s of thread %s: %s",
+                                    ev.kind, ev.thread_id, type(exc).__name__)
         finally:
             self.close()
 

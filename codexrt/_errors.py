@@ -19,7 +19,9 @@ Canonical message texts of the contract are kept verbatim so existing matchers k
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+import functools
+from typing import Any, Awaitable, Callable, Iterator, TypeVar
 
 __all__ = [
     "CodexError",
@@ -46,6 +48,8 @@ __all__ = [
     "ReviewError",
     "CHILD_EXITED_PREFIX",
     "child_exited_message",
+    "malformed_data",
+    "malformed_data_is_typed",
 ]
 
 CHILD_EXITED_PREFIX = "codex app-server exited"
@@ -285,3 +289,35 @@ class ReviewError(CodexError):
     """A review checkpoint could not be opened or decided; nothing was recorded (R-EDIT-2)."""
 
     code = "REVIEW_FAILED"
+
+
+#: What wrong-shaped data makes Python code raise when it reads it as if it were well formed.
+_SHAPE_ERRORS = (TypeError, ValueError, KeyError, AttributeError, IndexError, RecursionError)
+
+
+@contextlib.contextmanager
+def malformed_data(what: str) -> Iterator[None]:
+    """Data read inside the block that has the wrong shape (``{"data": ["oops"]}``, a string
+    where an object belongs …) raises :class:`RemoteProtocolError` naming ``what``, never a bare
+    ``TypeError``/``AttributeError`` outside the tree. CodexErrors pass through unchanged."""
+    try:
+        yield
+    except CodexError:
+        raise
+    except _SHAPE_ERRORS as exc:
+        raise RemoteProtocolError(f"malformed {what}: {type(exc).__name__}: {str(exc)[:200]}",
+                                  details={"malformed": what, "error": type(exc).__name__}) from exc
+
+
+_F = TypeVar("_F", bound=Callable[..., Awaitable[Any]])
+
+
+def malformed_data_is_typed(what: str) -> Callable[[_F], _F]:
+    """Decorator form of :func:`malformed_data` for a coroutine function."""
+    def deco(fn: _F) -> _F:
+        @functools.wraps(fn)
+        async def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with malformed_data(what):
+                return await fn(*args, **kwargs)
+        return wrapper  # type: ignore[return-value]
+    return deco

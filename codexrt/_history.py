@@ -85,6 +85,7 @@ from codexrt._errors import (
     ConfigError,
     RemoteProtocolError,
     RpcError,
+    malformed_data_is_typed,
 )
 from codexrt._history_files import RolloutInfo, find_rollout, find_rollouts, iter_rollout
 from codexrt._sansio._legacy import LegacyParser, LegacyProblem
@@ -654,6 +655,10 @@ class MessageCounter:
         except CodexError as exc:
             result = MessageCount(thread_id, None, reason="unavailable" if is_offline_error(exc) else "error",
                                   error=exc.to_dict())
+        except Exception as exc:  # never let a count task take its nursery (the host's) down
+            err = RemoteProtocolError(f"message count failed: {type(exc).__name__}",
+                                      details={"malformed": "history data", "error": type(exc).__name__})
+            result = MessageCount(thread_id, None, reason="error", error=err.to_dict())
         finally:
             fl.result = result
             if self._inflight.get(key) is fl:
@@ -746,6 +751,7 @@ class HistoryReader:
 
     # -- thread list (R-H-6) ---------------------------------------------------------------
 
+    @malformed_data_is_typed("history data")
     async def list_threads(self, *, cursor: Any = None, limit: int | None = None, **filters: Any) -> ThreadPage:
         """One page of ``thread/list`` (``source="native"``), merged into :attr:`index`. In
         inactive mode, the legacy list (every rollout file, one page, ``source="legacy"``)."""
@@ -776,6 +782,7 @@ class HistoryReader:
         partial = nxt is not None or "nextCursor" not in res or skipped > 0
         return ThreadPage(tuple(rows), nxt, partial=partial, source="native", skipped=skipped)
 
+    @malformed_data_is_typed("history data")
     async def list_all_threads(self, *, limit: int | None = None, **filters: Any) -> ThreadPage:
         """Every page (up to ``limit`` threads) as one page; ``partial`` if stopped early."""
         rows: list[ThreadSummary] = []
@@ -806,6 +813,7 @@ class HistoryReader:
 
     # -- message counts (R-H-7) ------------------------------------------------------------
 
+    @malformed_data_is_typed("history data")
     async def count_messages(self, thread_id: str, *, expected_version: str | None = None) -> MessageCount:
         """R-H-7 count over native pages; in inactive mode, over the rollout file (the legacy
         source is then the whole source of this host). Never 0 for unknown."""
@@ -842,6 +850,7 @@ class HistoryReader:
 
     # -- transcripts (R-H-1 … R-H-4) -------------------------------------------------------
 
+    @malformed_data_is_typed("history data")
     async def read_thread(self, thread_id: str, *, allow_legacy: bool = True) -> Transcript:
         """The whole thread from one source (module doc). ``allow_legacy=False`` never reads the
         rollout file (offline errors are then raised)."""
@@ -934,6 +943,7 @@ class HistoryReader:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         return attrs.evolve(legacy, thread=thread, notices=(*legacy.notices, f"the native history lacks: {shown}"))
 
+    @malformed_data_is_typed("history data")
     async def read_page(self, thread_id: str, *, scope: str = "turns", cursor: Any = None,
                         limit: int | None = None, sort_direction: str | None = None) -> dict[str, Any]:
         """One native history page (``scope`` ``turns`` or ``items``), cursor passed verbatim,
@@ -963,6 +973,7 @@ class HistoryReader:
 
     # -- sub-agents (R-H-8) ----------------------------------------------------------------
 
+    @malformed_data_is_typed("history data")
     async def read_subagent(self, thread_id: str, parent_thread_id: str | None = None) -> SubagentView:
         """Verify ``thread_id`` descends from ``parent_thread_id`` through ``parentThreadId``
         (bounded walk) and report the child's own status. Raises ``RELATION_UNVERIFIED`` when
@@ -1103,6 +1114,7 @@ HISTORY_COMMANDS = frozenset({"codex.listThreads", "codex.readThread", "codex.re
                               "codex.countThreadMessages", "codex.readSubagent"})
 
 
+@malformed_data_is_typed("history data")
 async def run_history_command(rt: Any, name: str, params: dict[str, Any], *, counter: MessageCounter,
                               nursery: trio.Nursery) -> Any:
     """One read-only history command of ``codexrt serve`` on ``rt``'s connection — never the
@@ -1153,6 +1165,7 @@ async def run_history_command(rt: Any, name: str, params: dict[str, Any], *, cou
 LEGACY_HISTORY_COMMANDS = frozenset({"codex.listThreads", "codex.readThread", "codex.countThreadMessages"})
 
 
+@malformed_data_is_typed("history data")
 async def run_legacy_history_command(name: str, params: dict[str, Any], *, codex_home: str | os.PathLike[str],
                                      privacy: PrivacySource | None, nursery: trio.Nursery) -> Any:
     """One of :data:`LEGACY_HISTORY_COMMANDS` in access mode ``inactive``: the rollout files

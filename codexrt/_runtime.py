@@ -496,6 +496,10 @@ class Runtime:
         async with self._start_lock:
             if self.state is RuntimeState.READY and self.conn is not None and not self.conn.closed.is_set():
                 return self.conn
+            if self.state is RuntimeState.READY:
+                # READY without a live connection must never last: settle it as a fault (which
+                # fails what was bound to it) so this start is a clean restart.
+                self._fault(LocalProtocolError("the app-server connection ended without being settled"))
             return await self._start()
 
     async def _start(self) -> Connection:
@@ -626,6 +630,10 @@ class Runtime:
             self._publish(self._event("unsupportedServerRequest", {"method": ev.method, "requestId": ev.id}))
         elif isinstance(ev, ConnectionClosed):
             if ev.error is not None and self.conn is not None and self.state is not RuntimeState.DRAINING:
+                if not isinstance(ev.error, ChildExited):
+                    # not an exit: the connection gave up on a live child (its reader failed)
+                    self._publish(self._event("runtimeUnhealthy", {"reason": ev.error.message,
+                                                                   "code": ev.error.code}))
                 self._fault(ev.error)
 
     def _fault(self, error: CodexError) -> None:

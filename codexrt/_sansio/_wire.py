@@ -17,10 +17,19 @@ decoded once with a prebuilt msgspec decoder; payloads stay :class:`msgspec.Raw`
 asks for them (the msgspec "decode the envelope first" pattern), so a delta flood costs one
 envelope decode per line. ``id`` keeps its JSON type: ``3`` and ``"3"`` are different ids
 (R-WIRE-2); a float or boolean id is a violation.
+
+*Depth.* A line nested deeper than :data:`MAX_JSON_DEPTH` is a violation like any other bad line
+(R-WIRE-5). The bound is ours, not the decoder's: msgspec stops at Python's recursion limit,
+which depends on how deep the *calling* stack already is, so the same line could decode on the
+reader and then raise ``RecursionError`` in whoever reads its params later. Checking a fixed
+depth up front makes every later decode of an accepted line safe. :func:`json_depth_exceeds`
+is cheap: two byte counts decide almost every line; only a line with more brackets than the
+limit is scanned, and only after it decoded (so it is valid JSON and the scan is linear).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, Union
 
 import attrs
@@ -42,7 +51,14 @@ __all__ = [
     "encode_json",
     "decode_json",
     "ErrorObject",
+    "MAX_JSON_DEPTH",
+    "json_depth_exceeds",
 ]
+
+#: Deepest nesting of arrays/objects accepted in one app-server line. Real payloads stay far
+#: below it (MCP tool schemas are the deepest, a few dozen levels); the bound keeps every later
+#: decode and recursive walk of a line far from Python's recursion limit.
+MAX_JSON_DEPTH = 128
 
 RequestId = Union[int, str]
 
@@ -66,6 +82,41 @@ _envelope_decoder = msgspec.json.Decoder(_Envelope)
 _error_decoder = msgspec.json.Decoder(ErrorObject)
 _any_decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
+
+
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_BRACKETS_ONLY = bytes.maketrans(b"{}", b"[]")
+_NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
+_BRACKET_RUN = re.compile(rb"\[+|\]+")
+
+
+def json_depth_exceeds(data: bytes, limit: int) -> bool:
+    """True when the JSON text ``data`` nests arrays/objects deeper than ``limit``.
+
+    Meant for text that already decoded (valid JSON): brackets inside strings are skipped by a
+    linear regex that assumes well-formed strings. A line with at most ``limit`` brackets in
+    all cannot be too deep, which two C-level counts decide; otherwise the strings are cut
+    out, the rest reduced to ``[``/``]``, its leaves peeled off and what is left walked run by run."""
+    if data.count(b"[") + data.count(b"{") <= limit:
+        return False
+    shape = _JSON_STRING.sub(b"", data).translate(_BRACKETS_ONLY, _NOT_BRACKETS)
+    # Each pass drops every innermost "[]" pair, which lowers the maximum depth by exactly one;
+    # ordinary (wide, shallow) data is gone after a few C-level passes.
+    for _ in range(16):
+        if not shape:
+            return limit < 0
+        shape = shape.replace(b"[]", b"")
+        limit -= 1
+    depth = 0
+    for run in _BRACKET_RUN.finditer(shape):
+        n = run.end() - run.start()
+        if shape[run.start()] == 0x5B:  # "["
+            depth += n
+            if depth > limit:
+                return True
+        else:
+            depth -= n
+    return limit < 0  # the passes emptied the shape: its depth was what they removed
 
 
 def encode_json(obj: Any) -> bytes:
@@ -277,6 +328,10 @@ def decode_envelope(line: bytes) -> Envelope:
         env = _envelope_decoder.decode(line)
     except msgspec.DecodeError as exc:  # includes ValidationError
         return Violation(f"invalid message: {exc}", _excerpt(line))
+    except RecursionError:
+        return Violation(f"message nested deeper than {MAX_JSON_DEPTH} levels", _excerpt(line))
+    if json_depth_exceeds(line, MAX_JSON_DEPTH):
+        return Violation(f"message nested deeper than {MAX_JSON_DEPTH} levels", _excerpt(line))
     has_id = env.id is not UNSET
     if env.method is not UNSET:
         if has_id:
