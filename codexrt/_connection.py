@@ -603,6 +603,20 @@ class Connection:
         await self._write_and_wait(self.core.reply(request_id, result),
                                    self.rpc_timeout if timeout is None else timeout)
 
+    def reply_nowait(self, request_id: RequestId, result: Any = None, *,
+                     error: tuple[int, str] | None = None) -> bool:
+        """Queue the answer to server request ``request_id`` (``result``, or a JSON-RPC
+        ``error=(code, message)``) without waiting: for answers decided on the reader itself
+        (a refusal past the pending cap), which must not block. It goes out with the reader's
+        other replies, in order. False when the connection is already closed; raises
+        :class:`LocalProtocolError` when the request is not pending."""
+        if self._final is not None or self._closing:
+            return False
+        data = (self.core.reply_error(request_id, *error) if error is not None
+                else self.core.reply(request_id, result))
+        self._enqueue(_Frame(data), reply=True)
+        return True
+
     async def reply_error(self, request_id: RequestId, code: int, message: str, data: Any = None,
                           *, timeout: float | None = None) -> None:
         if self._final is not None:

@@ -714,9 +714,15 @@ def privacy_record_for(inter: Interaction, result: dict[str, Any], store: Privac
 
 
 class InteractionRegistry:
-    """The interactions of one runtime: keyed, sequenced, bounded history of settled ones."""
+    """The interactions of one runtime: keyed, sequenced, bounded history of settled ones.
+
+    At most :attr:`MAX_PENDING` interactions wait for the host at once: a server request past
+    that cap is answered at once with its safe negative reply (never an accept) and never
+    becomes an interaction, so a server that floods requests cannot grow the runtime without
+    bound (the runtime publishes ``interactionOverflow``)."""
 
     MAX_SETTLED = 1000
+    MAX_PENDING = 256
 
     def __init__(self) -> None:
         self.by_key: dict[str, Interaction] = {}
@@ -750,6 +756,10 @@ class InteractionRegistry:
         if len(settled) > self.MAX_SETTLED:
             for key in settled[: len(settled) - self.MAX_SETTLED // 2]:
                 del self.by_key[key]
+
+    def pending_count(self) -> int:
+        """Interactions waiting for an answer (pending or being answered)."""
+        return sum(1 for i in self.by_key.values() if i.state in ("pending", "answering"))
 
     def pending(self) -> list[Interaction]:
         return sorted((i for i in self.by_key.values() if i.state == "pending"), key=lambda i: i.delivery_sequence)

@@ -398,6 +398,7 @@ class Runtime:
         self._closing = False
         self._state_event = trio.Event()
         self._redactor = Redactor(config.secrets)
+        self._overflow_refused = 0  # server requests refused in the current overflow episode
         self.cli_path: str | None = None
         self.last_error: CodexError | None = None
         self._idle_since: float = trio.current_time()
@@ -821,8 +822,19 @@ class Runtime:
 
     def _on_server_request(self, req: ServerRequest, gen: int) -> None:
         """On the reader: register, publish, and start the deadline watcher and the policy (if
-        any) as tasks of the runtime nursery — nothing here waits."""
-        inter = Interaction(self, req, gen, self._registry.next_sequence(), self._registry.deadline_for(req.method, req.params))
+        any) as tasks of the runtime nursery — nothing here waits. Past the pending cap
+        (``InteractionRegistry.MAX_PENDING``) the request is refused at once instead."""
+        if self._registry.pending_count() >= self._registry.MAX_PENDING:
+            self._refuse_overflow(req)
+            return
+        self._overflow_refused = 0
+        try:
+            inter = Interaction(self, req, gen, self._registry.next_sequence(),
+                                self._registry.deadline_for(req.method, req.params))
+        except Exception as exc:  # params no interaction can be made of: refuse, never leave it hanging
+            log.warning("server request %s could not become an interaction: %s", req.method, type(exc).__name__)
+            self._answer_nowait(req, None, error=(-32603, "codexrt could not handle this request"))
+            return
         self._registry.add(inter)
         op = self._op_for(inter.thread_id, inter.turn_id)
         ev = self._event("interactionRequested", inter.to_wire(), op=op, thread_id=inter.thread_id,
@@ -832,6 +844,33 @@ class Runtime:
             self._nursery.start_soon(self._interaction_deadline, inter)
         if self._interaction_policy is not None:
             self._nursery.start_soon(self._run_interaction_policy, inter, self._interaction_policy)
+
+    def _answer_nowait(self, req: ServerRequest, result: Any, *, error: tuple[int, str] | None = None) -> None:
+        conn = self.conn
+        if conn is None:
+            return
+        try:
+            conn.reply_nowait(req.id, result, error=error)
+        except CodexError as exc:  # not pending any more (the server resolved it): nothing to answer
+            log.debug("could not answer server request %r: %s", req.id, exc.message)
+
+    def _refuse_overflow(self, req: ServerRequest) -> None:
+        """A server request past the pending cap: its safe negative reply at once (never an
+        approval), no interaction. ``interactionOverflow`` is published for the first refusal
+        of an overflow episode and then at each power of two, so a flood costs a few events
+        (``payload.refused`` counts the episode's refusals)."""
+        try:
+            reply: Any = safe_negative_reply(req.method, req.params if isinstance(req.params, dict) else {})
+            error = None
+        except Exception:  # no safe reply known for it: an error reply grants nothing either
+            reply, error = None, (-32603, "too many pending requests")
+        self._answer_nowait(req, reply, error=error)
+        self._overflow_refused += 1
+        n = self._overflow_refused
+        if n & (n - 1) == 0:
+            self._publish(self._event("interactionOverflow", {
+                "method": req.method, "requestId": req.id, "limit": self._registry.MAX_PENDING,
+                "refused": n, "reply": reply if error is None else None}))
 
     def _interaction_event(self, kind: str, inter: Interaction, payload: dict[str, Any]) -> None:
         ev = self._event(kind, {"interactionKey": inter.key, **payload}, thread_id=inter.thread_id,

@@ -175,8 +175,9 @@ _ACTION_KEYS: dict[str, set[str]] = {
     "respond": {"id"},
     "error": {"id"},
     "notify": {"params"},
-    "request": {"params", "id"},
+    "request": {"params", "id", "repeat"},
     "raw": set(),
+    "blob": {"fill", "count", "suffix"},
     "raw_hex": set(),
     "sleep": set(),
     "stderr": {"repeat", "pad_to"},
@@ -541,10 +542,17 @@ class ScenarioPeer:
         elif "notify" in a:
             self._notify(self._t(a["notify"]), self._t(a.get("params", {})))
         elif "request" in a:
-            rid = self._t(a["id"]) if "id" in a else self._next_request_id()
-            self._server_request(rid, self._t(a["request"]), self._t(a.get("params", {})))
+            for n in range(int(a.get("repeat", 1))):
+                self._repeat_n = n
+                rid = self._t(a["id"]) if "id" in a else self._next_request_id()
+                self._server_request(rid, self._t(a["request"]), self._t(a.get("params", {})))
+            self._repeat_n = 0
         elif "raw" in a:
             self._out.append(Write(self._t(a["raw"], as_json=True).encode("utf-8")))
+        elif "blob" in a:
+            # one big write without templates: prefix + fill * count + suffix (a 100 MB line)
+            fill = str(a.get("fill", "")).encode("utf-8") * int(a.get("count", 0))
+            self._out.append(Write(str(a["blob"]).encode("utf-8") + fill + str(a.get("suffix", "")).encode("utf-8")))
         elif "raw_hex" in a:
             self._out.append(Write(bytes.fromhex(a["raw_hex"])))
         elif "sleep" in a:
