@@ -12,7 +12,8 @@ given with ``--codex-home``. Paths are relative to the thread's recorded working
 submission's cwd), never to the shell's: a later cwd change never retargets the write. Review
 checkpoints and undone changes are kept in the per-workspace store
 (``$CODEXRT_STATE_DIR``… or ``--state-dir``; see ``docs/edits.md``) and shared with
-``codexrt serve``.
+``codexrt serve``. An undo touches only files below the thread's working directory and never
+follows a symbolic link; ``--allow-outside-workspace`` lets one undo reach a file elsewhere.
 
 Exit status: 0 done; 1 an error (no CLI, unknown thread, nothing to undo, I/O…: the message
 says which, on stderr); 2 usage; 3 a conflict — the file changed since Codex wrote it: the
@@ -181,6 +182,9 @@ async def undo_path(thread_id: str, path: str, *, config: RuntimeConfig, dry_run
                 err.write("\n")
         return EXIT_CONFLICT
     except CodexError as exc:
+        if exc.code == "OUTSIDE_WORKSPACE" and not ({"link", "missing"} & exc.details.keys()):
+            exc.details.setdefault("hint", "the file is outside the thread's working directory; "
+                                           "rerun with --allow-outside-workspace to undo it anyway")
         return _fail(exc, as_json, out, err)
     finally:
         led.store.close()

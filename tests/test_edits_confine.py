@@ -276,6 +276,7 @@ async def test_r_edit_3_cli_undo_outside_needs_the_flag(nursery, moved: Path):
     out, err = io.StringIO(), io.StringIO()
     rc = await undo_path(TID, "notes.txt", config=cfg(), state_dir=state, out=out, err=err)
     assert rc == 1 and "OUTSIDE_WORKSPACE" in err.getvalue() and snapshot(top) == before
+    assert "hint: " in err.getvalue() and "--allow-outside-workspace" in err.getvalue()
     out, err = io.StringIO(), io.StringIO()
     rc = await undo_path(TID, "notes.txt", config=cfg(), state_dir=state, out=out, err=err,
                          allow_outside_workspace=True)
