@@ -25,7 +25,8 @@ Tools (names are what the model calls inside the namespace ``mcp__<server>``):
 =================  ===========================================================================
 
 Run as ``python peer_fixtures/mcp_server.py`` (stdio). ``MCP_TEST_EXTRA_TOOL=<name>`` adds one
-more ``echo``-like tool of that name, so a test can see a reload pick up a changed config.
+more ``echo``-like tool of that name, so a test can see a reload pick up a changed config;
+``MCP_TEST_PID_DIR=<dir>`` makes each server process leave an empty file named by its pid there.
 """
 
 # no `from __future__ import annotations`: the SDK evaluates the tools' annotations, which name local imports
@@ -159,6 +160,9 @@ def build_server() -> Any:
 
 
 def main() -> int:
+    pid_dir = os.environ.get("MCP_TEST_PID_DIR")
+    if pid_dir:  # tests check that no MCP server outlives its app-server
+        Path(pid_dir, str(os.getpid())).write_text("")
     build_server().run()
     return 0
 

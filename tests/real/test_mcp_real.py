@@ -13,6 +13,7 @@ checks what reached the MCP server, not only what codexrt sent.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -433,3 +434,76 @@ async def test_r_int_4_real_titled_schema_is_cancelled_by_the_app_server(codex_b
         events, result = await _run(rt, f"[[mock:mcp:{SERVER}:ask_titled]]", answer)
     assert kinds == ["mcpToolApproval"]
     assert _tool_report(_mcp_items(events)[0]) == {"action": "cancel"}
+
+
+async def test_r_h_4_real_failing_mcp_tool_is_a_failed_record(codex_bin, mcp_env, mcp_home, real_cwd):
+    async def approve(inter):
+        await inter.accept()
+
+    async with codexrt.open_runtime(_config(codex_bin, mcp_env, mcp_home, real_cwd)) as rt:
+        events, result = await _run(rt, f"[[mock:mcp:{SERVER}:fail]]", approve)
+        async with open_history_reader(rt) as reader:
+            tr = await reader.read_thread(result.thread_id)
+    (item,) = _mcp_items(events)
+    assert item["status"] == "failed"  # isError: true
+    (rec,) = [r for r in tr.records() if r.kind == "mcpToolCall"]
+    assert rec.status == "failed" and [b.text for b in rec.content] == ["the tool failed on purpose"]
+    assert result.status == "completed"  # a failed tool does not fail the turn
+
+
+async def test_r_op_5_real_abort_while_an_mcp_tool_runs(codex_bin, mcp_env, mcp_home, real_cwd):
+    """A slow MCP tool is running (approved, item started): aborting ends the turn interrupted,
+    bounded, and the runtime goes on."""
+    async with codexrt.open_runtime(_config(codex_bin, mcp_env, mcp_home, real_cwd)) as rt:
+        tid = await _ready_thread(rt)
+        op = rt.send(f'[[mock:mcp:{SERVER}:slow:{{"seconds": 50}}]]', thread_id=tid)
+        with trio.fail_after(WAIT):
+            approved = False
+            async for ev in op.events():
+                if ev.kind == "interactionRequested":
+                    await _interaction(rt, ev.payload["interactionKey"]).accept()
+                    approved = True
+                if approved and ev.kind == "interactionResolved":
+                    break
+        with trio.fail_after(20):  # far below the tool's 50 s
+            await op.abort()
+            result = await op.wait()
+        assert result.status == "interrupted"
+        _, again = await _run(rt, f'[[mock:mcp:{SERVER}:echo:{{"text": "after"}}]]', _accept_all, thread_id=tid)
+        assert again.status == "completed"
+
+
+async def _accept_all(inter):
+    await inter.accept()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]
+
+
+async def test_r_rt_4_real_mcp_server_does_not_outlive_the_runtime(tmp_path, codex_bin, mock_model, real_cwd):
+    """Closing the runtime while an MCP tool runs: the app-server child is reaped, and the MCP
+    server it started (a grandchild) is gone too, within a bound."""
+    pids = tmp_path / "mcp-pids"
+    pids.mkdir()
+    home = make_codex_home(tmp_path / "home-pids", mock_model.base_url,
+                           extra_toml=mcp_server_toml(SERVER, env={"MCP_TEST_PID_DIR": str(pids)}))
+    env = codex_env(home, extra={"CODEXRT_PRIVACY_DIR": str(tmp_path / "privacy")})
+    async with codexrt.open_runtime(_config(codex_bin, env, home, real_cwd)) as rt:
+        tid = await _ready_thread(rt)
+        op = rt.send(f'[[mock:mcp:{SERVER}:slow:{{"seconds": 50}}]]', thread_id=tid)
+        with trio.fail_after(WAIT):
+            async for ev in op.events():
+                if ev.kind == "interactionRequested":
+                    await _interaction(rt, ev.payload["interactionKey"]).accept()
+                if ev.kind == "interactionResolved":
+                    break
+        started = [int(p.name) for p in pids.iterdir()]
+        assert started and all(_alive(p) for p in started)
+    with trio.fail_after(20):  # far below the tool's 50 s
+        while any(_alive(p) for p in started):
+            await trio.sleep(0.1)
