@@ -63,7 +63,7 @@ import functools
 import logging
 import threading
 import weakref
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Union
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Mapping, Union
 
 import attrs
 import trio
@@ -78,6 +78,7 @@ from codexrt._errors import (
 )
 from codexrt._events import CodexEvent
 from codexrt._runtime import Interaction, Operation, OperationResult, Runtime, RuntimeConfig, open_runtime
+from codexrt._sansio._elicitation import is_tool_approval, parse_elicitation, tool_approval_reply
 from codexrt._settings import Settings
 
 __all__ = [
@@ -150,7 +151,10 @@ class ApprovalRequest:
     @property
     def kind(self) -> str:
         """``command``, ``fileChange``, ``permissions``, ``userInput``, ``elicitation``,
-        ``toolCall`` or the raw method for anything else."""
+        ``mcpToolApproval`` (the real server's approval of an MCP tool call, sent as an
+        elicitation), ``toolCall`` or the raw method for anything else."""
+        if self.method == "mcpServer/elicitation/request" and is_tool_approval(self.params):
+            return "mcpToolApproval"
         return _KINDS.get(self.method, self.method)
 
     @property
@@ -181,12 +185,15 @@ class ApprovalRequest:
             return "grant extra permissions" + (f": {self.reason}" if self.reason else "")
         if self.kind == "userInput":
             return "answer questions from the agent"
+        if self.kind == "mcpToolApproval":
+            meta = self.params.get("_meta") or {}
+            return f"run tool {meta.get('tool_name', '?')} of MCP server {self.params.get('serverName', '?')}"
         if self.kind == "elicitation":
             return f"answer a form from MCP server {self.params.get('serverName', '?')}"
         return f"answer {self.method}"
 
 
-def approval_reply(method: str, decision: Any) -> tuple[str, Any]:
+def approval_reply(method: str, decision: Any, params: Mapping[str, Any] | None = None) -> tuple[str, Any]:
     """Map a policy decision to what goes on the wire (R-INT-3, R-INT-4).
 
     Returns ``("result", result)`` or ``("error", (code, message))``. ``None`` means
@@ -194,7 +201,10 @@ def approval_reply(method: str, decision: Any) -> tuple[str, Any]:
     without a declining result (user input, permissions, dynamic tool calls) are refused with a
     JSON-RPC error; MCP elicitations are declined/cancelled with ``content: null``. ``accept``
     for a request that needs content (user input, a form) is a :class:`ConfigError`: nothing is
-    ever accepted on the host's behalf without the data the request asks for."""
+    ever accepted on the host's behalf without the data the request asks for. ``params`` (the
+    request's) tells an MCP tool-call approval apart from a form: ``accept`` /
+    ``acceptForSession`` approve that call (``{action: "accept", content: {}}``, the latter
+    remembered for the session when the server offers it)."""
     if decision is None:
         decision = "decline"
     if isinstance(decision, dict):
@@ -203,6 +213,14 @@ def approval_reply(method: str, decision: Any) -> tuple[str, Any]:
         raise ConfigError(f"decision must be one of {list(DECISIONS)} or a result dict, not {decision!r}")
     if method in _APPROVAL_METHODS:
         return "result", {"decision": decision}
+    if method == "mcpServer/elicitation/request" and is_tool_approval(params):
+        try:
+            el = parse_elicitation(params or {})
+            if decision in ("accept", "acceptForSession"):
+                return "result", tool_approval_reply(
+                    el, approve=True, persist="session" if decision == "acceptForSession" else None)
+        except InteractionError as exc:
+            raise ConfigError(exc.message) from None
     if method == "mcpServer/elicitation/request":
         if decision in ("decline", "cancel"):
             return "result", {"action": decision, "content": None}
@@ -313,10 +331,10 @@ class _Portal:
                 return
             decision = box[0]
         try:
-            how, value = approval_reply(inter.method, decision)
+            how, value = approval_reply(inter.method, decision, inter.params)
         except ConfigError as exc:
             log.warning("%s; declining", exc.message)
-            how, value = approval_reply(inter.method, "decline")
+            how, value = approval_reply(inter.method, "decline", inter.params)
         try:
             if how == "result":
                 await rt.respond_interaction(inter.key, inter.dialog_token, value)
@@ -686,7 +704,7 @@ class BlockingRuntime:
         (R-INT-1). Bounded by the RPC budget."""
         if isinstance(request, CodexEvent):
             request = ApprovalRequest.from_event(request)
-        how, value = approval_reply(request.method, decision)
+        how, value = approval_reply(request.method, decision, request.params)
         rt = self.runtime
         if how == "result":
             self._portal.call(rt.respond_interaction, request.key, request.dialog_token, value,

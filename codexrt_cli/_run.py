@@ -55,6 +55,8 @@ log = logging.getLogger("codexrt.run")
 EXIT_CODES = {"completed": 0, "failed": 1, "interrupted": 130, "cancelled": 130}
 _TOOL_ITEMS = {"commandExecution", "fileChange", "mcpToolCall", "dynamicToolCall", "webSearch",
                "imageGeneration", "collabAgentToolCall"}
+#: Requests `codexrt run` asks about on the terminal (the others are declined).
+_PROMPTED = ("command", "fileChange", "mcpToolApproval")
 _ANSWERS = {"y": "accept", "yes": "accept", "n": "decline", "no": "decline", "": "decline",
             "a": "acceptForSession", "always": "acceptForSession", "c": "cancel", "cancel": "cancel"}
 
@@ -238,7 +240,7 @@ class _Session:
         req = ApprovalRequest.from_interaction(inter)
         decision: str
         why: str
-        if self.approve == "ask" and req.kind in ("command", "fileChange"):
+        if self.approve == "ask" and req.kind in _PROMPTED:
             async with self.prompt_lock:
                 if inter.state != "pending":
                     return
@@ -252,11 +254,11 @@ class _Session:
             decision, why = self.approve, f"--approve={self.approve}" + (
                 "" if self.approve != "decline" or sys.stdin.isatty() else " (default when stdin is not a terminal)")
         try:
-            how, value = approval_reply(req.method, decision)
+            how, value = approval_reply(req.method, decision, req.params)
         except CodexError:
-            how, value = approval_reply(req.method, "decline")
+            how, value = approval_reply(req.method, "decline", req.params)
             decision = "decline"
-        if self.approve != "ask" or req.kind not in ("command", "fileChange"):
+        if self.approve != "ask" or req.kind not in _PROMPTED:
             self.status.line(f"approval requested: {req.describe()} → {decision} ({why})")
         try:
             if how == "result":

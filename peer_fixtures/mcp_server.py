@@ -50,13 +50,20 @@ def _toml_str(s: str) -> str:
 
 
 def mcp_server_toml(name: str = "testsrv", *, python: str | None = None, env: dict[str, str] | None = None,
-                    tool_timeout_sec: float | None = None) -> str:
+                    tool_timeout_sec: float | None = None, required: bool = False) -> str:
     """The ``[mcp_servers.<name>]`` table that makes codex start this server (append it to
-    ``config.toml`` with ``make_codex_home(..., extra_toml=...)``)."""
+    ``config.toml`` with ``make_codex_home(..., extra_toml=...)``).
+
+    ``required = true`` (0.169.0): a new thread waits for the server before its first model
+    request (without it, the first request may go out before the server's tools are known),
+    and ``thread/start`` fails (-32603 "required MCP servers failed to initialize") if it
+    cannot start."""
     lines = [f"[mcp_servers.{name}]",
              f"command = {_toml_str(python or sys.executable)}",
              f"args = [{_toml_str(str(SERVER_PATH))}]",
              "startup_timeout_sec = 30"]
+    if required:
+        lines.append("required = true")
     if tool_timeout_sec is not None:
         lines.append(f"tool_timeout_sec = {tool_timeout_sec}")
     if env:

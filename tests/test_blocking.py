@@ -309,3 +309,25 @@ def test_config_object_and_kwargs_combine():
     with codexrt.blocking.connect(cfg, rpc_timeout=5.0) as rt:
         assert rt.config.rpc_timeout == 5.0
         assert rt.ensure_started()["state"] == "READY"
+
+
+def test_r_int_4_mcp_tool_call_approval_policies():
+    """The real server's MCP tool-call approval is an approval: ``accept`` runs that call,
+    ``acceptForSession`` remembers it for the session, the default declines."""
+    from tests.test_interactions_elicitation import TOOL_APPROVAL
+
+    method = "mcpServer/elicitation/request"
+    req = ApprovalRequest("k", "t", method, TOOL_APPROVAL)
+    assert req.kind == "mcpToolApproval" and req.describe() == "run tool echo of MCP server testsrv"
+    assert approval_reply(method, "accept", TOOL_APPROVAL) == ("result", {"action": "accept", "content": {}})
+    assert approval_reply(method, "acceptForSession", TOOL_APPROVAL) == (
+        "result", {"action": "accept", "content": {}, "_meta": {"persist": "session"}})
+    assert approval_reply(method, None, TOOL_APPROVAL) == ("result", {"action": "decline", "content": None})
+    no_session = {**TOOL_APPROVAL, "_meta": {**TOOL_APPROVAL["_meta"], "persist": []}}
+    with pytest.raises(codexrt.ConfigError):
+        approval_reply(method, "acceptForSession", no_session)
+    # an MCP server's own form still needs its content: "accept" alone is refused
+    form = {**TOOL_APPROVAL, "_meta": None}
+    assert ApprovalRequest("k", "t", method, form).kind == "elicitation"
+    with pytest.raises(codexrt.ConfigError):
+        approval_reply(method, "accept", form)

@@ -37,7 +37,8 @@ SECRET = "correct-horse-7f3a9"
 
 @pytest.fixture
 def mcp_home(tmp_path: Path, mock_model) -> Path:
-    return make_codex_home(tmp_path / "codex-home", mock_model.base_url, extra_toml=mcp_server_toml(SERVER))
+    return make_codex_home(tmp_path / "codex-home", mock_model.base_url,
+                           extra_toml=mcp_server_toml(SERVER, required=True))
 
 
 @pytest.fixture
@@ -56,9 +57,10 @@ def _interaction(rt, key):
 
 
 async def _ready_thread(rt) -> str:
-    """A thread whose MCP server is up. The app-server starts a thread's MCP servers in the
-    background and does not wait for them before the first model request, so a first turn
-    may not be offered ``mcp__testsrv`` yet: warm the thread up until ``ready`` is announced."""
+    """A thread whose MCP server is up. Without ``required = true`` the app-server starts a
+    thread's MCP servers in the background and does not wait for them before the first model
+    request, so a first turn may not be offered ``mcp__testsrv`` yet: warm the thread up until
+    ``ready`` is announced (the fixture's server is ``required``; this is for the others)."""
     seen_ready, thread_id = False, None
     with rt.subscribe() as events, trio.fail_after(WAIT):
         op = rt.send("warm up")
@@ -75,9 +77,9 @@ async def _ready_thread(rt) -> str:
 
 
 async def _run(rt, message, on_interaction, thread_id=None):
-    """Send ``message``; hand every interaction to ``on_interaction(inter)``; return (events, result)."""
-    if thread_id is None:
-        thread_id = await _ready_thread(rt)
+    """Send ``message`` (a new thread unless ``thread_id``; the fixture's MCP server is
+    ``required``, so the first request already offers its tools); hand every interaction to
+    ``on_interaction(inter)``; return (events, result)."""
     op = rt.send(message, thread_id=thread_id)
     events = []
     with trio.fail_after(WAIT):
@@ -218,8 +220,9 @@ async def test_r_cat_1_real_mcp_status_and_reload(codex_bin, mcp_env, mcp_home, 
         assert "added_tool" not in srv["tools"]
         # the user edits the config: the server now offers one more tool
         cfg = mcp_home / "config.toml"
-        cfg.write_text(cfg.read_text().replace(mcp_server_toml(SERVER),
-                                               mcp_server_toml(SERVER, env={"MCP_TEST_EXTRA_TOOL": "added_tool"})))
+        cfg.write_text(cfg.read_text().replace(
+            mcp_server_toml(SERVER, required=True),
+            mcp_server_toml(SERVER, required=True, env={"MCP_TEST_EXTRA_TOOL": "added_tool"})))
         await reload_mcp(rt)
         with trio.fail_after(WAIT):  # the reload restarts the servers in the background
             while True:
@@ -407,8 +410,9 @@ async def test_r_cat_1_real_serve_get_mcp_status_and_reload(tmp_path, codex_bin,
         (srv,) = st["result"]["data"]
         assert srv["name"] == SERVER and "ask_form" in srv["tools"] and "added_tool" not in srv["tools"]
         cfg = mcp_home / "config.toml"
-        cfg.write_text(cfg.read_text().replace(mcp_server_toml(SERVER),
-                                               mcp_server_toml(SERVER, env={"MCP_TEST_EXTRA_TOOL": "added_tool"})))
+        cfg.write_text(cfg.read_text().replace(
+            mcp_server_toml(SERVER, required=True),
+            mcp_server_toml(SERVER, required=True, env={"MCP_TEST_EXTRA_TOOL": "added_tool"})))
         reloaded = await sp.request("codex.reloadMcp", {"channelId": "c"})
         assert reloaded["ok"] is True and reloaded["result"] == {}
         with trio.fail_after(WAIT):
@@ -490,7 +494,7 @@ async def test_r_rt_4_real_mcp_server_does_not_outlive_the_runtime(tmp_path, cod
     server it started (a grandchild) is gone too, within a bound."""
     pids = tmp_path / "mcp-pids"
     pids.mkdir()
-    home = make_codex_home(tmp_path / "home-pids", mock_model.base_url,
+    home = make_codex_home(tmp_path / "home-pids", mock_model.base_url,  # not required: _ready_thread waits
                            extra_toml=mcp_server_toml(SERVER, env={"MCP_TEST_PID_DIR": str(pids)}))
     env = codex_env(home, extra={"CODEXRT_PRIVACY_DIR": str(tmp_path / "privacy")})
     async with codexrt.open_runtime(_config(codex_bin, env, home, real_cwd)) as rt:
@@ -507,3 +511,21 @@ async def test_r_rt_4_real_mcp_server_does_not_outlive_the_runtime(tmp_path, cod
     with trio.fail_after(20):  # far below the tool's 50 s
         while any(_alive(p) for p in started):
             await trio.sleep(0.1)
+
+
+async def test_r_op_4_real_required_mcp_server_that_cannot_start_fails_the_send(tmp_path, codex_bin, mock_model,
+                                                                                 real_cwd):
+    """``required = true`` and the server cannot start: the app-server refuses to create the
+    thread; the send fails with its message, nothing reaches the model."""
+    home = make_codex_home(tmp_path / "home-broken", mock_model.base_url, extra_toml=(
+        mcp_server_toml(SERVER, required=True)
+        + '[mcp_servers.broken]\ncommand = "/nonexistent/mcp-server"\nrequired = true\n'))
+    env = codex_env(home, extra={"CODEXRT_PRIVACY_DIR": str(tmp_path / "privacy")})
+    async with codexrt.open_runtime(_config(codex_bin, env, home, real_cwd)) as rt:
+        op = rt.send("hello")
+        with trio.fail_after(WAIT):
+            result = await op.wait()
+    assert result.status == "failed"
+    assert "required MCP servers failed to initialize" in result.error.message
+    assert "broken" in result.error.message
+    assert mock_model.model_requests() == []
