@@ -38,6 +38,12 @@ How a response is chosen, per model request (first rule that applies):
 
 Every loop is bounded: a hang ends when the client disconnects, the server stops, or after
 :data:`HANG_CAP_S`; delta pacing is capped; stop() closes every open connection.
+
+Long turns: codex's ``stream_idle_timeout_ms`` (default 300 s) is reset by SSE *events* only,
+not by the ``: keep-alive`` comments a hang sends — so a hang longer than that timeout fails the
+turn (``idle timeout waiting for SSE``), while paced deltas (``[[mock:deltas:90:1000]]``: one
+event a second for 90 s) keep a turn streaming for as long as they last
+(``tests/real/test_long_real.py``, docs/real-server-notes.md).
 """
 
 from __future__ import annotations
