@@ -186,8 +186,8 @@ class ApprovalRequest:
         if self.kind == "userInput":
             return "answer questions from the agent"
         if self.kind == "mcpToolApproval":
-            meta = self.params.get("_meta") or {}
-            return f"run tool {meta.get('tool_name', '?')} of MCP server {self.params.get('serverName', '?')}"
+            tool = parse_elicitation(self.params).tool_name or "?"
+            return f"run tool {tool} of MCP server {self.params.get('serverName', '?')}"
         if self.kind == "elicitation":
             return f"answer a form from MCP server {self.params.get('serverName', '?')}"
         return f"answer {self.method}"

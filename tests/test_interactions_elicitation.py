@@ -182,3 +182,11 @@ def test_r_int_4_mcp_tool_call_approval_replies_and_safe_negative():
         with pytest.raises(InteractionError) as info:
             validate_reply(method, bad, TOOL_APPROVAL)
         assert info.value.code == "INTERACTION_INVALID_REPLY"
+
+
+def test_r_int_4_tool_approval_of_0_147_names_the_tool_in_its_message_only():
+    """0.147.0 sends the same approval without ``_meta.tool_name`` (recorded by hand)."""
+    old = {**TOOL_APPROVAL, "_meta": {k: v for k, v in TOOL_APPROVAL["_meta"].items() if k != "tool_name"}}
+    el = parse_elicitation(old)
+    assert el.mode == "toolApproval" and el.tool_name == "echo"
+    assert parse_elicitation({**old, "message": "Allow this?"}).tool_name is None

@@ -260,11 +260,20 @@ def is_tool_approval(params: Any) -> bool:
     return isinstance(meta, Mapping) and meta.get("codex_approval_kind") == TOOL_APPROVAL_KIND
 
 
+#: The tool named in the approval message: 0.147.0 sends no ``_meta.tool_name``, only
+#: ``Allow the <server> MCP server to run tool "<tool>"?``.
+_APPROVAL_TOOL_RE = re.compile(r'run tool "(.+)"\?\s*$')
+
+
 def _tool_approval(p: Mapping[str, Any], base: dict[str, Any]) -> Elicitation:
     meta = p.get("_meta") if isinstance(p.get("_meta"), Mapping) else {}
     persist = meta.get("persist")
     display = meta.get("tool_params_display")
-    return Elicitation("toolApproval", tool_name=_str_or_none(meta.get("tool_name")),
+    tool = _str_or_none(meta.get("tool_name"))
+    if tool is None:
+        m = _APPROVAL_TOOL_RE.search(base["message"])
+        tool = m.group(1) if m else None
+    return Elicitation("toolApproval", tool_name=tool,
                        tool_description=_str_or_none(meta.get("tool_description")),
                        tool_params=meta.get("tool_params"),
                        tool_params_display=tuple(d for d in display if isinstance(d, dict))

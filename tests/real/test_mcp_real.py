@@ -102,7 +102,8 @@ def _tool_report(item) -> dict:
     return json.loads(block["text"])
 
 
-async def test_r_int_4_real_tool_approval_then_form_typed_per_schema(codex_bin, mcp_env, mcp_home, real_cwd):
+async def test_r_int_4_real_tool_approval_then_form_typed_per_schema(codex_bin, mcp_env, mcp_home, real_cwd,
+                                                                     mock_model):
     asked = []
 
     async def answer(inter):
@@ -136,6 +137,10 @@ async def test_r_int_4_real_tool_approval_then_form_typed_per_schema(codex_bin, 
                                 "colors": {"value": ["red", "blue"], "type": "list"}}
     resolved = [e for e in events if e.kind == "interactionResolved"]
     assert len(resolved) == 2  # serverRequest/resolved closed both requests
+    # what the model is offered: the MCP tools as one namespace (the mock's call names it so)
+    first = mock_model.model_requests()[0].body["tools"]
+    (ns,) = [t for t in first if t.get("type") == "namespace" and t.get("name") == f"mcp__{SERVER}"]
+    assert {"echo", "ask_form", "rich"} <= {t["name"] for t in ns["tools"]}
 
 
 async def test_r_int_4_real_form_declined_and_cancelled(codex_bin, mcp_env, mcp_home, real_cwd):
@@ -529,3 +534,34 @@ async def test_r_op_4_real_required_mcp_server_that_cannot_start_fails_the_send(
     assert "required MCP servers failed to initialize" in result.error.message
     assert "broken" in result.error.message
     assert mock_model.model_requests() == []
+
+
+async def test_r_priv_2_real_old_binary_mcp_approval_and_secret_masked_in_its_rollout(
+        tmp_path, codex_bin_old, mock_model, real_cwd):
+    """0.147.0: the approval has no ``_meta.tool_name`` (the tool comes from the message) and
+    the rollout records the call as ``mcp_tool_call_end``; the secret is masked there too."""
+    home = make_codex_home(tmp_path / "home-old", mock_model.base_url, extra_toml=mcp_server_toml(SERVER, required=True))
+    env = codex_env(home, extra={"CODEXRT_PRIVACY_DIR": str(tmp_path / "privacy")})
+    tools = []
+
+    async def answer(inter):
+        if inter.kind == "mcpToolApproval":
+            tools.append(inter.elicitation().tool_name)
+            await inter.accept()
+        else:
+            await inter.submit_elicitation({"passphrase": SECRET})
+
+    async with codexrt.open_runtime(_config(codex_bin_old, env, home, real_cwd)) as rt:
+        mock_model.enqueue(Script.mcp_tool(SERVER, "ask_secret", {"echo": True}), Script.reply("Passphrase handled."))
+        events, result = await _run(rt, "use the passphrase tool", answer)
+        index = rt.privacy_index()
+    assert result.status == "completed" and tools == ["ask_secret"]
+    assert _tool_report(_mcp_items(events)[0])["passphrase"] == SECRET
+    rollouts = list((home / "sessions").rglob("*.jsonl"))
+    assert any(SECRET in p.read_text() for p in rollouts) and any(
+        "mcp_tool_call_end" in p.read_text() for p in rollouts)
+    async with open_history_reader(None, codex_home=home, privacy=index) as reader:
+        legacy = await reader.read_thread(result.thread_id)
+    _no_secret(json.dumps(transcript_to_json(legacy)), "the 0.147 rollout transcript")
+    (rec,) = [r for r in legacy.records() if r.kind == "mcpToolCall"]
+    assert rec.tool == "ask_secret" and all(b.text in (None, MASK) for b in rec.content)
