@@ -519,6 +519,9 @@ class Interaction:
             await self.respond({"decision": "cancel"})
         elif self.kind in ("legacyExecApproval", "legacyPatchApproval"):
             await self.respond({"decision": "abort"})
+        elif self.kind == "mcpToolApproval":
+            # observed (0.169.0): the call fails "user cancelled MCP tool call", the turn goes on
+            await self.respond(elic.cancel_reply())
         else:
             await self.decline()
 

@@ -177,7 +177,8 @@ async def test_r_int_4_real_tool_approval_declined_by_policy(codex_bin, mcp_env,
     answered = [e.payload for e in events if e.kind == "interactionAnswered"]
     assert [a["by"] for a in answered] == ["policy"]
     (item,) = _mcp_items(events)
-    assert item["status"] == "failed" and "must not run" not in json.dumps(item["result"])
+    assert item["status"] == "failed" and item["result"] is None
+    assert item["error"] == {"message": "user rejected MCP tool call"}
     assert result.status == "completed"
 
 
@@ -565,3 +566,16 @@ async def test_r_priv_2_real_old_binary_mcp_approval_and_secret_masked_in_its_ro
     _no_secret(json.dumps(transcript_to_json(legacy)), "the 0.147 rollout transcript")
     (rec,) = [r for r in legacy.records() if r.kind == "mcpToolCall"]
     assert rec.tool == "ask_secret" and all(b.text in (None, MASK) for b in rec.content)
+
+
+async def test_r_int_4_real_tool_approval_cancelled_fails_the_call_turn_goes_on(codex_bin, mcp_env, mcp_home,
+                                                                              real_cwd):
+    async def cancel(inter):
+        await inter.cancel()
+
+    async with codexrt.open_runtime(_config(codex_bin, mcp_env, mcp_home, real_cwd)) as rt:
+        events, result = await _run(rt, f'[[mock:mcp:{SERVER}:echo:{{"text": "x"}}]]', cancel)
+    (item,) = _mcp_items(events)
+    assert item["status"] == "failed" and item["result"] is None
+    assert item["error"] == {"message": "user cancelled MCP tool call"}
+    assert result.status == "completed"
