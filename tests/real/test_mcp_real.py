@@ -579,3 +579,22 @@ async def test_r_int_4_real_tool_approval_cancelled_fails_the_call_turn_goes_on(
     assert item["status"] == "failed" and item["result"] is None
     assert item["error"] == {"message": "user cancelled MCP tool call"}
     assert result.status == "completed"
+
+
+async def test_r_int_4_real_url_elicitation_accepted_after_the_user_opened_it(codex_bin, mcp_env, mcp_home,
+                                                                             real_cwd):
+    """codexrt never opens the URL; once the *user* did, ``accept_url_elicitation()`` sends
+    ``{action: accept, content: null}`` and the MCP server sees the accept."""
+    opened = []
+
+    async def answer(inter):
+        if inter.kind == "mcpToolApproval":
+            await inter.accept()
+        else:
+            opened.append(inter.elicitation().url)  # stands for the user opening it in a browser
+            await inter.accept_url_elicitation()
+
+    async with codexrt.open_runtime(_config(codex_bin, mcp_env, mcp_home, real_cwd)) as rt:
+        events, result = await _run(rt, f"[[mock:mcp:{SERVER}:ask_url]]", answer)
+    assert opened == ["https://example.invalid/codexrt-test"]
+    assert _tool_report(_mcp_items(events)[0]) == {"action": "accept"}
