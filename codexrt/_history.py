@@ -87,7 +87,7 @@ from codexrt._errors import (
     RpcError,
     malformed_data_is_typed,
 )
-from codexrt._history_files import RolloutInfo, find_rollout, find_rollouts, iter_rollout
+from codexrt._history_files import RolloutInfo, find_rollout, iter_rollout
 from codexrt._sansio._legacy import LegacyParser, LegacyProblem
 from codexrt._sansio._privacy import Masker, PrivacyIndex
 from codexrt._sansio._projection import (
@@ -406,19 +406,25 @@ def _session_names(codex_home: Path) -> dict[str, str]:
     return names
 
 
-def legacy_thread_list(codex_home: str | os.PathLike[str]) -> list[ThreadSummary]:
-    """The legacy list (R-H-6: only when access is inactive): one row per rollout file,
-    newest first, names from ``session_index.jsonl``. Blocking; run it in a thread."""
+def legacy_thread_list(codex_home: str | os.PathLike[str], *, index: Any = None) -> list[ThreadSummary]:
+    """The legacy list (R-H-6: only when access is inactive): one row per top-level thread,
+    newest first, names from ``session_index.jsonl``, previews from the session index cache
+    (R-H-9: ``index`` — a :class:`~codexrt._session_index.SessionIndex`, default the process's
+    :func:`~codexrt._session_index.shared_index`); sub-agent and Guardian rollouts are filtered
+    out by their ``session_meta`` source. Blocking; run it in a thread."""
+    from ._session_index import shared_index
+
     home = Path(codex_home)
     names = _session_names(home)
     seen: set[str] = set()
     out = []
-    for info in find_rollouts(home):
-        if info.thread_id in seen:
+    for e in (index or shared_index(home)).top_level():
+        if e.thread_id in seen:
             continue
-        seen.add(info.thread_id)
-        out.append(ThreadSummary(thread_id=info.thread_id, name=names.get(info.thread_id), updated_at=int(info.mtime),
-                                 path=str(info.path), source="legacy", status="notLoaded"))
+        seen.add(e.thread_id)
+        out.append(ThreadSummary(thread_id=e.thread_id, name=names.get(e.thread_id), preview=e.title,
+                                 updated_at=e.mtime_ns // 1_000_000_000, path=e.path, history_mode=e.history_mode,
+                                 source="legacy", status="notLoaded"))
     return out
 
 

@@ -1388,7 +1388,8 @@ class Projector:
         found: list[Receipt] = []
         if st == "item_completed":
             found = receipts_from_rollout_line({"type": "event_msg", "payload": p, "ordinal": rec.ordinal})
-            item = p.get("item") if isinstance(p.get("item"), dict) else {}
+            raw_item = p.get("item")
+            item: dict[str, Any] = raw_item if isinstance(raw_item, dict) else {}
             pid = item.get("process_id")
             if item.get("type") == "CommandExecution" and isinstance(item.get("id"), str) and pid is not None:
                 self._starts.append((rec.line_no, str(pid), item["id"]))
@@ -1476,17 +1477,17 @@ class Projector:
                 if u.status is not None:
                     ups.append(_Update(w.output_line, None, u.exit_code, False,
                                        {"in_progress": "inProgress"}.get(u.status, u.status)))
-        for call_id, poll in self._polls.items():
-            if poll.target is None:
+        for direct in self._polls.values():
+            if direct.target is None:
                 continue  # no provable target: pure polling makes no card
-            key = known_before(poll.line).get(poll.target)
+            key = known_before(direct.line).get(direct.target)
             if key is None:
                 continue
-            r = poll.receipt
+            rc = direct.receipt
             res.updates.setdefault(key, []).append(_Update(
-                poll.out_line if poll.out_line is not None else poll.line,
-                r.body if r is not None else None, r.exit_code if r is not None else None,
-                poll.chars is not None and "\x03" in poll.chars))
+                direct.out_line if direct.out_line is not None else direct.line,
+                rc.body if rc is not None else None, rc.exit_code if rc is not None else None,
+                direct.chars is not None and "\x03" in direct.chars))
         for ups in res.updates.values():
             ups.sort(key=lambda u: u.line)
         self._resolved = res

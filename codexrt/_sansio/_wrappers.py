@@ -952,9 +952,9 @@ def _scan_source(src: str) -> _Source:
         if j >= 1 and _is(toks[j], "p", "=") and toks[j - 1].kind == "id":
             var = toks[j - 1].value
         batches.append(_Batch(number, toks[i + 2].value == "allSettled", var, entries, rp))
-    for b in batches:
-        if b.var is not None:
-            _check_not_rebound(toks, match, b)
+    for bt in batches:
+        if bt.var is not None:
+            _check_not_rebound(toks, match, bt)
     plans = _find_plans(toks, match, batches)
     return _Source(calls, batches, plans)
 
