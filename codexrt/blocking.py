@@ -30,7 +30,9 @@ Waits and interrupts
   notebook's *interrupt kernel*) is delivered promptly on every platform.
 * A ``KeyboardInterrupt`` while waiting for a turn (``send``, iterating ``stream``, ``wait``)
   stops that turn (R-OP-5: ``turn/interrupt``, or a local cancel when it never started), waits
-  for its terminal within the runtime's stop budget, and re-raises. Nothing is left running.
+  for its terminal within the runtime's stop budget, and re-raises. A second one during that
+  wait kills the app-server (its process group) instead of waiting, then re-raises; the turn
+  ends ``failed`` and the next send starts a new child. Nothing is left running.
 * Short calls (``call``, catalogs, history, ``respond`` …) are bounded by the runtime's RPC
   budget (``rpc_timeout``, R-WIRE-4). Waiting for a turn is unbounded unless you pass
   ``timeout=``: a turn may legitimately run for hours, ``abort`` and ``Ctrl+C`` end it, and a
@@ -564,13 +566,24 @@ class BlockingOperation:
         return self._op.result.to_wire() if self._op.result is not None else None
 
     def _stop_and_settle(self) -> None:
-        """Abort and wait for the terminal within the stop budget (+ the kill margin)."""
+        """Abort and wait for the terminal within the stop budget (+ the kill margin). A
+        second KeyboardInterrupt during that wait kills the app-server's process group at once
+        (the turn then fails with ``CHILD_EXITED``; the next send starts a new child), waits
+        for the settle (bounded) and re-raises."""
         if self._op.terminal:
             return
         try:
             self.abort()
             fut, _ = self._portal.start(self._op.wait)
-            self._portal.wait(fut, self._portal.config.stop_budget + 15)
+            try:
+                self._portal.wait(fut, self._portal.config.stop_budget + 15)
+            except KeyboardInterrupt:
+                self._portal.run_sync(_kill_child, self._op.runtime)
+                try:
+                    self._portal.wait(fut, _KILL_SETTLE)
+                except (KeyboardInterrupt, TimeoutError):
+                    pass
+                raise
         except (ClosedError, TimeoutError):
             pass
 
@@ -579,6 +592,15 @@ class BlockingOperation:
 
     def __exit__(self, *exc: object) -> None:
         self._stop_and_settle()
+
+
+_KILL_SETTLE = 10.0  # seconds to wait for a killed child's turn to settle (SIGKILL is prompt)
+
+
+def _kill_child(runtime: Any) -> None:
+    conn = runtime.conn
+    if conn is not None:
+        conn.kill()
 
 
 class BlockingRuntime:

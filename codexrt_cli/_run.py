@@ -15,8 +15,10 @@ Approvals (R-INT-3) are never granted by default:
   explicit opt-in). Requests that are not approvals (questions, forms) are declined.
 
 ``Ctrl+C`` (SIGINT) interrupts the turn (R-OP-5: ``turn/interrupt``, or a local cancel when it
-had not started) and the command exits 130 once the turn reports ``interrupted``; a second
-``Ctrl+C`` kills the app-server at once. The child is always reaped before exit.
+had not started), waits for the turn's native terminal, prints its status and exits 130; a
+second ``Ctrl+C`` during that wait kills the app-server's process group at once and exits 130.
+The app-server runs in its own session (R-RT-7), so a terminal's Ctrl+C reaches only this
+command, which decides what to do with it. The child is always reaped before exit.
 
 ``--json`` writes every runtime event as one JSON line (the ``codexrt serve`` event shape,
 R-D-2) and ends with ``{"type": "result", ...}``; prompts and status still go to stderr.
@@ -139,6 +141,7 @@ class _Status:
         self.tty = err.isatty()
         self.running: dict[str, tuple[str, float]] = {}
         self.shown = False
+        self.paused = False  # an approval prompt is on screen: nothing redraws over it
 
     def clear(self) -> None:
         if self.tty and self.shown:
@@ -147,7 +150,7 @@ class _Status:
             self.shown = False
 
     def draw(self) -> None:
-        if not self.tty or not self.running:
+        if not self.tty or not self.running or self.paused:
             return
         now = trio.current_time()
         label, since = next(reversed(self.running.values()))
@@ -272,6 +275,13 @@ class _Session:
 
     async def _ask(self, inter: Interaction, req: ApprovalRequest) -> str | None:
         self.status.clear()
+        self.status.paused = True
+        try:
+            return await self._ask_paused(inter, req)
+        finally:
+            self.status.paused = False
+
+    async def _ask_paused(self, inter: Interaction, req: ApprovalRequest) -> str | None:
         if self.text_open and not self.json:
             self.out.write("\n")
             self.out.flush()
@@ -305,17 +315,16 @@ class _Session:
             n.start_soon(resolved)
         return box[0] if box else None
 
-    async def watch_sigint(self) -> None:
-        with trio.open_signal_receiver(signal.SIGINT) as signals:
-            async for _ in signals:
-                self.interrupts += 1
-                if self.interrupts == 1:
-                    path = self.rt.abort(self.op)
-                    self.status.line(f"interrupting the turn ({path}); Ctrl+C again to kill the app-server")
-                else:
-                    self.status.line("killing the app-server")
-                    if self.rt.conn is not None:
-                        self.rt.conn.kill()
+    async def watch_sigint(self, signals: Any) -> None:
+        async for _ in signals:
+            self.interrupts += 1
+            if self.interrupts == 1:
+                path = self.rt.abort(self.op)
+                self.status.line(f"interrupting the turn ({path}); Ctrl+C again to kill the app-server")
+            elif self.interrupts == 2:
+                self.status.line("killing the app-server")
+                if self.rt.conn is not None:
+                    self.rt.conn.kill()  # SIGKILL to its process group; the reader then settles the turn
 
 
 async def run_turn(config: RuntimeConfig, prompt: str, settings: Settings, thread_id: str | None,
@@ -323,32 +332,35 @@ async def run_turn(config: RuntimeConfig, prompt: str, settings: Settings, threa
     """Run one turn and return the exit status. Cancelling it stops the turn and reaps the
     child (``open_runtime`` does, shielded)."""
     session: _Session | None = None
-    try:
-        async with open_runtime(config) as rt:
-            with rt.subscribe() as events:
-                op = rt.send(prompt, thread_id=thread_id, settings=settings)
-                session = _Session(rt, op, approve, json_mode)
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(session.watch_sigint)
-                    nursery.start_soon(session.status.ticker)
-                    async for ev in events:
-                        session.emit_event(ev)
-                        if ev.kind == "interactionRequested":
-                            inter = rt.interactions.get(ev.payload.get("interactionKey", ""))
-                            if inter is not None and inter.state == "pending":
-                                nursery.start_soon(session.answer, inter)
-                        if ev.kind == "operationDone" and ev.client_operation_id == op.id:
-                            break
-                    nursery.cancel_scope.cancel()
-                result = await op.wait()
-    except CodexError as exc:
-        if session is not None:
-            session.status.clear()
-        print(f"codexrt run: {exc.message}", file=sys.stderr)
-        hint = exc.details.get("hint") if isinstance(exc.details, dict) else None
-        if hint:
-            print(f"hint: {hint}", file=sys.stderr)
-        return 1
+    # SIGINT is ours from here on: no KeyboardInterrupt in the middle of a child's start or
+    # shutdown (both bounded); while the turn runs, watch_sigint decides what a Ctrl+C does.
+    with trio.open_signal_receiver(signal.SIGINT) as signals:
+        try:
+            async with open_runtime(config) as rt:
+                with rt.subscribe() as events:
+                    op = rt.send(prompt, thread_id=thread_id, settings=settings)
+                    session = _Session(rt, op, approve, json_mode)
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(session.watch_sigint, signals)
+                        nursery.start_soon(session.status.ticker)
+                        async for ev in events:
+                            session.emit_event(ev)
+                            if ev.kind == "interactionRequested":
+                                inter = rt.interactions.get(ev.payload.get("interactionKey", ""))
+                                if inter is not None and inter.state == "pending":
+                                    nursery.start_soon(session.answer, inter)
+                            if ev.kind == "operationDone" and ev.client_operation_id == op.id:
+                                break
+                        nursery.cancel_scope.cancel()
+                    result = await op.wait()
+        except CodexError as exc:
+            if session is not None:
+                session.status.clear()
+            print(f"codexrt run: {exc.message}", file=sys.stderr)
+            hint = exc.details.get("hint") if isinstance(exc.details, dict) else None
+            if hint:
+                print(f"hint: {hint}", file=sys.stderr)
+            return 1
     assert session is not None
     session.status.clear()
     if session.text_open and not json_mode:
@@ -359,7 +371,12 @@ async def run_turn(config: RuntimeConfig, prompt: str, settings: Settings, threa
     summary = f"[{result.status}] thread {result.thread_id}"
     if result.error is not None and result.status != "completed":
         summary += f": {result.error.message}"
+    if session.interrupts and result.status not in ("interrupted", "cancelled", "completed"):
+        # Stopped by the user the hard way (second Ctrl+C, or the stop budget ran out).
+        summary += " (stopped by Ctrl+C)"
     if result.thread_id:
         summary += f"\ncontinue with: codexrt run --thread {result.thread_id} \"…\""
     print(summary, file=sys.stderr)
+    if session.interrupts and result.status != "completed":
+        return EXIT_CODES["interrupted"]
     return EXIT_CODES.get(result.status, 1)

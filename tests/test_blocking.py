@@ -208,6 +208,58 @@ def test_r_op_5_keyboard_interrupt_during_send_stops_the_turn_and_reraises(tmp_p
     assert [m["method"] for m in read_log(log) if m.get("method") == "turn/interrupt"]
 
 
+def _main_waits_in(thread_id: int, caller: str) -> bool:
+    """The thread is blocked in a future wait called (indirectly) from ``caller``: a signal
+    sent now interrupts exactly that wait."""
+    frame = sys._current_frames().get(thread_id)
+    names = []
+    while frame is not None:
+        names.append((frame.f_code.co_name, frame.f_code.co_filename))
+        frame = frame.f_back
+    in_wait = any(n == "wait" and f.endswith(os.path.join("concurrent", "futures", "_base.py")) for n, f in names)
+    return in_wait and any(n == caller for n, _ in names)
+
+
+def test_r_op_5_second_keyboard_interrupt_kills_the_child_instead_of_waiting(tmp_path):
+    """The first Ctrl+C sends ``turn/interrupt``; this peer never answers it, so the facade
+    waits for the terminal — a second Ctrl+C kills the app-server now (not after the stop
+    budget, set huge here: the result shows a SIGKILLed child, not an exhausted budget)."""
+    scenario = tmp_path / "deaf.json"
+    scenario.write_text(json.dumps({
+        "name": "hang-turn-deaf", "defaults": True,
+        "description": "a turn that hangs; turn/interrupt is never answered",
+        "rules": [{"match": {"method": "turn/start"}, "actions": [{"hang_turn": True}]},
+                  {"match": {"method": "turn/interrupt"}, "actions": []}]}))
+    log = tmp_path / "peer.log"
+    main = threading.get_ident()
+    with _connect(str(scenario), log, stop_budget=600.0) as rt:
+        op = rt.submit("never ends")
+        _wait_until(lambda: op.turn_id is not None, "the turn to start")
+        pid = rt.snapshot()["pid"]
+
+        def interrupt_twice():
+            _wait_until(lambda: _main_waits_in(main, "_guarded"), "op.wait() to block")
+            signal.pthread_kill(main, signal.SIGINT)
+            _wait_until(lambda: any(m.get("method") == "turn/interrupt" for m in read_log(log)),
+                        "the interrupt to reach the peer")
+            _wait_until(lambda: _main_waits_in(main, "_stop_and_settle"), "the stop to wait")
+            signal.pthread_kill(main, signal.SIGINT)
+
+        t = threading.Thread(target=interrupt_twice)
+        t.start()
+        with pytest.raises(KeyboardInterrupt):
+            op.wait()
+        t.join(WAIT)
+        assert not t.is_alive()
+        assert op.result is not None and op.result.status == "failed"
+        assert op.result.error.code == "CHILD_EXITED"
+        assert op.result.error.signal == signal.SIGKILL
+        assert not op.result.error.details.get("stopBudgetExhausted")
+        _wait_until(lambda: not _pid_alive(pid), "the killed child to be reaped")
+        assert "data" in rt.list_models()  # the runtime goes on, on a new child
+        assert rt.snapshot()["pid"] not in (None, pid)
+
+
 def test_timeout_stops_the_turn_and_raises_turn_timeout():
     with _connect("hang-turn") as rt:
         with pytest.raises(codexrt.RpcTimeout) as info:
