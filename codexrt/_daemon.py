@@ -125,6 +125,10 @@ MAX_ID_LENGTH = 1024
 #: commands nest a few levels; the bound keeps parsing and validation far from Python's
 #: recursion limit whatever the host sends.
 MAX_COMMAND_DEPTH = 64
+#: stdin EOF: the default bound on finishing the work already accepted (``--drain-timeout``).
+DEFAULT_DRAIN_TIMEOUT = 300.0
+#: Default cap on channels (``--max-channels``); each channel may hold one app-server child.
+DEFAULT_MAX_CHANNELS = 32
 
 LONG_COMMANDS = frozenset({"codex.send", "codex.compact", "codex.review", "codex.preconnect"})
 CONTROL_COMMANDS = frozenset(
@@ -496,6 +500,13 @@ class DaemonConfig:
     auto_title: bool = False
     idle_timeout: float | None = 600.0
     max_line: int = DEFAULT_MAX_LINE
+    #: stdin EOF: how long accepted work may take to finish on its own before what is left is
+    #: aborted like on SIGTERM (0 = abort at once). See :meth:`Daemon.run`.
+    drain_timeout: float = DEFAULT_DRAIN_TIMEOUT
+    #: Most channels (each may hold one app-server child). A new channelId past it evicts the
+    #: least recently used channel that has no child and nothing pending, else it is refused
+    #: with ``TOO_MANY_CHANNELS``.
+    max_channels: int = DEFAULT_MAX_CHANNELS
 
 
 class _Channel:
@@ -521,14 +532,27 @@ class _Channel:
     def touch(self) -> None:
         self.last_activity = trio.current_time()
 
+    def forget(self, op_id: str) -> None:
+        """Drop a replied operation from the channel's tables (they hold only unreplied ones)."""
+        self.ops.pop(op_id, None)
+        self.request_ids.pop(op_id, None)
+        self.done_forwarded.pop(op_id, None)
+
     def live_ops(self, thread_id: str | None = None) -> list[Operation]:
-        for key in [k for k, op in self.ops.items() if op.terminal and k not in self.done_forwarded]:
-            del self.ops[key]
         return [op for op in self.ops.values()
                 if not op.terminal and (thread_id is None or op.thread_id == thread_id)]
 
     def snapshot(self) -> dict[str, Any]:
         return {**self.rt.runtime_snapshot(), "sessionEpoch": self.rt.session_epoch}
+
+    def evictable(self) -> bool:
+        """No child, no work, nothing pending: forgetting this channel loses only its desired
+        settings and thread bookkeeping (the threads themselves resume on next use)."""
+        rt = self.rt
+        return (rt.state is RuntimeState.STOPPED and rt.conn is None and not rt.busy and not self.ops
+                and self.inflight == 0 and not rt.pending_interactions()
+                and not (self.titles is not None and self.titles.pending())
+                and (self.edits is None or self.edits.closed))
 
 
 class Daemon:
@@ -547,6 +571,11 @@ class Daemon:
         self.stdout_broken = False
         self._history_counter: MessageCounter | None = None
         self.lines_written = 0
+        self._drain_scope = trio.CancelScope()
+        self.abort_requested = False  # a signal (or a gone host): stop the work, do not finish it
+        self._open_commands = 0  # accepted commands whose reply is not written yet
+        self._commands_idle = trio.Event()
+        self._commands_idle.set()
 
     # -- output ----------------------------------------------------------------------------
 
@@ -563,7 +592,7 @@ class Daemon:
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                 log.warning("stdout is gone (%s); draining", exc)
                 self.stdout_broken = True
-                self.stop_reading()
+                self.abort()  # nobody can read the results: do not finish the work
 
     async def _reply(self, rid: RequestId | None, result: Any = None, *, error: CodexError | None = None) -> None:
         answer = _answering.get()
@@ -602,13 +631,36 @@ class Daemon:
         except Exception as exc:
             await self._answer_failure(cmd, answer, exc)
 
-    def _spawn(self, fn: Callable[..., Any], cmd: Command, *args: Any) -> None:
-        assert self._nursery is not None
-        self._nursery.start_soon(self._guarded, fn, cmd, *args)
-
     def stop_reading(self) -> None:
-        """Stop reading commands and drain (what EOF does). Safe to call from anywhere."""
+        """Stop reading commands and drain (what EOF does: accepted work may finish, bounded
+        by ``drain_timeout``). Safe to call from anywhere."""
         self._reader_scope.cancel()
+
+    def abort(self) -> None:
+        """Stop reading and drain *now* (SIGINT/SIGTERM, stdout gone): no new work, running
+        operations are stopped within the stop budget, queued ones cancelled, every pending
+        command replied to, every child reaped. Safe to call from anywhere, also mid-drain."""
+        self.abort_requested = True
+        self._reader_scope.cancel()
+        self._drain_scope.cancel()
+
+    def _spawn(self, fn: Callable[..., Any], cmd: Command, *args: Any) -> None:
+        """Run one accepted command's handler task behind the fault barrier; counted until it
+        finishes (its reply is written), so an EOF drain knows when the accepted work is done."""
+        assert self._nursery is not None
+        self._open_commands += 1
+        if self._commands_idle.is_set():
+            self._commands_idle = trio.Event()
+
+        async def run() -> None:
+            try:
+                await self._guarded(fn, cmd, *args)
+            finally:
+                self._open_commands -= 1
+                if self._open_commands == 0:
+                    self._commands_idle.set()
+
+        self._nursery.start_soon(run)
 
     # -- main ------------------------------------------------------------------------------
 
@@ -628,7 +680,15 @@ class Daemon:
             with self._reader_scope:
                 await self._read_loop()
             self.draining = True
-            log.info("stdin closed: draining %d channel(s)", len(self._channels))
+            if not self.abort_requested and self.config.drain_timeout > 0:
+                # stdin EOF: the host said everything it will say; finish what it asked for
+                # (bounded), then stop what is left as a signal would.
+                log.info("stdin closed: finishing %d accepted command(s) (at most %gs)",
+                         self._open_commands, self.config.drain_timeout)
+                with self._drain_scope:
+                    with trio.move_on_after(self.config.drain_timeout):
+                        await self._commands_idle.wait()
+            log.info("draining %d channel(s)", len(self._channels))
             for ch in list(self._channels.values()):
                 ch.close_requested.set()
             aux.cancel()
@@ -703,6 +763,7 @@ class Daemon:
             ch.request_ids[op.id] = cmd.id
             done = ch.done_forwarded[op.id] = trio.Event()
             ch.ops[op.id] = op
+            op.discard_events()  # the forwarder follows the runtime's subscription: no per-op buffer
             self._spawn(self._await_op, cmd, ch, op, done)
             return
         if name in LIFECYCLE_COMMANDS:
@@ -737,15 +798,21 @@ class Daemon:
             ch.request_ids[op.id] = cmd.id
             done = ch.done_forwarded[op.id] = trio.Event()
             ch.ops[op.id] = op
+            op.discard_events()
         self._spawn(self._await_plan, cmd, ch, ex, done)
 
     async def _await_plan(self, cmd: Command, ch: _Channel, ex: Any, done: trio.Event | None) -> None:
-        result = await ex.wait()
-        if done is not None:
-            with trio.move_on_after(DONE_EVENT_GRACE):
-                await done.wait()
-        ch.touch()
-        await self._reply(cmd.id, result)
+        op = ex.operation
+        try:
+            result = await ex.wait()
+            if done is not None:
+                with trio.move_on_after(DONE_EVENT_GRACE):
+                    await done.wait()
+            ch.touch()
+            await self._reply(cmd.id, result)
+        finally:
+            if done is not None and op is not None:
+                ch.forget(op.id)
 
     # -- channels --------------------------------------------------------------------------
 
@@ -757,9 +824,28 @@ class Daemon:
             return ch
         if self.draining:
             raise ClosedError("serve is draining; no new channel")
+        if len(self._channels) >= self.config.max_channels:
+            await self._evict_channel()
         assert self._nursery is not None
         ch = await self._nursery.start(self._run_channel, channel_id)
         return ch
+
+    async def _evict_channel(self) -> None:
+        """Make room for a new channel: forget the least recently used one that has no child
+        and nothing pending (its next use starts afresh, with a new ``sessionEpoch``); when
+        every channel is in use, refuse with ``TOO_MANY_CHANNELS``."""
+        idle = [ch for ch in self._channels.values() if ch.evictable()]
+        if not idle:
+            raise CodexError(f"too many channels: {len(self._channels)} are open and in use (the limit is "
+                             f"{self.config.max_channels}, --max-channels); reset or release one first",
+                             code="TOO_MANY_CHANNELS",
+                             details={"maxChannels": self.config.max_channels, "channels": len(self._channels)})
+        victim = min(idle, key=lambda ch: ch.last_activity)
+        log.info("forgetting idle channel %s to make room", victim.id)
+        del self._channels[victim.id]
+        victim.close_requested.set()
+        with trio.move_on_after(DONE_EVENT_GRACE):  # no child and no work: closing it is quick
+            await victim.closed.wait()
 
     async def _run_channel(self, channel_id: str, task_status: trio.TaskStatus[_Channel] = trio.TASK_STATUS_IGNORED) -> None:
         cfg = attrs.evolve(self.config.runtime, channel_id=channel_id)
@@ -858,11 +944,15 @@ class Daemon:
         return rt.preconnect(p.get("threadId"))
 
     async def _await_op(self, cmd: Command, ch: _Channel, op: Operation, done: trio.Event) -> None:
-        result = await op.wait()
-        with trio.move_on_after(DONE_EVENT_GRACE):
-            await done.wait()
-        ch.touch()
-        await self._reply(cmd.id, {"kind": op.kind, **result.to_wire(), "clientMessageId": op.client_message_id})
+        try:
+            result = await op.wait()
+            with trio.move_on_after(DONE_EVENT_GRACE):
+                await done.wait()
+            ch.touch()
+            await self._reply(cmd.id, {"kind": op.kind, **result.to_wire(),
+                                       "clientMessageId": op.client_message_id})
+        finally:
+            ch.forget(op.id)  # replied: a terminal operation leaves the daemon's tables
 
     # -- control commands (answered at once, never queued: R-OP-1) -------------------------
 
@@ -1108,7 +1198,7 @@ class Daemon:
         channels = [ch.snapshot() for cid, ch in sorted(self._channels.items())
                     if channel_id is None or cid == channel_id]
         return {"protocolVersion": PROTOCOL_VERSION, "pid": os.getpid(), "draining": self.draining,
-                "channels": channels}
+                "maxChannels": self.config.max_channels, "channels": channels}
 
 
 async def serve_daemon(receive: trio.abc.ReceiveStream, send: trio.abc.SendStream,

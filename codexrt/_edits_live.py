@@ -371,7 +371,7 @@ class LiveEdits:
         if not op_id:
             return None
         # The runtime keeps its operations by id; the op's settings carry the submission's cwd.
-        op = getattr(self.rt, "_ops", {}).get(op_id)
+        op = self.rt.operation(op_id) if hasattr(self.rt, "operation") else None
         settings = getattr(op, "settings", None)
         cwd = getattr(settings, "cwd", None)
         return os.path.abspath(cwd) if isinstance(cwd, str) and cwd else None

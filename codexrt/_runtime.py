@@ -276,7 +276,16 @@ class OperationResult:
 
 class Operation:
     """A long operation (send/compact/review/preconnect). Iterate its events with
-    ``async for ev in op.events()``; ``await op.wait()`` returns its :class:`OperationResult`."""
+    ``async for ev in op.events()``; ``await op.wait()`` returns its :class:`OperationResult`.
+
+    Event buffering (explicit policy): the operation's own stream keeps every event of the
+    operation from ``operationQueued`` to ``operationDone`` until it is read — reading late
+    (e.g. after ``wait()``) still yields all of them, text coalesced but never lost
+    (``codexrt._events``). The buffer lives as long as the operation object; the runtime keeps
+    a terminal operation only in its bounded recent table (:attr:`Runtime.MAX_RECENT_OPS`), so
+    an operation nobody holds is freed with its buffer. A caller that will never read the
+    stream (e.g. it follows ``rt.subscribe()`` instead, as ``codexrt serve`` does) calls
+    :meth:`discard_events` right away: nothing is buffered for it from then on."""
 
     def __init__(self, runtime: "Runtime", kind: str, op_id: str, *, thread_id: str | None,
                  client_message_id: str | None, payload: dict[str, Any]) -> None:
@@ -294,6 +303,7 @@ class Operation:
         self.cancel_requested_at: float | None = None
         self.result: OperationResult | None = None
         self.stream = EventStream()
+        self._events_discarded = False
         self._done = trio.Event()
         self._final_text_parts: dict[str, str] = {}
         self._final_text: str | None = None
@@ -313,7 +323,19 @@ class Operation:
         return self.machine.state is OpPhase.TERMINAL
 
     def events(self) -> EventStream:
+        """The operation's event stream (see the class doc for its buffering). Raises
+        :class:`ClosedError` after :meth:`discard_events`."""
+        if self._events_discarded:
+            raise ClosedError("this operation's events were discarded (discard_events()); "
+                              "follow rt.subscribe() instead")
         return self.stream
+
+    def discard_events(self) -> None:
+        """Stop buffering this operation's events: what is buffered is dropped and later
+        events are not kept (they still reach ``rt.subscribe()`` subscribers). For callers
+        that never read :meth:`events`; ``wait()`` and the result are unaffected."""
+        self._events_discarded = True
+        self.stream = _DiscardStream()
 
     async def wait(self) -> OperationResult:
         """Wait for the terminal. No bound of its own: a turn may run for hours; ``abort``
@@ -354,8 +376,24 @@ class Operation:
         self.stream.put(ev)
         self.stream.close()
         self.runtime._publish(ev)
+        self.runtime._forget_settled(self)
         self._done.set()
         return True
+
+
+class _DiscardStream(EventStream):
+    """The stream of an operation whose events were discarded: keeps nothing, always closed."""
+
+    def __init__(self) -> None:
+        super().__init__(max_droppable=0)
+        super().close()
+
+    def put(self, ev: CodexEvent) -> None:
+        pass
+
+    def put_text(self, key: tuple[Any, ...], text: str, count: int = 1) -> None:
+        pass
+
 
 
 @attrs.define
@@ -379,10 +417,17 @@ class Runtime:
         self.conn: Connection | None = None
         self._conn_scope: trio.CancelScope | None = None
         self._start_lock = trio.Lock()
+        # While a child is being started: the scope of that start (reset()/aclose() cancel it)
+        # and its connection once spawned (a stop watchdog kills it, R-OP-5).
+        self._start_scope: trio.CancelScope | None = None
+        self._starting_conn: Connection | None = None
         self._queue: list[Operation] = []
         self._queue_event = trio.Event()
         self.active: Operation | None = None
+        # Operations by id: every unsettled one (bounded by what the caller queues), plus the
+        # most recent settled ones (MAX_RECENT_OPS) so a late abort/lookup by id still finds them.
         self._ops: dict[str, Operation] = {}
+        self._recent_ops: collections.OrderedDict[str, Operation] = collections.OrderedDict()
         self._op_counter = itertools.count(1)
         self.threads: dict[str, _ThreadInfo] = {}
         self._registry = InteractionRegistry()
@@ -501,7 +546,17 @@ class Runtime:
                 # READY without a live connection must never last: settle it as a fault (which
                 # fails what was bound to it) so this start is a clean restart.
                 self._fault(LocalProtocolError("the app-server connection ended without being settled"))
-            return await self._start()
+            if self._closing:
+                raise ClosedError("runtime is closed")
+            with trio.CancelScope() as scope:
+                self._start_scope = scope
+                try:
+                    return await self._start()
+                finally:
+                    self._start_scope = None
+            # reset() or aclose() cancelled this start; _start closed and reaped its child
+            raise ClosedError("the runtime was reset while starting; the child being started was retired",
+                              details={"startupCancelled": True})
 
     async def _start(self) -> Connection:
         try:
@@ -532,10 +587,17 @@ class Runtime:
                 continue
             except BaseException:
                 # Anything else is a bug or a cancellation: leave a consistent state behind.
-                self._transition(RuntimeEvent.FAULT, reason="startup aborted")
+                self._start_cancelled()
                 raise
             self._transition(RuntimeEvent.SPAWNED)
-            conn = await self._nursery.start(self._connection_task, transport, gen)
+            try:
+                conn = await self._nursery.start(self._connection_task, transport, gen)
+            except BaseException:
+                with trio.CancelScope(shield=True):
+                    await transport.aclose()
+                self._start_cancelled()
+                raise
+            self._starting_conn = conn
             try:
                 await conn.initialize()
             except CodexError as exc:
@@ -544,6 +606,14 @@ class Runtime:
                                  "code": exc.code})
                 await conn.aclose()
                 continue
+            except BaseException:
+                # Cancelled (the caller, reset() or aclose()): the child must not outlive the
+                # start, and the runtime must not stay INITIALIZING.
+                await conn.aclose()  # shielded; escalates to a kill and reaps
+                self._start_cancelled()
+                raise
+            finally:
+                self._starting_conn = None
             self.conn = conn
             self.cli_path = label
             self._transition(RuntimeEvent.INITIALIZED, pid=conn.pid)
@@ -563,6 +633,13 @@ class Runtime:
         )
         self.last_error = err
         raise err
+
+    def _start_cancelled(self) -> None:
+        """A start left half-way (cancelled, or a bug): back to STOPPED, nothing running."""
+        if self.machine.can(RuntimeEvent.DRAIN):
+            self._transition(RuntimeEvent.DRAIN, reason="startup cancelled")
+        if self.machine.state is RuntimeState.DRAINING:
+            self._transition(RuntimeEvent.STOPPED)
 
     async def _connection_task(self, transport: Transport, gen: int,
                                task_status: trio.TaskStatus[Connection] = trio.TASK_STATUS_IGNORED) -> None:
@@ -586,7 +663,14 @@ class Runtime:
         """Retire the current child and confirm its exit (R-RT-5). Concurrent resets share one
         retirement; a reset never closes a newer runtime than the one it saw."""
         conn = self.conn
+        starting = self._start_scope
+        if conn is None and starting is not None:
+            starting.cancel()  # STARTING/INITIALIZING: the child being started is retired too
         async with self._start_lock:
+            if starting is not None and conn is None:
+                if self.conn is None and self.state is not RuntimeState.STOPPED:
+                    await self._retire(reason)
+                return
             if conn is not self.conn:
                 return  # someone else already retired it (and maybe started a newer one)
             await self._retire(reason)
@@ -1021,9 +1105,21 @@ class Runtime:
             self._interaction_event("interactionAnswered", inter,
                                     {"by": by, "error": True} if error is not None else {"by": by})
 
+    #: Settled operations kept findable by id (``operation()``, ``abort(id)``); older ones are
+    #: forgotten (their events go with them unless the caller still holds the operation).
+    MAX_RECENT_OPS = 256
+
     def operation(self, op_id: str) -> Operation | None:
-        """The operation with client operation id ``op_id`` (recent ones are kept), or None."""
-        return self._ops.get(op_id)
+        """The operation with client operation id ``op_id``: any unsettled one, or one of the
+        last :attr:`MAX_RECENT_OPS` settled ones; else None."""
+        return self._ops.get(op_id) or self._recent_ops.get(op_id)
+
+    def _forget_settled(self, op: Operation) -> None:
+        if self._ops.pop(op.id, None) is None:
+            return
+        self._recent_ops[op.id] = op
+        while len(self._recent_ops) > self.MAX_RECENT_OPS:
+            self._recent_ops.popitem(last=False)
 
     # -- control calls (bypass the FIFO, R-OP-1) ----------------------------------------
 
@@ -1139,7 +1235,7 @@ class Runtime:
             if op is None:
                 return "noOperation"
         elif isinstance(op, str):
-            found = self._ops.get(op)
+            found = self.operation(op)
             if found is None:
                 return "noOperation"
             op = found
@@ -1187,7 +1283,7 @@ class Runtime:
         # Budget exhausted: close the child, confirm its exit, fail everything once.
         self._publish(self._event("runtimeUnhealthy", {"reason": "stop budget exhausted",
                                                        "budgetSeconds": self.config.stop_budget}, op=op))
-        conn = self.conn
+        conn = self.conn or self._starting_conn  # a child still starting is closed too
         if conn is not None:
             conn.kill()
             with trio.move_on_after(10):
@@ -1205,9 +1301,6 @@ class Runtime:
         op = Operation(self, kind, f"op-{self.generation}-{next(self._op_counter)}-{secrets.token_hex(3)}",
                        thread_id=thread_id, client_message_id=client_message_id, payload=payload)
         self._ops[op.id] = op
-        if len(self._ops) > 4096:
-            for key in [k for k, o in self._ops.items() if o.terminal][:2048]:
-                del self._ops[key]
         self._queue.append(op)
         self._queue_event.set()
         ev = self._event("operationQueued", {"kind": kind, "clientMessageId": client_message_id,
@@ -1289,7 +1382,13 @@ class Runtime:
         op.payload["settingsRevision"] = self.settings_revision
         try:
             conn = await self.ensure_started()
+            if op.terminal:
+                return  # settled while the runtime started (stop budget ran out): nothing is written for it
             op.generation = self.generation
+            if op.cancel_requested and op.phase is OpPhase.NOT_WRITTEN:
+                # cancelled while the runtime started: no thread/start or resume is in flight yet
+                op._settle(STATUS_CANCELLED, OperationCancelled("cancelled before the thread was started"))
+                return
             if op.kind == "send" and not await self._decide_context(op):
                 return
             await self._bootstrap_thread(op, conn)
@@ -1305,7 +1404,8 @@ class Runtime:
                 await self._start_compact_or_review(op, conn)
         except CodexError as exc:
             if not op.terminal:
-                if op.cancel_requested and op.turn_id is None and isinstance(exc, (RpcError, RpcTimeout)):
+                if op.cancel_requested and op.turn_id is None and (
+                        isinstance(exc, (RpcError, RpcTimeout)) or exc.details.get("startupCancelled")):
                     op._settle(STATUS_CANCELLED, OperationCancelled(f"cancelled: {exc.message}"))
                 else:
                     op._settle(STATUS_FAILED, exc)
@@ -1570,6 +1670,8 @@ class Runtime:
         child and reap it. Idempotent; shielded."""
         with trio.CancelScope(shield=True):
             self._closing = True
+            if self._start_scope is not None and self.conn is None:
+                self._start_scope.cancel()  # a start in progress ends now; its child is reaped
             for op in list(self._queue):
                 self.abort(op)
             if self.active is not None and not self.active.terminal:

@@ -16,7 +16,11 @@ stdio, and why it is done this way:
   and non-blocking mode would leak onto the shared stream (trio issue #174).
 * Each protocol line is one ``send_all`` of the whole encoded line; the streams are
   unbuffered, so every line is flushed as it is written.
-* SIGTERM and SIGINT act like stdin EOF: stop reading, drain, exit 0.
+* stdin EOF finishes the work already accepted (at most ``--drain-timeout`` seconds, default
+  300), then drains and exits 0: ``printf '<command>' | codexrt serve`` runs the command to its
+  reply. SIGTERM and SIGINT drain at once: stop reading, abort running operations within the
+  stop budget, cancel queued ones, reply to every pending command, reap every child, exit 0
+  (also when the signal arrives during an EOF drain).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from typing import Any
 
 import trio
 
-from codexrt._daemon import DaemonConfig, serve_daemon
+from codexrt._daemon import DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_CHANNELS, DaemonConfig, serve_daemon
 from codexrt._runtime import RuntimeConfig
 
 __all__ = ["add_parser", "run_serve", "open_stdio"]
@@ -46,7 +50,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         description=(
             "Read one JSON command per line on stdin, write replies and events as JSON lines on "
             "stdout (protocol lines only; logs go to stderr). One app-server child per channelId, "
-            "started on first use. EOF on stdin drains and exits 0. Protocol: docs/daemon-protocol.md."
+            "started on first use. EOF on stdin finishes the accepted commands (at most --drain-timeout "
+            "seconds), then exits 0; SIGTERM/SIGINT abort the running work, reply to every pending command, "
+            "reap every child and exit 0. Protocol: docs/daemon-protocol.md."
         ),
     )
     p.add_argument("--codex-bin", metavar="PATH",
@@ -81,6 +87,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="give every thread a channel creates an automatic title, generated on a separate "
                         "helper child when the thread starts and saved with thread/name/set; a manual name "
                         "wins; outcomes are threadTitle events (default off, R-HLP-3)")
+    p.add_argument("--drain-timeout", type=float, default=DEFAULT_DRAIN_TIMEOUT, metavar="SECONDS",
+                   help="on stdin EOF, how long the commands already accepted may take to finish before what "
+                        f"is left is aborted as on SIGTERM (default {DEFAULT_DRAIN_TIMEOUT:g}; 0 = abort at once)")
+    p.add_argument("--max-channels", type=int, default=DEFAULT_MAX_CHANNELS, metavar="N",
+                   help="most channels (each may hold one app-server child); past it an idle channel without a "
+                        f"child is forgotten, else TOO_MANY_CHANNELS (default {DEFAULT_MAX_CHANNELS})")
     p.add_argument("--max-line-bytes", type=int, default=16 * 1024 * 1024, metavar="N",
                    help="longest accepted command line; longer ones get a LINE_TOO_LONG reply (default 16 MiB)")
     p.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default=argparse.SUPPRESS,
@@ -105,7 +117,9 @@ def config_from_args(args: argparse.Namespace) -> DaemonConfig:
     )
     return DaemonConfig(runtime=runtime, inactive=args.access_mode == "inactive",
                         idle_timeout=args.idle_timeout if args.idle_timeout > 0 else None,
-                        max_line=args.max_line_bytes, auto_title=getattr(args, "auto_title", False))
+                        max_line=args.max_line_bytes, auto_title=getattr(args, "auto_title", False),
+                        drain_timeout=max(0.0, getattr(args, "drain_timeout", DEFAULT_DRAIN_TIMEOUT)),
+                        max_channels=max(1, getattr(args, "max_channels", DEFAULT_MAX_CHANNELS)))
 
 
 def _main(args: argparse.Namespace) -> int:
@@ -183,24 +197,23 @@ def open_stdio() -> tuple[trio.abc.Stream, trio.abc.Stream]:
 
 
 async def run_serve(config: DaemonConfig) -> int:
-    stdin, stdout = open_stdio()
-    async with stdin, stdout:
-        async with trio.open_nursery() as nursery:
-            daemon = await nursery.start(serve_daemon, stdin, stdout, config)
+    # The signal receiver is installed before anything else, so a SIGINT/SIGTERM that comes
+    # early still drains instead of killing the process (and its children) mid-step.
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        stdin, stdout = open_stdio()
+        async with stdin, stdout:
+            async with trio.open_nursery() as nursery:
+                daemon = await nursery.start(serve_daemon, stdin, stdout, config)
+                signal_scope = trio.CancelScope()
 
-            async def on_signal() -> None:
-                with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-                    async for signum in signals:
-                        log.info("signal %s: draining", signal.Signals(signum).name)
-                        daemon.stop_reading()
+                async def watch_signals() -> None:
+                    with signal_scope:
+                        async for signum in signals:
+                            log.info("signal %s: aborting the running work and draining",
+                                     signal.Signals(signum).name)
+                            daemon.abort()
 
-            signal_scope = trio.CancelScope()
-
-            async def watch_signals() -> None:
-                with signal_scope:
-                    await on_signal()
-
-            nursery.start_soon(watch_signals)
-            await daemon.finished.wait()
-            signal_scope.cancel()
+                nursery.start_soon(watch_signals)
+                await daemon.finished.wait()
+                signal_scope.cancel()
     return 0

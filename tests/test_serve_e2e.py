@@ -364,7 +364,10 @@ async def test_r_op_5_abort_mid_turn_ends_interrupted_and_queued_cancels_locally
 
 
 async def test_r_op_5_eof_drains_a_running_turn_and_reaps_the_child(tmp_path):
-    async with ServeProcess.open(tmp_path, "--codex-bin", fake_cli(tmp_path, "hang-turn")) as sp:
+    """``--drain-timeout 0``: EOF aborts at once (the running turn interrupted, the queued one
+    cancelled), every command replied, the child reaped."""
+    async with ServeProcess.open(tmp_path, "--codex-bin", fake_cli(tmp_path, "hang-turn"),
+                                 "--drain-timeout", "0") as sp:
         rid = await sp.send("codex.send", {"channelId": "c", "message": "hang"})
         await sp.event("turnStarted")
         pid = await child_pid(sp)
