@@ -395,6 +395,55 @@ async def test_sigterm_drains_like_eof(tmp_path):
     assert not pid_alive(pid)
 
 
+async def test_r_d_1_quickstart_pipe_eof_finishes_the_accepted_send(tmp_path):
+    """docs/quickstart.md's ``printf … | codexrt serve``: stdin reaches EOF before the turn has
+    even started; serve finishes it (the reply is ``completed`` with the final text), reaps the
+    child and exits 0 — a real shell pipeline, like a user types it."""
+    line = json.dumps({"id": 1, "command": "codex.send", "params": {"channelId": "c", "message": "hello"}})
+    cmd = (f"printf '%s\\n' {shlex.quote(line)} | {shlex.quote(sys.executable)} -m codexrt_cli serve "
+           f"--codex-bin {shlex.quote(fake_cli(tmp_path, 'handshake-ok'))}")
+    with trio.fail_after(WAIT * 2):
+        proc = await trio.run_process(["sh", "-c", cmd], cwd=str(ROOT), capture_stdout=True,
+                                      capture_stderr=True, check=False)
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    lines = [json.loads(raw) for raw in proc.stdout.splitlines()]
+    for l in lines:
+        assert validate(l, {"$ref": "#/$defs/outputLine"}, SCHEMA) is None, l
+    [reply] = [l for l in lines if l["type"] == "response"]
+    assert reply["id"] == 1 and reply["ok"] is True
+    assert reply["result"]["status"] == "completed" and reply["result"]["finalText"] == "Hello from the fake peer."
+    kinds = [l["kind"] for l in lines if l["type"] == "daemon"]
+    assert "turnStarted" in kinds and kinds.count("operationDone") == 1
+    pids = {l["payload"].get("pid") for l in lines if l["type"] == "daemon" and l["kind"] == "runtimeStateChanged"
+            and l["payload"].get("to") == "READY"}
+    assert len(pids) == 1 and all(isinstance(p, int) and not pid_alive(p) for p in pids)
+
+
+async def test_r_op_5_sigint_replies_to_every_pending_command_and_reaps(tmp_path):
+    """SIGINT with a running turn, a queued one and an EOF drain under way (default
+    ``--drain-timeout`` of 300 s): serve stops at once — the running turn ``interrupted``, the
+    queued one ``cancelled``, exactly one reply per command — reaps the child and exits 0."""
+    async with ServeProcess.open(tmp_path, "--codex-bin", fake_cli(tmp_path, "hang-turn")) as sp:
+        running = await sp.send("codex.send", {"channelId": "c", "message": "hang"})
+        await sp.event("turnStarted")
+        queued = await sp.send("codex.send", {"channelId": "c", "message": "queued"})
+        await sp.event("operationQueued", lambda l: l["payload"]["requestId"] == queued)
+        pid = await child_pid(sp)
+        await sp.close_stdin()  # EOF: serve would wait up to 300 s for the hanging turn...
+        sp.proc.send_signal(signal.SIGINT)  # ...but a signal aborts now
+        with trio.fail_after(WAIT):
+            while await sp._read_line() is not None:
+                pass
+            assert await sp.proc.wait() == 0
+        replies = [l for l in sp.lines if l["type"] == "response"]
+        by_id = {l["id"]: l for l in replies}
+        assert len(replies) == len(by_id) == 3  # status + the two sends, one reply each
+        assert by_id[running]["result"]["status"] == "interrupted"
+        assert by_id[queued]["result"]["status"] == "cancelled"
+        assert "Traceback" not in sp.stderr()
+    assert not pid_alive(pid)
+
+
 # -- read-only commands never take the FIFO (R-D-1) ------------------------------------------
 
 
