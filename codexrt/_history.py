@@ -69,7 +69,7 @@ import logging
 import os
 import re
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Union
 
@@ -115,7 +115,9 @@ __all__ = [
     "is_offline_error",
     "is_pagination_unsupported",
     "load_rollout_transcript",
+    "LocalSubmission",
     "legacy_thread_list",
+    "local_submissions",
     "record_to_json",
     "transcript_to_json",
     "MASKING_NOTICE",
@@ -404,6 +406,27 @@ def _session_names(codex_home: Path) -> dict[str, str]:
     except OSError:
         pass
     return names
+
+
+@attrs.frozen
+class LocalSubmission:
+    """A user message this host submitted (``clientUserMessageId`` = ``client_id``) that the
+    native history may not show yet (R-H-1)."""
+
+    client_id: str
+    text: str
+
+
+def local_submissions(rt: Any, thread_id: str) -> list[LocalSubmission]:
+    """The runtime's sends to ``thread_id`` not yet finished (queued, dispatching or running),
+    in submission order — what a reader shows as unconfirmed until the native pages carry
+    their ``clientId``. A finished send is in the native history (or never reached it)."""
+    out = []
+    for op in list(getattr(rt, "_ops", {}).values()):
+        if (op.kind == "send" and op.thread_id == thread_id and op.client_message_id and not op.terminal
+                and isinstance(op.payload.get("text"), str)):
+            out.append(LocalSubmission(op.client_message_id, op.payload["text"]))
+    return out
 
 
 def legacy_thread_list(codex_home: str | os.PathLike[str], *, index: Any = None) -> list[ThreadSummary]:
@@ -727,6 +750,9 @@ class HistoryReader:
         self.page_limit = page_limit
         self.max_pages = max_pages
         self.index = ThreadIndex()
+        #: ``thread_id -> [LocalSubmission]``: the host's unconfirmed sends (R-H-1); set by
+        #: :func:`open_history_reader` for a ``Runtime`` source.
+        self.local_source: Callable[[str], list[LocalSubmission]] | None = None
 
     def __repr__(self) -> str:
         return f"<HistoryReader inactive={self.inactive} known={len(self.index)}>"
@@ -857,16 +883,22 @@ class HistoryReader:
     # -- transcripts (R-H-1 … R-H-4) -------------------------------------------------------
 
     @malformed_data_is_typed("history data")
-    async def read_thread(self, thread_id: str, *, allow_legacy: bool = True) -> Transcript:
+    async def read_thread(self, thread_id: str, *, allow_legacy: bool = True,
+                          local: Iterable[LocalSubmission] | None = None) -> Transcript:
         """The whole thread from one source (module doc). ``allow_legacy=False`` never reads the
-        rollout file (offline errors are then raised)."""
+        rollout file (offline errors are then raised). ``local``: submissions this host sent
+        that the native pages may not show yet (R-H-1), reconciled by ``clientId``; default:
+        the runtime's own unconfirmed sends when the reader was opened on a ``Runtime``."""
+        if local is None and self.local_source is not None:
+            local = self.local_source(thread_id)
+        subs = list(local or ())
         if self.inactive:
             if not allow_legacy:
                 raise ConfigError("runtime access is inactive and legacy reading is disabled", code="ACCESS_INACTIVE")
             return await self._read_legacy(thread_id, None, "runtime access is inactive")
         try:
             conn = await self._conn()
-            return await self._read_native(conn, thread_id, allow_legacy=allow_legacy)
+            return await self._read_native(conn, thread_id, allow_legacy=allow_legacy, local=subs)
         except CodexError as exc:
             if allow_legacy and is_offline_error(exc):
                 return await self._read_legacy(thread_id, None, f"the app-server is unavailable ({exc.message})",
@@ -896,7 +928,8 @@ class HistoryReader:
                              code="THREAD_NOT_FOUND", details={"threadId": thread_id})
         return tr
 
-    async def _read_native(self, conn: Connection, thread_id: str, *, allow_legacy: bool) -> Transcript:
+    async def _read_native(self, conn: Connection, thread_id: str, *, allow_legacy: bool,
+                           local: Sequence[LocalSubmission] = ()) -> Transcript:
         meta = await call_read(conn, "thread/read", {"threadId": thread_id})
         thread = meta.get("thread") if isinstance(meta, dict) else None
         if not isinstance(thread, dict):
@@ -925,6 +958,8 @@ class HistoryReader:
                 if isinstance(t, dict):
                     proj.add_native_turn(t)
             complete = _full_read_complete(turns)
+        for sub in local:
+            proj.add_local_submission(sub.client_id, sub.text)
         native = Transcript(thread_id=thread_id, source="native", turns=tuple(proj.turns()), thread=thread,
                             complete=complete, pagination=pagination, notices=privacy_notices)
         if pagination == "fullRead" and allow_legacy:
@@ -1067,6 +1102,9 @@ async def open_history_reader(
     async with trio.open_nursery() as nursery:
         reader = HistoryReader(nursery, provider, codex_home=codex_home, inactive=bool(inactive), redact=redact,
                                counter=counter, page_limit=page_limit, max_pages=max_pages, privacy=privacy)
+        if isinstance(source, Runtime):
+            rt = source
+            reader.local_source = lambda tid: local_submissions(rt, tid)
         try:
             yield reader
         finally:

@@ -1257,10 +1257,38 @@ class Projector:
             self._insert(turn_id, key, rec, complete=completed, open_=self._is_open(rec, completed),
                          channel="native", anchor=None, times=tm)
 
+    def add_local_submission(self, client_id: str, text: str, *, images: Sequence[ImageSource] = ()) -> None:
+        """A submission this host sent (or queued) that the native history does not show yet
+        (R-H-1): a :class:`UserMessage` ``local:<client_id>`` (``status="inProgress"``,
+        ``source="local"``) in its own trailing turn ``local-turn:<client_id>``. Nothing when
+        a native user message with that ``clientId`` is already known; a native one arriving
+        later takes its place (never both)."""
+        if client_id in self._client_ids:
+            return
+        key, tid = f"local:{client_id}", f"local-turn:{client_id}"
+        rec = UserMessage(id=key, thread_id=self.thread_id, turn_id=tid, status="inProgress", text=text,
+                          images=tuple(images), client_id=client_id, source="local")
+        self._insert(tid, key, rec, complete=False, open_=True, channel="native", anchor=None)
+        self._turns[tid].status = "inProgress"
+        self._client_ids[client_id] = key
+
+    def _drop_local(self, key: str) -> None:
+        e = self._entries.pop(key)
+        t = self._turns[e.turn_id]
+        t.keys.remove(key)
+        if not t.keys and t.turn_id.startswith("local-turn:"):
+            del self._turns[t.turn_id]
+            self._order.remove(t.turn_id)
+
     def _resolve_key(self, rec: Any) -> str:
         key: str = rec.id
         if isinstance(rec, UserMessage) and rec.client_id:
             known = self._client_ids.get(rec.client_id)
+            if known is not None and known != key and known.startswith("local:") and known in self._entries:
+                # the native copy of a local submission: it lands in its own turn, the local one goes
+                self._drop_local(known)
+                self._client_ids[rec.client_id] = key
+                return key
             if known is not None and known != key and known in self._entries:
                 # An earlier copy keyed differently (a local submission): re-key it in place.
                 e = self._entries.pop(known)
@@ -1927,7 +1955,8 @@ class Projector:
         out = []
         res = self._resolve() if (self._wrappers or self._polls) else _Resolution({}, set(), {}, {})
         hidden, repl, updates = res.hidden, res.repl, res.updates
-        for tid in self._order:
+        local = [tid for tid in self._order if tid.startswith("local-turn:")]
+        for tid in [tid for tid in self._order if not tid.startswith("local-turn:")] + local:
             t = self._turns[tid]
             recs = []
             for e in self._visible(t):
