@@ -32,6 +32,10 @@ from codexrt._errors import (
 
 from codexrt._version import __version__  # noqa: E402
 
+from codexrt._sansio._redact import install_log_filter as _install_log_filter  # noqa: E402
+
+_install_log_filter()  # every codexrt logger redacts its records (docs/security.md)
+
 from codexrt._connection import ClientInfo, Connection, open_connection  # noqa: E402
 from codexrt._events import CodexEvent, EventStream  # noqa: E402
 from codexrt._runtime import (  # noqa: E402

@@ -49,7 +49,7 @@ from codexrt._errors import (
     ServerOverloaded,
 )
 from codexrt._sansio._framing import DEFAULT_MAX_LINE, LineBuffer, OversizedLine
-from codexrt._sansio._redact import Redactor
+from codexrt._sansio._redact import LineRedactor, Redactor
 from codexrt._sansio._rpc import (
     SERVER_OVERLOADED,
     CallFailed,
@@ -161,6 +161,7 @@ class Connection:
         self.handshake_timeout = handshake_timeout
         self._framer = LineBuffer(max_line)
         self._redact = redactor or Redactor()
+        self._redact_stderr = LineRedactor(self._redact)
         self._stderr_tail: Deque[str] = collections.deque(maxlen=stderr_tail_lines)
         self._stderr_done = trio.Event()
         self._exit_wait = exit_wait
@@ -333,7 +334,7 @@ class Connection:
                 if isinstance(rid, (int, str)) and not isinstance(rid, bool):
                     self.core.forget_inbound(rid)
             if isinstance(ev, ProtocolViolation):
-                log.warning("protocol violation from app-server: %s", ev.reason)
+                log.warning("protocol violation from app-server: %s", self._redact(ev.reason))
             elif isinstance(ev, UnsupportedServerRequest):
                 log.info("answered unsupported server request %s with -32601", ev.method)
             self._emit(ev)
@@ -395,7 +396,8 @@ class Connection:
         if isinstance(line, OversizedLine):
             text = f"[stderr line of {line.size} bytes omitted]"
         else:
-            text = self._redact(line.decode("utf-8", "replace").rstrip("\r")[:2000])
+            # Redact the whole line first: cutting first could leave a key's prefix (R-WIRE-9).
+            text = self._redact_stderr(line.decode("utf-8", "replace").rstrip("\r"))[:2000]
         self._stderr_tail.append(text)
         log.debug("app-server stderr: %s", text)
 
@@ -571,7 +573,8 @@ class Connection:
         if isinstance(outcome, CallFailed):
             err = outcome.error
             cls = ServerOverloaded if err.code == SERVER_OVERLOADED else RpcError
-            raise cls(err.message, rpc_code=err.code, method=method, data=err.data,
+            raise cls(self._redact(err.message), rpc_code=err.code, method=method,
+                      data=self._redact.redact_obj(err.data),
                       phase=Phase.WRITTEN_UNCONFIRMED.value)
         assert isinstance(outcome, CodexError)
         phase = Phase.WRITTEN_UNCONFIRMED if frame.state in ("writing", "written") else Phase.NOT_WRITTEN

@@ -81,7 +81,7 @@ from codexrt._history import (HISTORY_COMMANDS, LEGACY_HISTORY_COMMANDS, Message
 from codexrt._interactions import INTERACTION_COMMANDS, PrivacyStore, default_privacy_dir
 from codexrt._runtime import Operation, Runtime, RuntimeConfig, open_runtime
 from codexrt._sansio._framing import DEFAULT_MAX_LINE, LineBuffer, OversizedLine
-from codexrt._sansio._redact import Redactor
+from codexrt._sansio._redact import process_redactor, register_process_secrets
 from codexrt._sansio._wire import json_depth_exceeds
 from codexrt._sansio._states import RuntimeState
 from codexrt._settings import Settings
@@ -336,11 +336,13 @@ def response_ok(request_id: RequestId, result: Any) -> dict[str, Any]:
 
 def response_error(request_id: RequestId | None, code: str, message: str,
                    details: Any = None, phase: str | None = None) -> dict[str, Any]:
-    error: dict[str, Any] = {"code": code, "message": message}
+    # Every error reply is redacted on its way out, whatever made it (R-WIRE-9, docs/security.md).
+    redact = process_redactor()
+    error: dict[str, Any] = {"code": code, "message": redact(message)}
     if phase is not None:
         error["phase"] = phase
     if details is not None:
-        error["details"] = details
+        error["details"] = redact.redact_obj(details, by_key=False)
     return {"type": "response", "id": request_id, "ok": False, "error": error}
 
 
@@ -609,7 +611,7 @@ class Daemon:
         if isinstance(exc, CodexError):
             log.info("%s (id %r) failed: %s", cmd.name, cmd.id, exc.code)
         else:
-            redact = Redactor(self.config.runtime.secrets)
+            redact = process_redactor()  # the children's secrets are registered at start
             tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
             log.error("internal error in %s (id %r):\n%s", cmd.name, cmd.id, redact(tb))
         if answer.done:
@@ -1208,6 +1210,8 @@ async def serve_daemon(receive: trio.abc.ReceiveStream, send: trio.abc.SendStrea
     then drain (module doc) and return. Cancelling it cancels everything at once — the
     runtimes still stop their children, shielded."""
     daemon = Daemon(receive, send, config or DaemonConfig())
+    # The children's secret-looking env values are masked from the first reply on (R-WIRE-9).
+    register_process_secrets(daemon.config.runtime.secret_values())
     task_status.started(daemon)
     try:
         await daemon.run()

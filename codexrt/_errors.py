@@ -7,7 +7,11 @@ Every error codexrt raises on purpose derives from :class:`CodexError` and carri
 * ``phase`` — for failures of a client request, how far it got (``notWritten`` /
   ``writtenUnconfirmed``, R-WIRE-4, R-OP-2), else ``None``;
 * ``details`` — a JSON-able dict of extra facts (exit code, stderr tail, candidates…).
-  Nothing secret is ever put there: stderr tails are redacted before they arrive (R-WIRE-9).
+
+Messages and details are redacted when the error is made (``codexrt._sansio._redact``: the
+secret values registered in this process, URL credentials, ``Bearer …``, key shapes), so
+``str(exc)``, ``repr`` and :meth:`CodexError.to_dict` never carry a secret codexrt knows of or
+can recognise (R-WIRE-9). A server's ``error.data`` is redacted by key as well.
 
 The split follows h11: :class:`LocalProtocolError` means *we* (or our caller) broke the
 protocol; :class:`RemoteProtocolError` means the peer did. Misuse of an object is
@@ -22,6 +26,8 @@ from __future__ import annotations
 import contextlib
 import functools
 from typing import Any, Awaitable, Callable, Iterator, TypeVar
+
+from codexrt._sansio._redact import process_redactor
 
 __all__ = [
     "CodexError",
@@ -75,12 +81,14 @@ class CodexError(Exception):
         phase: str | None = None,
         details: dict[str, Any] | None = None,
     ) -> None:
+        redact = process_redactor()
+        message = redact(message) if isinstance(message, str) else message
         super().__init__(message)
         self.message = message
         if code is not None:
             self.code = code
         self.phase = phase
-        self.details: dict[str, Any] = dict(details or {})
+        self.details: dict[str, Any] = redact.redact_obj(dict(details or {}), by_key=False)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able form for the ``serve`` wire and events."""
@@ -131,6 +139,7 @@ class RpcError(CodexError):
         if method is not None:
             details["method"] = method
         if data is not None:
+            data = process_redactor().redact_obj(data)  # the peer's data: by key too
             details["data"] = data
         super().__init__(message, code=code, phase=phase, details=details)
         self.rpc_code = rpc_code

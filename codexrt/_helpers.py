@@ -293,7 +293,7 @@ async def run_helper(config: RuntimeConfig, prompt: str, *, kind: str = "helper"
     started = trio.current_time()
     model = model if model is not None else config.settings.model
     cwd_s = os.fspath(cwd) if cwd is not None else (config.settings.cwd or config.cwd)
-    redactor = Redactor(config.secrets)
+    redactor = Redactor(config.secret_values())
     attempts: list[dict[str, Any]] = []
     # The deadline bounds the handshake and the turn, *inside* the connection block: the
     # connection's own tasks must not be cancelled by it, so that closing the child can see

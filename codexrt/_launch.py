@@ -46,6 +46,7 @@ import attrs
 
 from ._discovery import _norm_platform, _run_bounded
 from ._errors import ConfigError
+from ._sansio._redact import register_process_secrets
 
 __all__ = [
     "AccessMode",
@@ -308,6 +309,8 @@ def build_launch_env(
     if config.codex_home:
         env["CODEX_HOME"] = str(Path(os.path.expanduser(config.codex_home)))
     if config.access is AccessMode.MANAGED:
+        # The credential and header values are secrets of this process from now on (R-WIRE-9).
+        register_process_secrets([config.credential, *config.headers.values()])
         if config.credential is not None:
             env[config.env_key] = config.credential
         for i, name in enumerate(config.header_names):

@@ -77,7 +77,7 @@ from codexrt._events import DELTA_METHODS, CodexEvent, EventStream
 from codexrt._context_probe import ContextCapabilityProbe
 from codexrt._sansio._context import (ContextDelivery, ContextFragment, ContextFragments, EditorState, build_context,
                                       prepare_input)
-from codexrt._sansio._redact import Redactor
+from codexrt._sansio._redact import Redactor, secret_env_values
 from codexrt._sansio._rpc import LateResponse, ProtocolViolation, UnsupportedServerRequest
 from codexrt._sansio._states import (
     OP_TABLE,
@@ -179,6 +179,14 @@ class RuntimeConfig:
     allow_remote: bool = False
     connect_timeout: float = 10.0
     reconnect_backoff: Any = attrs.field(default=None, repr=False)  # codexrt._retry.Backoff | None
+
+    def secret_values(self) -> list[str]:
+        """What this runtime masks wherever it occurs (R-WIRE-9, ``docs/security.md``):
+        ``secrets`` plus the values of the child's environment variables whose names look
+        secret (``*_KEY``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*CREDENTIAL*``,
+        ``*_PAT``, an ``AUTH`` word). An attached runtime's token is added when it is read."""
+        env = self.env if self.env is not None else os.environ
+        return [*self.secrets, *secret_env_values(env)]
 
     def candidate_factories(self) -> list[tuple[str, TransportFactory]]:
         """Startup candidates in order (R-CLI-1, R-CLI-5): the given transports, else every
@@ -442,7 +450,7 @@ class Runtime:
         self.settings_revision = 0
         self._closing = False
         self._state_event = trio.Event()
-        self._redactor = Redactor(config.secrets)
+        self._redactor = Redactor(config.secret_values())
         self._overflow_refused = 0  # server requests refused in the current overflow episode
         self.cli_path: str | None = None
         self.last_error: CodexError | None = None
@@ -710,7 +718,7 @@ class Runtime:
             self._publish(self._event("lateResponse", {"method": ev.method, "requestId": ev.id,
                                                        "phase": ev.phase.value, "ok": ev.error is None}))
         elif isinstance(ev, ProtocolViolation):
-            self._publish(self._event("protocolError", {"reason": ev.reason}))
+            self._publish(self._event("protocolError", {"reason": self._redactor(ev.reason)}))
         elif isinstance(ev, UnsupportedServerRequest):
             self._publish(self._event("unsupportedServerRequest", {"method": ev.method, "requestId": ev.id}))
         elif isinstance(ev, ConnectionClosed):
@@ -1605,6 +1613,8 @@ class Runtime:
         ``"now"`` or ``"deferred"``."""
         before = self.launch_fingerprint()
         self.config = attrs.evolve(self.config, **changes)
+        for value in self.config.secret_values():
+            self._redactor.add_secret(value)
         if self.launch_fingerprint() == before:
             return "unchanged"
         if self.conn is None:

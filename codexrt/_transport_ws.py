@@ -47,6 +47,7 @@ import ipaddress
 import logging
 import os
 import random
+import unicodedata
 import urllib.parse
 from typing import Any, Awaitable, Callable, Mapping
 
@@ -69,6 +70,7 @@ from wsproto.utilities import RemoteProtocolError as WsRemoteProtocolError
 
 from codexrt._errors import ConfigError
 from codexrt._retry import Backoff
+from codexrt._sansio._redact import register_process_secrets
 from codexrt._transport import ExitStatus, Transport
 
 __all__ = [
@@ -201,7 +203,10 @@ def read_token(*, token_file: str | os.PathLike[str] | None = None, token_env: s
     """The bearer token from a file (surrounding whitespace trimmed, as the server trims its
     own copy) or from the environment variable named ``token_env``. None when neither is given.
     Raises :class:`ConfigError` (``TOKEN_UNAVAILABLE``) — naming the file or variable, never
-    the value — when the source is missing or empty."""
+    the value — when the source is missing or empty, and (``BAD_TOKEN``) when the token holds
+    whitespace or a control character inside it (a stray newline in a file, say): a token is one
+    line of printable characters. A token read is registered as a secret of this process, so
+    every redactor and the log filter mask it (``docs/security.md``)."""
     if token_file is not None and token_env is not None:
         raise ConfigError("give the token either as a file or as an environment variable, not both",
                           code="TOKEN_UNAVAILABLE")
@@ -214,14 +219,23 @@ def read_token(*, token_file: str | os.PathLike[str] | None = None, token_env: s
                               code="TOKEN_UNAVAILABLE") from None
         if not value:
             raise ConfigError(f"token file {os.fspath(token_file)!r} is empty", code="TOKEN_UNAVAILABLE")
-        return Secret(value)
+        return _checked_token(value, f"token file {os.fspath(token_file)!r}")
     if token_env is not None:
         value = (os.environ if env is None else env).get(token_env, "").strip()
         if not value:
             raise ConfigError(f"environment variable {token_env} (the token) is not set or empty",
                               code="TOKEN_UNAVAILABLE")
-        return Secret(value)
+        return _checked_token(value, f"environment variable {token_env}")
     return None
+
+
+def _checked_token(value: str, source: str) -> Secret:
+    register_process_secrets([value])  # even a bad one: it must not show up anywhere
+    if any(c.isspace() or unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Cs") for c in value):
+        raise ConfigError(f"{source} holds whitespace or a control character inside the token "
+                          "(a token is one line of printable characters; the value is not shown)",
+                          code="BAD_TOKEN", details={"source": source})
+    return Secret(value)
 
 
 def check_endpoint_policy(endpoint: Endpoint, *, has_token: bool, allow_remote: bool) -> None:

@@ -7,12 +7,15 @@ runtime tries them in (R-CLI-5). Exit status 0 when one is usable, 1 otherwise (
 errors, from argparse). ``--json`` prints one JSON object instead of the table.
 
 Nothing secret is printed: discovery and the probe read no config or auth, the login shell is
-only asked for its ``PATH`` (``--login-shell``) and its stderr is discarded.
+only asked for its ``PATH`` (``--login-shell``) and its stderr is discarded, and everything the
+doctor prints (table and ``--json``) is redacted — a CLI's ``--version`` output included — with
+the values of the environment's secret-looking variables registered first (docs/security.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
@@ -32,6 +35,7 @@ from codexrt._discovery import (
     read_login_shell_path,
 )
 from codexrt._errors import CliUnavailable
+from codexrt._sansio._redact import process_redactor, register_process_secrets, secret_env_values
 
 __all__ = ["add_parser", "run_doctor", "run_doctor_connect"]
 
@@ -110,6 +114,7 @@ def run_doctor(
     """Discover, probe, report. Returns the exit status (0 usable CLI found, 1 none)."""
     out = sys.stdout if out is None else out
     env = dict(os.environ) if env is None else env
+    register_process_secrets(secret_env_values(env))
     override_error: CliUnavailable | None = None
     search_explicit, search_env = explicit, env
     try:
@@ -129,37 +134,53 @@ def run_doctor(
     if override_error is None:
         chosen = next((i for i, p in enumerate(probes) if p.version is not None), None)
     report = _report(result, probes, chosen, override_error)
-    if as_json:
-        out.write(json.dumps(report, indent=2) + "\n")
-    else:
-        _print_table(report, out)
+    _emit(report, as_json, _print_table, out)
     return 0 if chosen is not None else 1
+
+
+def _emit(report: dict[str, Any], as_json: bool, table: Any, out: TextIO) -> None:
+    """Write the report (JSON or ``table(report, buffer)``), redacted as a whole."""
+    redact = process_redactor()
+    if as_json:
+        out.write(json.dumps(redact.redact_obj(report), indent=2) + "\n")
+        return
+    buf = io.StringIO()
+    table(report, buf)
+    out.write(redact(buf.getvalue()))
 
 
 def run_doctor_connect(endpoint: str, *, token_file: str | None = None, token_env: str | None = None,
                        allow_remote: bool = False, as_json: bool = False, timeout: float = 5.0,
                        env: dict[str, str] | None = None, out: TextIO | None = None) -> int:
     """``doctor --connect``: check an attached app-server (R-WIRE-10). Exit 0 when the handshake
-    succeeds, 1 otherwise. The token is read like the runtime reads it and never printed."""
+    succeeds, 2 when the token holds whitespace or a control character (``BAD_TOKEN``), 1 otherwise.
+    The token is read like the runtime reads it and never printed."""
     from codexrt._errors import ConfigError
     from codexrt._transport_ws import Endpoint, check_endpoint_policy, probe_endpoint, read_token
 
     out = sys.stdout if out is None else out
+    env = os.environ if env is None else env
+    register_process_secrets(secret_env_values(env))
+    status = 1
     try:
         ep = Endpoint.parse(endpoint)
-        token = read_token(token_file=token_file, token_env=token_env, env=os.environ if env is None else env)
+        token = read_token(token_file=token_file, token_env=token_env, env=env)
         check_endpoint_policy(ep, has_token=token is not None, allow_remote=allow_remote)
         report = trio.run(lambda: probe_endpoint(ep, token=token, timeout=timeout))
     except ConfigError as exc:
         report = {"ok": False, "endpoint": endpoint, "error": exc.to_dict()}
-    if as_json:
-        out.write(json.dumps(report, indent=2) + "\n")
-    elif report["ok"]:
-        ready = {True: "ready", False: "not ready", None: "no probe"}[report.get("ready")]
-        out.write(f"Attached to {report['endpoint']} ({ready}; {report['userAgent']}).\n")
-    else:
-        out.write(f"Cannot use {report['endpoint']}: {report['error']['message']}\n")
-    return 0 if report["ok"] else 1
+        if exc.code == "BAD_TOKEN":
+            status = 2  # a configuration error of the caller, like a usage error
+
+    def table(report: dict[str, Any], buf: TextIO) -> None:
+        if report["ok"]:
+            ready = {True: "ready", False: "not ready", None: "no probe"}[report.get("ready")]
+            buf.write(f"Attached to {report['endpoint']} ({ready}; {report['userAgent']}).\n")
+        else:
+            buf.write(f"Cannot use {report['endpoint']}: {report['error']['message']}\n")
+
+    _emit(report, as_json, table, out)
+    return 0 if report["ok"] else status
 
 
 def _report(

@@ -110,4 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     if func is None:
         parser.print_help(sys.stderr)
         return 2
+    # Every record on stderr is redacted, a library's or a traceback included (docs/security.md).
+    from codexrt._sansio._redact import install_log_filter
+
+    for handler in logging.getLogger().handlers:
+        install_log_filter(handler)
     return int(func(args) or 0)

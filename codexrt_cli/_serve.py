@@ -36,6 +36,7 @@ from typing import Any
 import trio
 
 from codexrt._daemon import DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_CHANNELS, DaemonConfig, serve_daemon
+from codexrt._errors import ConfigError
 from codexrt._runtime import RuntimeConfig
 
 __all__ = ["add_parser", "run_serve", "open_stdio"]
@@ -125,7 +126,18 @@ def config_from_args(args: argparse.Namespace) -> DaemonConfig:
 def _main(args: argparse.Namespace) -> int:
     if getattr(args, "log_level", None):
         logging.getLogger().setLevel(getattr(logging, args.log_level.upper()))
-    return trio.run(run_serve, config_from_args(args))
+    try:
+        config = config_from_args(args)
+        if config.runtime.token_file is not None or config.runtime.token_env is not None:
+            # A bad token (unreadable, empty, a control character inside) is a configuration
+            # error: said once on stderr, exit 2, the value never shown (docs/security.md).
+            from codexrt._transport_ws import read_token
+
+            read_token(token_file=config.runtime.token_file, token_env=config.runtime.token_env)
+    except ConfigError as exc:
+        print(f"codexrt serve: {exc.message}", file=sys.stderr)
+        return 2
+    return trio.run(run_serve, config)
 
 
 class _ThreadFdStream(trio.abc.Stream):

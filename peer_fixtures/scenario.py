@@ -326,7 +326,7 @@ def scenario_names() -> list[str]:
 # --------------------------------------------------------------------------------------------
 # Templates
 
-_PLACEHOLDER = re.compile(r"\$(id|thread_id|turn_id|turn|thread|client_message_id|now_ms|n|(?:params|msg)(?:\.[A-Za-z0-9_\-]+)*)(?![A-Za-z0-9_])")
+_PLACEHOLDER = re.compile(r"\$(id|thread_id|turn_id|turn|thread|client_message_id|now_ms|n|env\.[A-Za-z_][A-Za-z0-9_]*|(?:params|msg)(?:\.[A-Za-z0-9_\-]+)*)(?![A-Za-z0-9_])")
 _MISSING = object()
 
 
@@ -645,6 +645,8 @@ class ScenarioPeer:
         if name == "n":
             return self._repeat_n
         head, _, rest = name.partition(".")
+        if head == "env":  # the server's own environment, e.g. to echo a credential it was given
+            return os.environ.get(rest, "")
         root = msg.params if head == "params" and msg is not None else (msg.obj if msg is not None else None)
         return _dig(root, rest.split(".")) if rest else root
 

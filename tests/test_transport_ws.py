@@ -469,3 +469,19 @@ async def test_serve_connect_runs_a_turn_on_the_attached_server(nursery, tmp_pat
     with trio.fail_after(WAIT):
         await server.peers[0].finished.wait()
     assert server.peers[0].exit_code == 0  # serve closed the websocket; the server was never signalled
+
+
+def test_r_wire_9_token_with_whitespace_or_control_character_is_bad_token(tmp_path):
+    """A token is one line of printable characters: an inner newline, tab or ESC is a typed
+    configuration error whose message names the source, never the value."""
+    for bad in ("abc123\ndef456", "abc123\tdef456", "abc123\x1bdef456", "abc123\u2028def456"):
+        f = tmp_path / "tok"
+        f.write_text(bad)
+        for kw in ({"token_file": f}, {"token_env": "CX_TOK", "env": {"CX_TOK": bad}}):
+            with pytest.raises(ConfigError) as info:
+                read_token(**kw)
+            assert info.value.code == "BAD_TOKEN"
+            text = repr(info.value) + str(info.value.to_dict())
+            assert "abc123" not in text and "def456" not in text
+    f.write_text("  good-token-1\n")
+    assert read_token(token_file=f).reveal() == "good-token-1"
