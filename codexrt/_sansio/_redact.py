@@ -299,7 +299,7 @@ def process_redactor() -> Redactor:
 CODEXRT_LOGGERS = (
     "codexrt", "codexrt.blocking", "codexrt.connection", "codexrt.daemon", "codexrt.discovery",
     "codexrt.edits", "codexrt.helpers", "codexrt.history", "codexrt.launch", "codexrt.run",
-    "codexrt.runtime", "codexrt.serve", "codexrt.transport.ws",
+    "codexrt.reaper", "codexrt.runtime", "codexrt.serve", "codexrt.transport.ws",
 )
 
 
