@@ -35,7 +35,7 @@ passes codexrt answers the server with the kind's **safe negative** reply
 never an accept) and publishes ``interactionExpired``. Replays keep the deadline.
 
 *Typed replies* (R-INT-3) are validated by :func:`validate_reply` against the decision values
-of the pinned schema (``tests/data/schema-0.169.0``; a test compares the tables here with it).
+of the pinned schema (``tests/data/schema-<pinned version>``; a test compares the tables here with it).
 A request's ``availableDecisions`` is a UI hint, not the limit: the real server accepts
 ``decline`` when it does not list it.
 
@@ -147,7 +147,7 @@ TRANSITIONS: dict[str, dict[str, str]] = {
     "expired": {},
 }
 
-# Decision values of the pinned schema (0.169.0) — tests/test_interactions_schema.py checks them.
+# Decision values of the pinned schema — tests/test_interactions_schema.py checks them.
 COMMAND_DECISIONS = frozenset({"accept", "acceptForSession", "decline", "cancel"})
 COMMAND_DECISION_OBJECTS = frozenset({"acceptWithExecpolicyAmendment", "applyNetworkPolicyAmendment"})
 FILE_CHANGE_DECISIONS = frozenset({"accept", "acceptForSession", "decline", "cancel"})

@@ -14,6 +14,15 @@ from peer_fixtures.memory import open_memory_peer
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def pinned_schema_dir() -> Path:
+    """``tests/data/schema-<pinned version>/``: the checked-in protocol schema of the pinned
+    binary (the bundle ``codex_app_server_protocol.schemas.json`` and a ``SHA256SUMS`` of the
+    whole generated tree). One place, so a pin bump moves every schema check at once."""
+    from peer_fixtures.codex_bin import pinned_version
+
+    return ROOT / "tests" / "data" / f"schema-{pinned_version()}"
+
+
 class MemoryPeers:
     """Transport factories backed by in-memory scenario peers (one per startup). ``peers``
     lists every peer started, in order, so tests can read what each one received."""

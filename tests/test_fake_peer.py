@@ -37,6 +37,7 @@ from peer_fixtures.scenario import (
     Write,
     scenario_names,
 )
+from tests._support import pinned_schema_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -136,7 +137,7 @@ def test_r_wire_1_default_turn_streams_like_the_real_server() -> None:
     assert len(f.request("thread/items/list", {"threadId": thread["id"]})[0]["result"]["data"]) == 2
 
 
-SCHEMA = ROOT / "tests" / "data" / "schema-0.169.0" / "codex_app_server_protocol.schemas.json"
+SCHEMA = pinned_schema_dir() / "codex_app_server_protocol.schemas.json"
 
 
 def missing_required(schema: dict[str, Any], defs: dict[str, Any], value: Any, path: str = "$") -> list[str]:

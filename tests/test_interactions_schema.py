@@ -25,9 +25,9 @@ from codexrt._interactions import (
     safe_negative_reply,
     validate_reply,
 )
-from tests._support import ROOT
+from tests._support import ROOT, pinned_schema_dir
 
-SCHEMA = json.loads((ROOT / "tests/data/schema-0.169.0/codex_app_server_protocol.schemas.json").read_text())
+SCHEMA = json.loads((pinned_schema_dir() / "codex_app_server_protocol.schemas.json").read_text())
 DEFS = SCHEMA["definitions"]
 
 #: Server requests that are not questions for a user: codexrt answers them -32601 (R-WIRE-7).

@@ -22,9 +22,10 @@ import msgspec
 import pytest
 
 from codexrt._sansio import _models as m
+from tests._support import pinned_schema_dir
 
 DATA = Path(__file__).resolve().parent / "data"
-BUNDLE = json.loads((DATA / "schema-0.169.0" / "codex_app_server_protocol.schemas.json").read_text())
+BUNDLE = json.loads((pinned_schema_dir() / "codex_app_server_protocol.schemas.json").read_text())
 DEFS: dict[str, Any] = {k: v for k, v in BUNDLE["definitions"].items() if k != "v2"}
 DEFS.update({f"v2/{k}": v for k, v in BUNDLE["definitions"]["v2"].items()})
 SESSION = DATA / "real-session-0.169.0.jsonl"

@@ -1,8 +1,9 @@
 """Typed wire models for the app-server payloads a client needs on the hot path (no I/O).
 
 Derived by hand from the pinned ``codex app-server generate-json-schema --experimental`` of
-codex-cli 0.169.0 (``tests/data/schema-0.169.0/``), and checked by ``tests/test_models.py``:
-every field name below must exist in the schema definition named by the class's
+codex-cli 0.169.0, and checked by ``tests/test_models.py`` against the pinned schema
+(``tests/data/schema-<pinned version>/``, 0.171.0 now): every field name below must exist in the
+schema definition named by the class's
 ``__schema__``, and every line of a recorded real session
 (``tests/data/real-session-0.169.0.jsonl``) must decode with these models.
 

@@ -35,6 +35,8 @@ from peer_fixtures.mock_responses import (
     patch_command,
 )
 from peer_fixtures.real_server import RawAppServer
+from peer_fixtures.codex_bin import pinned_version
+from tests._support import pinned_schema_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 TURN_TIMEOUT = 30.0
@@ -216,7 +218,7 @@ def test_handshake_then_thread_start(spawn_raw: Any, real_cwd: Path, codex_home:
     err = srv.response(early)["error"]
     assert err["code"] == -32600 and err["message"] == "Not initialized"
     result = srv.initialize(name="harness-raw")
-    assert result["userAgent"].startswith("harness-raw/0.169.0 ")
+    assert result["userAgent"].startswith(f"harness-raw/{pinned_version()} ")
     assert Path(result["codexHome"]).resolve() == codex_home.resolve()
     assert start_thread(srv, real_cwd)
     assert all("jsonrpc" not in m for m in srv.seen)  # research §2: the server never sends it
@@ -430,7 +432,7 @@ def test_default_history_mode_is_paginated_though_schema_says_legacy(spawn_raw: 
     srv.initialize()
     thread = srv.call("thread/start", {"cwd": str(real_cwd)})["thread"]
     assert thread["historyMode"] == "paginated"
-    bundle = json.loads((ROOT / "tests/data/schema-0.169.0/codex_app_server_protocol.schemas.json").read_text())
+    bundle = json.loads((pinned_schema_dir() / "codex_app_server_protocol.schemas.json").read_text())
     assert bundle["definitions"]["v2"]["Thread"]["properties"]["historyMode"]["default"] == "legacy"
 
 

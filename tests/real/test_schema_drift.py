@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests._support import pinned_schema_dir
 
-SCHEMA_DIR = Path(__file__).resolve().parents[1] / "data" / "schema-0.169.0"
+SCHEMA_DIR = pinned_schema_dir()
 BUNDLE = "codex_app_server_protocol.schemas.json"
 
 
