@@ -67,21 +67,32 @@ def _sub(name: str, arg: str) -> dict[str, Any]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def legacy(mb: int) -> dict[str, Any]:
+def legacy(mb: int, pairs: int = 1) -> dict[str, Any]:
+    """Generate the file once, then ``pairs`` alternated runs of each side (fresh interpreter
+    each); medians of the times and of the per-pair ratios."""
+    import statistics
+
     tmp = Path(tempfile.mkdtemp(prefix="codexrt-legacy-"))
     try:
         path = tmp / "rollout-2026-11-30T00-00-00-01a22d24-784b-70a1-b4d2-eee60df61981.jsonl"
         size = generate(path, mb)
-        lib = _sub("legacy_lib", str(path))
-        raw = _sub("legacy_raw", str(path))
+        libs, raws = [], []
+        for _ in range(pairs):
+            raws.append(_sub("legacy_raw", str(path)))
+            libs.append(_sub("legacy_lib", str(path)))
         mbs = size / 1024 / 1024
-        return {"mb": mbs, "records": lib["records"], "codexrt_mb_s": mbs / lib["seconds"], "codexrt_rss_mb": lib["rss_mb"],
-                "baseline_mb_s": mbs / raw["seconds"], "baseline_rss_mb": raw["rss_mb"], "lines": raw["lines"]}
+        ratio = statistics.median(r["seconds"] / lb["seconds"] for lb, r in zip(libs, raws))
+        lib_s = statistics.median(x["seconds"] for x in libs)
+        raw_s = statistics.median(x["seconds"] for x in raws)
+        return {"mb": mbs, "records": libs[0]["records"], "codexrt_mb_s": mbs / lib_s,
+                "codexrt_rss_mb": max(x["rss_mb"] for x in libs), "baseline_mb_s": mbs / raw_s,
+                "baseline_rss_mb": max(x["rss_mb"] for x in raws), "lines": raws[0]["lines"], "ratio": ratio,
+                "records_match": libs[0]["records"] == raws[0]["lines"], "pairs": pairs}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def count(items: int) -> dict[str, Any]:
+def count(items: int, pairs: int = 1) -> dict[str, Any]:
     try:
         from codexrt._history import MessageCounter
     except ImportError as exc:
@@ -100,6 +111,9 @@ def count(items: int) -> dict[str, Any]:
     async def factory() -> Any:
         return await spawn_process_transport(peer, cwd=ROOT, env=env_with_root())
 
+    lib_s: list[float] = []
+    raw_s: list[float] = []
+
     async def lib() -> None:
         async with open_runtime(RuntimeConfig(transports=[factory])) as rt:
             conn = await rt.ensure_started()
@@ -110,16 +124,17 @@ def count(items: int) -> dict[str, Any]:
             async with MessageCounter.open() as counter:
                 t0 = now()
                 res = await counter.count(tid, provider)
-                out["codexrt_s"] = now() - t0
+                lib_s.append(now() - t0)
                 out["count"] = res.count
 
-    trio.run(lib)
     # raw paging loop
     proc = subprocess.Popen(peer, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT, env=env_with_root())
     assert proc.stdin and proc.stdout
     enc, dec = msgspec.json.encode, msgspec.json.decode
+    ids = iter(range(1, 1 << 30))
 
-    def call(i: int, method: str, params: Any) -> Any:
+    def call(method: str, params: Any) -> Any:
+        i = next(ids)
         proc.stdin.write(enc({"id": i, "method": method, "params": params}) + b"\n")  # type: ignore[union-attr]
         proc.stdin.flush()  # type: ignore[union-attr]
         for line in proc.stdout:  # type: ignore[union-attr]
@@ -128,25 +143,40 @@ def count(items: int) -> dict[str, Any]:
                 return msg["result"]
         raise RuntimeError("peer ended")
 
-    call(0, "initialize", {"clientInfo": {"name": "raw", "version": "0"}, "capabilities": {"experimentalApi": True}})
-    t0 = now()
-    cursor, pages, n, i = None, 0, 0, 1
-    while True:
-        res = call(i, "thread/items/list", {"threadId": tid, "limit": 100, **({"cursor": cursor} if cursor else {})})
-        i += 1
-        pages += 1
-        n += sum(1 for e in res["data"] if e["item"]["type"] in ("userMessage", "agentMessage"))
-        cursor = res["nextCursor"]
-        if cursor is None:
-            break
-    out.update(baseline_s=now() - t0, pages=pages, baseline_count=n)
+    def raw_count() -> tuple[int, int]:
+        t0 = now()
+        cursor, pages, n = None, 0, 0
+        while True:
+            res = call("thread/items/list", {"threadId": tid, "limit": 100, **({"cursor": cursor} if cursor else {})})
+            pages += 1
+            n += sum(1 for e in res["data"] if e["item"]["type"] in ("userMessage", "agentMessage"))
+            cursor = res["nextCursor"]
+            if cursor is None:
+                break
+        raw_s.append(now() - t0)
+        return pages, n
+
+    call("initialize", {"clientInfo": {"name": "raw", "version": "0"}, "capabilities": {"experimentalApi": True}})
+    for _ in range(pairs):  # alternated: raw, library, raw, library …
+        pages, n = raw_count()
+        trio.run(lib)
+    import statistics
+
+    out.update(codexrt_s=statistics.median(lib_s), ratio=statistics.median(a / b for a, b in zip(lib_s, raw_s)))
+    out.update(baseline_s=statistics.median(raw_s), pages=pages, baseline_count=n)
     proc.stdin.close()
     proc.wait(10)
     return out
 
 
-WORKERS = {"legacy": lambda a: legacy(int(a)), "legacy_lib": legacy_lib, "legacy_raw": legacy_raw,
-           "count": lambda a: count(int(a))}
+def _pair_arg(a: str) -> tuple[int, int]:
+    """``"SIZE"`` or ``"SIZE:PAIRS"``."""
+    size, _, pairs = a.partition(":")
+    return int(size), int(pairs or 1)
+
+
+WORKERS = {"legacy": lambda a: legacy(*_pair_arg(a)), "legacy_lib": legacy_lib, "legacy_raw": legacy_raw,
+           "count": lambda a: count(*_pair_arg(a))}
 
 if __name__ == "__main__":
     emit(WORKERS[sys.argv[1]](sys.argv[2]))

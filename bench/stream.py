@@ -6,11 +6,22 @@ the thread (``[[flood:N]]``) from writing ``turn/start`` until ``turn/completed`
 Every worker rebuilds the whole text and checks it against
 ``peer_fixtures.flood_peer.expected_text(N)`` — a benchmark that loses a character fails.
 
-* ``raw_msgspec`` — the baseline: a plain loop over the child's stdout lines
+The throughput rows run the peer with ``--burst``: the whole turn is written in one go, without
+looking at stdin between writes, so the peer is never what a client waits on.
+
+* ``ceiling`` — the peer's own ceiling: ``os.read`` of the pipe plus ``bytes.count(b"\n")``,
+  nothing decoded while the clock runs (the text is checked after it stopped).
+* ``raw_msgspec`` — the baseline ("naive loop"): a plain loop over the child's stdout lines
   (``for line in proc.stdout``) decoding each with ``msgspec.json.decode``.
 * ``raw_json`` — the same loop with the stdlib ``json`` (for reference).
 * ``lib`` — codexrt's public API: ``open_runtime`` + ``rt.send`` + ``async for ev in
   op.events()``.
+* ``blocking`` — the blocking facade: ``codexrt.blocking.connect`` + ``for ev in
+  rt.stream(...)`` (the runtime on its own thread, the consumer on the main thread).
+* ``aio`` — ``codexrt.aio.open_runtime`` + ``async for ev in op.events()`` under
+  ``asyncio.run`` (Trio as a guest on the asyncio loop).
+* ``serve8`` — 8 channels streaming at once through one ``codexrt serve`` (each channel its
+  own flood peer): aggregate rate, serve's peak RSS, each channel's rate.
 * ``serve`` — ``codexrt serve`` as a child, the host writes ``codex.send`` and decodes every
   stdout line with msgspec (what a host in any language pays).
 """
@@ -29,6 +40,8 @@ from time import monotonic_ns
 from bench._common import ROOT, emit, env_with_root, flood_cli, now, peak_rss_mb
 
 WARM = "[[flood:200]]"
+#: Peer arguments of the throughput rows: the whole turn written in one go.
+BURST = ("--burst",)
 
 
 def _check(text: str, n: int) -> bool:
@@ -51,7 +64,8 @@ def _pct(values: list[float], q: float) -> float | None:
     return v[min(len(v) - 1, int(q * len(v)))]
 
 
-def raw(n: int, decoder: str = "msgspec", peer_args: tuple[str, ...] = (), probes: bool = False) -> dict[str, Any]:
+def raw(n: int, decoder: str = "msgspec", peer_args: tuple[str, ...] = (), probes: bool = False,
+        ceiling: bool = False) -> dict[str, Any]:
     import json
 
     import msgspec
@@ -90,6 +104,8 @@ def raw(n: int, decoder: str = "msgspec", peer_args: tuple[str, ...] = (), probe
     t0 = now()
     send({"id": 4, "method": "turn/start", "params": {"threadId": tid, "input": [{"type": "text", "text": f"[[flood:{n}]]"}]}})
     final = None
+    if ceiling:
+        return _ceiling(proc, decode, n, t0)
     for line in proc.stdout:
         msg = decode(line)
         method = msg.get("method")
@@ -112,6 +128,42 @@ def raw(n: int, decoder: str = "msgspec", peer_args: tuple[str, ...] = (), probe
     if probes:
         out.update(probes=len(lat), p50_us=_pct(lat, 0.5), p99_us=_pct(lat, 0.99))
     return out
+
+
+def _ceiling(proc: Any, decode: Any, n: int, t0: float) -> dict[str, Any]:
+    """The peer's ceiling: read the pipe and count newlines until ``turn/completed``; decode
+    and check the text only after the clock stopped."""
+    fd = proc.stdout.fileno()  # the buffered reader holds nothing: the peer was quiet
+    chunks: list[bytes] = []
+    lines = 0
+    end = b'"turn/completed"'
+    seen = False
+    tail = b""
+    while True:
+        data = os.read(fd, 1 << 20)
+        if not data:
+            raise RuntimeError("peer ended")
+        lines += data.count(b"\n")
+        chunks.append(data)
+        seen = seen or end in tail + data[:64] or end in data
+        if seen and data.endswith(b"\n"):
+            break
+        tail = data[-64:]
+    elapsed = now() - t0
+    parts = []
+    final = None
+    for line in b"".join(chunks).splitlines():
+        msg = decode(line)
+        method = msg.get("method")
+        if method == "item/agentMessage/delta":
+            parts.append(msg["params"]["delta"])
+        elif method == "item/completed" and msg["params"]["item"]["type"] == "agentMessage":
+            final = msg["params"]["item"]["text"]
+    text = "".join(parts)
+    proc.stdin.close()
+    proc.wait(10)
+    return {"n": n, "seconds": elapsed, "rate": n / elapsed, "lines": lines,
+            "ok": _check(text, n) and final == text, "rss_mb": peak_rss_mb()}
 
 
 def lib(n: int, peer_args: tuple[str, ...] = (), probes: bool = False, slow: float = 0.0,
@@ -181,6 +233,136 @@ def lib(n: int, peer_args: tuple[str, ...] = (), probes: bool = False, slow: flo
     return out
 
 
+def _config(peer_args: tuple[str, ...]) -> Any:
+    from codexrt import RuntimeConfig
+    from codexrt._transport import spawn_process_transport
+    from peer_fixtures.flood_peer import argv
+
+    async def factory() -> Any:
+        return await spawn_process_transport(argv(*peer_args), cwd=ROOT, env=env_with_root())
+
+    return RuntimeConfig(transports=[factory])
+
+
+def blocking(n: int, peer_args: tuple[str, ...] = BURST) -> dict[str, Any]:
+    """The blocking facade: ``for ev in rt.stream(text)`` on the caller's thread."""
+    import codexrt.blocking
+
+    with codexrt.blocking.connect(_config(peer_args)) as rt:
+        res = rt.send(WARM)
+        assert res.status == "completed", res
+        parts: list[str] = []
+        events = 0
+        t0 = now()
+        op = rt.stream(f"[[flood:{n}]]", thread_id=res.thread_id)
+        for ev in op:
+            events += 1
+            if ev.kind == "itemUpdated":
+                parts.append(ev.payload["delta"])
+        elapsed = now() - t0
+        res = op.wait()
+    text = "".join(parts)
+    ok = res.status == "completed" and _check(text, n) and res.final_text == text
+    return {"n": n, "seconds": elapsed, "rate": n / elapsed, "events": events, "ok": ok, "rss_mb": peak_rss_mb()}
+
+
+def aio(n: int, peer_args: tuple[str, ...] = BURST) -> dict[str, Any]:
+    """``codexrt.aio`` under ``asyncio.run``: ``async for ev in op.events()``."""
+    import asyncio
+
+    import codexrt.aio
+
+    out: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with codexrt.aio.open_runtime(_config(peer_args)) as rt:
+            op = rt.send(WARM)
+            async for _ev in op.events():
+                pass
+            res = await op.wait()
+            assert res.status == "completed", res
+            parts: list[str] = []
+            events = 0
+            t0 = now()
+            op = rt.send(f"[[flood:{n}]]", thread_id=res.thread_id)
+            async for ev in op.events():
+                events += 1
+                if ev.kind == "itemUpdated":
+                    parts.append(ev.payload["delta"])
+            elapsed = now() - t0
+            res = await op.wait()
+            text = "".join(parts)
+            ok = res.status == "completed" and _check(text, n) and res.final_text == text
+            out.update(n=n, seconds=elapsed, rate=n / elapsed, events=events, ok=ok)
+
+    asyncio.run(main())
+    out["rss_mb"] = peak_rss_mb()
+    return out
+
+
+def serve8(n: int, channels: int = 8) -> dict[str, Any]:
+    """``channels`` channels of one ``codexrt serve`` streaming at once (each its own flood
+    peer): every stdout line decoded, text checked per channel, each channel's rate."""
+    import msgspec
+
+    decode = msgspec.json.decode
+    enc = msgspec.json.encode
+    tmp = tempfile.mkdtemp(prefix="codexrt-bench-")
+    cmd = [sys.executable, "-m", "codexrt_cli", "serve", "--codex-bin", flood_cli(tmp, *BURST)]
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT, env=env_with_root())
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def send(obj: Any) -> None:
+        proc.stdin.write(enc(obj) + b"\n")  # type: ignore[union-attr]
+        proc.stdin.flush()  # type: ignore[union-attr]
+
+    names = [f"c{i}" for i in range(channels)]
+    for c in names:
+        send({"id": f"w-{c}", "command": "codex.send", "params": {"channelId": c, "message": WARM}})
+    tids: dict[str, str] = {}
+    for line in proc.stdout:
+        msg = decode(line)
+        if msg.get("type") == "response" and str(msg.get("id", "")).startswith("w-"):
+            assert msg["ok"], msg
+            tids[msg["id"][2:]] = msg["result"]["threadId"]
+            if len(tids) == channels:
+                break
+    parts: dict[str, list[str]] = {c: [] for c in names}
+    done: dict[str, float] = {}
+    replies: dict[str, Any] = {}
+    t0 = now()
+    for c in names:
+        send({"id": f"t-{c}", "command": "codex.send", "params": {"channelId": c, "message": f"[[flood:{n}]]",
+                                                                 "threadId": tids[c]}})
+    lines = 0
+    for line in proc.stdout:
+        msg = decode(line)
+        lines += 1
+        if msg.get("kind") == "itemUpdated":
+            parts[msg["channelId"]].append(msg["payload"]["delta"])
+        elif msg.get("type") == "response" and str(msg.get("id", "")).startswith("t-"):
+            c = msg["id"][2:]
+            done[c] = now() - t0
+            replies[c] = msg
+            if len(done) == channels:
+                break
+    elapsed = now() - t0
+    serve_rss = _vm_hwm_mb(proc.pid)
+    proc.stdin.close()
+    proc.wait(30)
+    shutil.rmtree(tmp, ignore_errors=True)
+    ok = True
+    for c in names:
+        text = "".join(parts[c])
+        r = replies[c]
+        ok = ok and bool(r["ok"] and r["result"]["status"] == "completed" and _check(text, n)
+                         and r["result"]["finalText"] == text)
+    rates = sorted(n / done[c] for c in names)
+    return {"n": n, "channels": channels, "seconds": elapsed, "rate": channels * n / elapsed, "lines": lines,
+            "ok": ok, "rss_mb": serve_rss, "min_rate": rates[0], "max_rate": rates[-1],
+            "fairness": rates[-1] / rates[0], "host_rss_mb": peak_rss_mb()}
+
+
 def serve(n: int) -> dict[str, Any]:
     """The host side of ``codexrt serve``: commands in, every stdout line decoded."""
     import msgspec
@@ -188,7 +370,7 @@ def serve(n: int) -> dict[str, Any]:
     decode = msgspec.json.decode
     enc = msgspec.json.encode
     tmp = tempfile.mkdtemp(prefix="codexrt-bench-")
-    cmd = [sys.executable, "-m", "codexrt_cli", "serve", "--codex-bin", flood_cli(tmp)]
+    cmd = [sys.executable, "-m", "codexrt_cli", "serve", "--codex-bin", flood_cli(tmp, *BURST)]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT, env=env_with_root())
     assert proc.stdin is not None and proc.stdout is not None
 
@@ -252,9 +434,13 @@ IDLE_PROBES = ("--idle-probes", "300", "--idle-gap-ms", "3")
 CHATTER = ("--chatter-every", "50")
 
 WORKERS = {
-    "raw_msgspec": lambda n: raw(n, "msgspec"),
-    "raw_json": lambda n: raw(n, "json"),
-    "lib": lib,
+    "ceiling": lambda n: raw(n, "msgspec", peer_args=BURST, ceiling=True),
+    "raw_msgspec": lambda n: raw(n, "msgspec", peer_args=BURST),
+    "raw_json": lambda n: raw(n, "json", peer_args=BURST),
+    "lib": lambda n: lib(n, peer_args=BURST),
+    "blocking": blocking,
+    "aio": aio,
+    "serve8": serve8,
     "serve": serve,
     "raw_latency_flood": lambda n: raw(n, peer_args=FLOOD_PROBES, probes=True),
     "lib_latency_flood": lambda n: lib(n, peer_args=FLOOD_PROBES, probes=True),

@@ -10,7 +10,7 @@ per turn and written again and again, so writing costs a ``write(2)`` per 64 KiB
 
 Usage::
 
-    python -m peer_fixtures.flood_peer [--deltas N] [--chatter-every K] [--probe-every M]
+    python -m peer_fixtures.flood_peer [--deltas N] [--burst] [--chatter-every K] [--probe-every M]
                                        [--idle-probes P --idle-gap-ms G] [--history-items N]
 
 A turn's delta count can be set per turn by putting ``[[flood:N]]`` in the ``turn/start`` text
@@ -34,7 +34,13 @@ is system-wide on Linux, so the consumer subtracts it from its own ``time.monoto
 ``--idle-probes P`` makes the turn emit only P probe deltas, ``--idle-gap-ms`` apart: latency
 with an idle pipe.
 
-**Interrupt while flooding**: between two writes the peer polls stdin (``select`` with timeout
+**Burst** (``--burst``, the throughput rows): a plain flood (no probes, no chatter) is written
+in one go — the turn's opening lines, the pre-built blocks and its closing lines, back to back
+with blocking writes and no look at stdin in between — so the peer costs a ``write(2)`` per
+pipe-full and is never what a client waits on. A burst turn cannot be interrupted (nothing
+reads stdin until it is written); the interrupt and slow-consumer rows use the default mode.
+
+**Interrupt while flooding** (default mode): between two writes the peer polls stdin (``select`` with timeout
 0); a ``turn/interrupt`` is answered at once and the turn ends ``interrupted`` after the delta
 being written. So a client whose reader keeps reading can stop a flood promptly, and a client
 whose reader blocks cannot — which is what the slow-consumer test checks.
@@ -83,6 +89,25 @@ def expected_text(n: int) -> str:
     return block * q + "".join(expected_delta(i) for i in range(r))
 
 
+_MARK = "\u2063flood-text\u2063"
+_MARK_JSON = json.dumps(_MARK, ensure_ascii=False).encode("utf-8")
+_ENCODED: dict[Any, Any] = {}
+
+
+def _encoded_deltas() -> list[bytes]:
+    """``expected_delta(i)`` for the pre-built block, each as a JSON string (cached)."""
+    if "deltas" not in _ENCODED:
+        _ENCODED["deltas"] = [json.dumps(expected_delta(i), ensure_ascii=False).encode("utf-8") for i in range(BLOCK)]
+    return _ENCODED["deltas"]
+
+
+def _encoded_text(n: int) -> bytes:
+    """``expected_text(n)`` as a JSON string (cached per ``n``)."""
+    if n not in _ENCODED:
+        _ENCODED[n] = json.dumps(expected_text(n), ensure_ascii=False).encode("utf-8")
+    return _ENCODED[n]
+
+
 def probe_text(stamp_ns: int) -> str:
     return f"\u27e8{stamp_ns}\u27e9"
 
@@ -105,8 +130,9 @@ def _dumps(obj: Any) -> bytes:
 
 class FloodPeer:
     def __init__(self, deltas: int, chatter_every: int, probe_every: int, idle_probes: int, idle_gap_ms: float,
-                 history_items: int = 0) -> None:
+                 history_items: int = 0, burst: bool = False) -> None:
         self.history_items = history_items
+        self.burst = burst
         self.deltas = deltas
         self.chatter_every = chatter_every
         self.probe_every = probe_every
@@ -249,7 +275,7 @@ class FloodPeer:
         agent = {"type": "agentMessage", "id": item_id, "text": "", "phase": None, "moderation": None,
                  "memoryCitation": None, "delivery": None, "questions": None, "startedAtMs": _now_ms(),
                  "completedAtMs": None}
-        self.write(b"".join([
+        head = b"".join([
             self.respond(rid, {"turn": turn}),
             self.notify("thread/status/changed", {"threadId": thread_id, "status": {"type": "active", "activeFlags": []}}),
             self.notify("turn/started", {"threadId": thread_id, "turn": {**turn, "startedAt": started}}),
@@ -257,7 +283,11 @@ class FloodPeer:
             self.notify("item/completed", {"item": {**user, "completedAtMs": _now_ms()}, **base,
                                            "contentTokenCount": None, "completedAtMs": _now_ms()}),
             self.notify("item/started", {"item": agent, **base, "startedAtMs": _now_ms()}),
-        ]))
+        ])
+        if self.burst and not self.idle_probes and not self.probe_every and not chatter:
+            self.burst_turn(head, base, item_id, n, thread_id, turn, agent, started)
+            return
+        self.write(head)
         self.flooding_turn = turn_id
         if self.idle_probes:
             parts = self.idle_flood(base, item_id)
@@ -270,11 +300,15 @@ class FloodPeer:
             self.interrupt = None
             self.write(self.respond(irid, {}))
             status = "interrupted"
-        full = "".join(parts)
+        self.write(self.closing(base, thread_id, turn, agent, started, n, "".join(parts), status))
+
+    def closing(self, base: dict[str, Any], thread_id: Any, turn: dict[str, Any], agent: dict[str, Any],
+                started: int, n: int, full: str, status: str) -> bytes:
+        """The lines that end a turn: the agent message completed, usage, idle, terminal."""
         done = {**agent, "text": full, "completedAtMs": _now_ms()}
         usage = {"totalTokens": n, "inputTokens": 1, "cachedInputTokens": 0, "cacheWriteInputTokens": 0,
                  "outputTokens": n, "reasoningOutputTokens": 0}
-        self.write(b"".join([
+        return b"".join([
             self.notify("item/completed", {"item": done, **base, "contentTokenCount": None, "completedAtMs": _now_ms()}),
             self.notify("thread/tokenUsage/updated", {**base, "tokenUsage": {"total": usage, "last": usage,
                                                                              "modelContextWindow": 258400}}),
@@ -283,7 +317,24 @@ class FloodPeer:
                 **turn, "status": status, "items": [done] if status == "completed" else [],
                 "itemsView": "summary" if status == "completed" else "notLoaded", "startedAt": started,
                 "completedAt": int(time.time()), "durationMs": 0}}),
-        ]))
+        ])
+
+    def burst_turn(self, head: bytes, base: dict[str, Any], item_id: str, n: int, thread_id: Any,
+                   turn: dict[str, Any], agent: dict[str, Any], started: int) -> None:
+        """A plain turn in one go (``--burst``): every line is built before the first write,
+        from templates (the delta texts and the whole text are JSON-encoded once per process),
+        then written back to back; stdin is not looked at until the turn is out."""
+        pre, post = self._delta_line(base, item_id, _MARK).split(_MARK_JSON)
+        enc = _encoded_deltas()
+        block = b"".join([pre + e + post for e in enc])
+        q, r = divmod(n, BLOCK)
+        rest = b"".join([pre + e + post for e in enc[:r]])
+        tail = self.closing(base, thread_id, turn, agent, started, n, _MARK, "completed")
+        tail = tail.replace(_MARK_JSON, _encoded_text(n))
+        self.write(head)
+        for _ in range(q):
+            self.write(block)
+        self.write(rest + tail)
 
     def _delta_line(self, base: dict[str, Any], item_id: str, text: str) -> bytes:
         return self.notify("item/agentMessage/delta", {**base, "itemId": item_id, "delta": text})
@@ -350,9 +401,15 @@ def main(args: list[str] | None = None) -> int:
     ap.add_argument("--idle-gap-ms", type=float, default=2.0)
     ap.add_argument("--history-items", type=int, default=0, metavar="N",
                     help="thread/items/list pages over a synthetic thread of N items (thread/read too)")
+    ap.add_argument("--burst", action="store_true",
+                    help="write a plain turn in one go, without polling stdin between writes")
     ns, _unknown = ap.parse_known_args(args)  # ignore `app-server`, `--listen …`
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
-    peer = FloodPeer(ns.deltas, ns.chatter_every, ns.probe_every, ns.idle_probes, ns.idle_gap_ms, ns.history_items)
+    if ns.burst:  # before anything is timed: the default turn's text, encoded once
+        _encoded_deltas()
+        _encoded_text(ns.deltas)
+    peer = FloodPeer(ns.deltas, ns.chatter_every, ns.probe_every, ns.idle_probes, ns.idle_gap_ms, ns.history_items,
+                     ns.burst)
     while True:
         peer.poll(None)
 
