@@ -45,7 +45,7 @@ import json
 import logging
 import os
 import secrets
-from typing import Any, AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, AsyncIterator, Awaitable, Callable, Sequence, Unpack
 
 import attrs
 import trio
@@ -89,6 +89,7 @@ from codexrt._sansio._states import (
     RuntimeState,
 )
 from codexrt._sansio._wire import Notification, ServerRequest
+from codexrt._options import RuntimeOptions
 from codexrt._settings import Settings
 from codexrt._transport import Transport, spawn_process_transport
 from codexrt._util import unwrap_single_group
@@ -1696,7 +1697,8 @@ class Runtime:
 
 
 @contextlib.asynccontextmanager
-async def open_runtime(config: RuntimeConfig | None = None, **kwargs: Any) -> AsyncIterator[Runtime]:
+async def open_runtime(config: RuntimeConfig | None = None,
+                       **kwargs: Unpack[RuntimeOptions]) -> AsyncIterator[Runtime]:
     """``async with open_runtime(RuntimeConfig(...)) as rt:`` — a supervised app-server for
     one channel. Nothing is spawned until the first operation (or ``rt.ensure_started()``).
     Leaving the block stops the active operation (within the stop budget), cancels queued

@@ -33,12 +33,13 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-from typing import Any, AsyncIterator, Awaitable, Callable, Sequence, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Callable, Sequence, TypeVar, Unpack
 
 import trio
 
 from codexrt._errors import ClosedError, ConfigError
 from codexrt._events import CodexEvent, EventStream
+from codexrt._options import RuntimeOptions
 from codexrt._runtime import Interaction, Operation, OperationResult, Runtime, RuntimeConfig
 from codexrt._runtime import open_runtime as _trio_open_runtime
 from codexrt._settings import Settings
@@ -473,7 +474,8 @@ class AioRuntime:
 
 
 @contextlib.asynccontextmanager
-async def open_runtime(config: RuntimeConfig | None = None, **kwargs: Any) -> AsyncIterator[AioRuntime]:
+async def open_runtime(config: RuntimeConfig | None = None,
+                       **kwargs: Unpack[RuntimeOptions]) -> AsyncIterator[AioRuntime]:
     """``async with codexrt.aio.open_runtime(...) as rt:`` — :func:`codexrt.open_runtime` for
     asyncio, same config. Leaving the block, or cancelling it, stops the active operation
     within the stop budget, cancels queued ones and reaps the child before it returns."""

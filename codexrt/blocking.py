@@ -65,7 +65,7 @@ import functools
 import logging
 import threading
 import weakref
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Mapping, Union
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Mapping, TypedDict, Union, Unpack
 
 import attrs
 import trio
@@ -81,6 +81,7 @@ from codexrt._errors import (
 from codexrt._events import CodexEvent
 from codexrt._runtime import Interaction, Operation, OperationResult, Runtime, RuntimeConfig, open_runtime
 from codexrt._sansio._elicitation import is_tool_approval, parse_elicitation, tool_approval_reply
+from codexrt._options import RuntimeOptions
 from codexrt._settings import Settings
 
 __all__ = [
@@ -109,6 +110,18 @@ _WAIT_SLICE = 0.25
 DECLINED_RPC_CODE = -32000
 
 ApprovalPolicy = Union[str, Callable[["ApprovalRequest"], Any]]
+
+
+class SendOptions(TypedDict, total=False):
+    """The keywords of :meth:`BlockingRuntime.submit` that ``send``/``stream``/``asend``/
+    ``astream`` pass on (typed, so a checker catches an unknown keyword)."""
+
+    thread_id: str | None
+    approvals: ApprovalPolicy | None
+    settings: Settings | None
+    client_message_id: str | None
+    images: tuple[str, ...] | list[str]
+    additional_context: dict[str, Any] | None
 
 _APPROVAL_METHODS = ("item/commandExecution/requestApproval", "item/fileChange/requestApproval")
 _KINDS = {
@@ -679,12 +692,13 @@ class BlockingRuntime:
 
         return BlockingOperation(self, self._portal.run_sync(queue))
 
-    def stream(self, text: str, **kwargs: Any) -> BlockingOperation:
+    def stream(self, text: str, **kwargs: Unpack[SendOptions]) -> BlockingOperation:
         """Like :meth:`submit`; named for ``for ev in rt.stream("…"):``."""
         return self.submit(text, **kwargs)
 
     def send(self, text: str, *, timeout: float | None = None,
-             on_event: Callable[[CodexEvent], Any] | None = None, **kwargs: Any) -> OperationResult:
+             on_event: Callable[[CodexEvent], Any] | None = None,
+             **kwargs: Unpack[SendOptions]) -> OperationResult:
         """Send a message and wait for the turn's terminal; returns its
         :class:`OperationResult` (``status`` is ``completed``, ``failed``, ``interrupted`` or
         ``cancelled``; ``final_text`` the last assistant message). ``on_event`` sees every
@@ -785,15 +799,18 @@ class BlockingRuntime:
 
     # -- asyncio wrappers (never touch the caller's loop beyond awaiting a worker thread)
 
-    async def asend(self, text: str, **kwargs: Any) -> OperationResult:
+    async def asend(self, text: str, *, timeout: float | None = None,
+                    on_event: Callable[[CodexEvent], Any] | None = None,
+                    **kwargs: Unpack[SendOptions]) -> OperationResult:
         """``await rt.asend("…")`` from asyncio code: :meth:`send` in a worker thread.
         Cancelling the awaiting task does not stop the turn; call :meth:`abort` for that."""
-        return await asyncio.to_thread(functools.partial(self.send, text, **kwargs))
+        return await asyncio.to_thread(functools.partial(self.send, text, timeout=timeout, on_event=on_event,
+                                                         **kwargs))
 
     async def acall(self, method: str, params: Any = None, **kwargs: Any) -> Any:
         return await asyncio.to_thread(functools.partial(self.call, method, params, **kwargs))
 
-    async def astream(self, text: str, **kwargs: Any) -> AsyncIterator[CodexEvent]:
+    async def astream(self, text: str, **kwargs: Unpack[SendOptions]) -> AsyncIterator[CodexEvent]:
         """``async for ev in rt.astream("…")`` from asyncio code."""
         op = await asyncio.to_thread(functools.partial(self.submit, text, **kwargs))
         while True:
@@ -822,7 +839,7 @@ def _bounded_iter(op: BlockingOperation, deadline: float | None) -> Iterator[Cod
 
 def connect(config: RuntimeConfig | None = None, *, approvals: ApprovalPolicy = "decline",
             start: bool = False, start_timeout: float = DEFAULT_START_TIMEOUT,
-            **config_kwargs: Any) -> BlockingRuntime:
+            **config_kwargs: Unpack[RuntimeOptions]) -> BlockingRuntime:
     """Start a blocking runtime: ``with codexrt.blocking.connect(cwd=".") as rt: ...``.
 
     ``config``/``config_kwargs`` are :class:`RuntimeConfig` fields (``codex_bin``,

@@ -10,6 +10,7 @@ import sys
 
 import codexrt
 import codexrt.aio
+import codexrt.blocking
 
 
 async def ask(text: str) -> codexrt.OperationResult:
@@ -27,6 +28,12 @@ async def ask(text: str) -> codexrt.OperationResult:
                 assert isinstance(key, str) and isinstance(token, str)
                 await rt.respond_interaction(key, token, {"decision": "decline"})
         return await op.wait()
+
+
+def ask_blocking(text: str) -> codexrt.OperationResult:
+    """The same from plain synchronous code (not called here; checked by mypy)."""
+    with codexrt.blocking.connect(cwd=".", approvals="decline") as rt:
+        return rt.send(text, timeout=600, thread_id=None)
 
 
 def main(argv: list[str]) -> int:

@@ -41,7 +41,10 @@ def test_typed_example_passes_mypy_strict(mypy_cache: Path) -> None:
     ('rt.send(text)', 'rt.send(text, thread="t")', 'Unexpected keyword argument "thread"'),
     ('approval_policy="on-request"', 'approval_policy="sometimes"', 'approval_policy'),
     ('rt.send(text)', 'rt.send(42)', 'Argument 1 to "send"'),
-], ids=["unknown-keyword", "bad-approval-policy", "non-str-message"])
+    ('connect(cwd=".", approvals', 'connect(cwdir=".", approvals', 'Unexpected keyword argument "cwdir"'),
+    ('timeout=600, thread_id=None', 'timeout=600, thread=None', 'Unexpected keyword argument "thread"'),
+], ids=["unknown-keyword", "bad-approval-policy", "non-str-message", "unknown-config-field",
+        "unknown-send-keyword"])
 def test_planted_mistakes_fail_mypy_strict(tmp_path: Path, mypy_cache: Path, original: str, planted: str,
                                            error: str) -> None:
     src = EXAMPLE.read_text(encoding="utf-8")
@@ -51,3 +54,14 @@ def test_planted_mistakes_fail_mypy_strict(tmp_path: Path, mypy_cache: Path, ori
     proc = _mypy(bad, mypy_cache)
     assert proc.returncode != 0, f"mypy accepted {planted!r}"
     assert error in proc.stdout, proc.stdout
+
+
+def test_runtime_options_name_every_runtime_config_field() -> None:
+    """``open_runtime(**options)`` is typed by ``RuntimeOptions``: it must list exactly the
+    fields of ``RuntimeConfig`` (a new field without a type here would be rejected by mypy)."""
+    import attrs
+
+    from codexrt import RuntimeConfig
+    from codexrt._options import RuntimeOptions
+
+    assert set(RuntimeOptions.__annotations__) == {f.name for f in attrs.fields(RuntimeConfig)}
