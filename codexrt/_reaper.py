@@ -15,9 +15,10 @@ unregistered every group, so its reaper just exits.
 Limits (also in docs/runtime.md): POSIX only (Linux, macOS); on Windows nothing is
 registered and a child is left to exit on stdin EOF. A command that an app-server moved into
 another session or group of its own is not covered by the group signal. If the reaper cannot be
-started (no ``sys.executable``, a failed exec) children rely on stdin EOF alone, and a debug line
-says so. A host SIGKILLed in the instant between a spawn and its ``+PGID`` line leaves that
-one child to stdin EOF.
+started (no ``sys.executable``, or one that is not a Python interpreter — a frozen app, an
+embedding host —, or a failed exec) children rely on stdin EOF alone, and a debug line says so.
+A host SIGKILLed in the instant between a spawn and its ``+PGID`` line leaves that one child to
+stdin EOF.
 """
 
 from __future__ import annotations
@@ -55,9 +56,12 @@ if __name__ != "__main__":
             if self.unavailable:
                 return False
             exe = sys.executable
-            if not exe:
+            if not _is_python(exe):
+                # Frozen apps and embedding hosts (uwsgi, …) may name themselves here: never run
+                # a program that is not a Python interpreter.
                 self.unavailable = True
-                log.debug("no sys.executable: no host-death reaper; children rely on stdin EOF only")
+                log.debug("sys.executable %r is not a Python interpreter: no host-death reaper; "
+                          "children rely on stdin EOF only", exe)
                 return False
             here = os.path.abspath(__file__)
             argv = [exe, "-I", "-S", here] if os.path.isfile(here) else [exe, "-m", "codexrt._reaper"]
@@ -147,6 +151,12 @@ if __name__ != "__main__":
                     proc.wait(timeout=0.2 if not self.groups else TERM_GRACE + 0.5)
                 except subprocess.TimeoutExpired:
                     pass
+
+    def _is_python(exe: str | None) -> bool:
+        if not exe or getattr(sys, "frozen", False):
+            return False
+        name = os.path.basename(exe).lower()
+        return name.startswith(("python", "pypy")) and os.access(exe, os.X_OK)
 
     _host = _HostSide()
     if hasattr(os, "register_at_fork"):

@@ -463,8 +463,9 @@ class _Portal:
                 pass
         self._thread.join(self.config.stop_budget + _CLOSE_MARGIN)
         if self._thread.is_alive():
-            log.warning("the codexrt thread did not stop within %ss; the app-server child exits on "
-                        "stdin EOF when this process ends (R-RT-7)", self.config.stop_budget + _CLOSE_MARGIN)
+            log.warning("the codexrt thread did not stop within %ss; the app-server child ends when this "
+                        "process ends (stdin EOF, and codexrt's reaper on POSIX; R-RT-7)",
+                        self.config.stop_budget + _CLOSE_MARGIN)
 
 
 def _now() -> float:

@@ -119,3 +119,47 @@ async def test_r_rt_5_close_escalates_to_the_group_when_the_child_ignores_eof_an
     with trio.fail_after(10):
         while _live_members(t.pid):  # the killed `sleep` is reaped by its new parent
             await trio.sleep(0.02)
+
+
+@pytest.mark.parametrize("exe", ["", "/usr/bin/uwsgi", "/opt/app/frozen-app"])
+def test_r_rt_7_no_reaper_from_an_executable_that_is_not_python(monkeypatch, caplog, exe):
+    """Nothing but a Python interpreter is ever run as the reaper (embedding hosts and frozen
+    apps name themselves in ``sys.executable``); children then rely on stdin EOF, and a debug
+    line says so."""
+    import logging
+    import subprocess
+
+    monkeypatch.setattr(sys, "executable", exe)
+    started = []
+    monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: started.append(a))
+    host = _reaper._HostSide()
+    with caplog.at_level(logging.DEBUG, logger="codexrt.reaper"):
+        host.register(12345)
+    assert started == [] and host.unavailable and host.proc is None
+    assert "children rely on stdin EOF only" in caplog.text
+
+
+@posix_only
+def test_r_rt_7_a_dead_reaper_is_replaced_and_learns_every_live_group():
+    """If the reaper died (EPIPE on the next line), the next registration starts a new one and
+    tells it every group still registered: when that one sees EOF it ends both groups."""
+    import subprocess
+
+    sleepers = [subprocess.Popen(["sleep", "300"], start_new_session=True) for _ in range(2)]
+    host = _reaper._HostSide()
+    try:
+        host.register(sleepers[0].pid)
+        first = host.proc
+        assert first is not None
+        first.kill()
+        first.wait()
+        host.register(sleepers[1].pid)  # the write to the dead reaper fails: a fresh one starts
+        assert host.proc is not None and host.proc is not first
+        host.close()  # EOF, as when the host dies: the new reaper SIGTERMs both groups
+        for p in sleepers:
+            assert p.wait(timeout=10) == -signal.SIGTERM
+    finally:
+        for p in sleepers:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
