@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -115,7 +116,8 @@ def _main(args: argparse.Namespace) -> int:
         settings = Settings(model=args.model, approval_policy=args.approval_policy, sandbox=args.sandbox,
                             cwd=os.path.abspath(args.cwd) if args.cwd else config.cwd)
         try:
-            return trio.run(run_turn, config, prompt, settings, args.thread, approve, args.json)
+            return trio.run(functools.partial(run_turn, config, prompt, settings, args.thread, approve, args.json,
+                                              resumable=not args.loopback))
         except KeyboardInterrupt:  # a SIGINT before the turn existed: nothing to interrupt
             print("\ninterrupted", file=sys.stderr)
             return EXIT_CODES["interrupted"]
@@ -328,9 +330,10 @@ class _Session:
 
 
 async def run_turn(config: RuntimeConfig, prompt: str, settings: Settings, thread_id: str | None,
-                   approve: str, json_mode: bool) -> int:
+                   approve: str, json_mode: bool, *, resumable: bool = True) -> int:
     """Run one turn and return the exit status. Cancelling it stops the turn and reaps the
-    child (``open_runtime`` does, shielded)."""
+    child (``open_runtime`` does, shielded). ``resumable=False`` (a throw-away ``CODEX_HOME``)
+    leaves out the ``--thread`` hint, which could not work there."""
     session: _Session | None = None
     # SIGINT is ours from here on: no KeyboardInterrupt in the middle of a child's start or
     # shutdown (both bounded); while the turn runs, watch_sigint decides what a Ctrl+C does.
@@ -374,7 +377,8 @@ async def run_turn(config: RuntimeConfig, prompt: str, settings: Settings, threa
     if session.interrupts and result.status not in ("interrupted", "cancelled", "completed"):
         # Stopped by the user the hard way (second Ctrl+C, or the stop budget ran out).
         summary += " (stopped by Ctrl+C)"
-    if result.thread_id:
+    if resumable and result.thread_id and result.turn_id:
+        # Only a thread that ran a turn has a rollout to resume (a start failure leaves none).
         summary += f"\ncontinue with: codexrt run --thread {result.thread_id} \"…\""
     print(summary, file=sys.stderr)
     if session.interrupts and result.status != "completed":

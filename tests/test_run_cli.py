@@ -85,6 +85,15 @@ def test_failed_start_exits_1_with_the_reason(tmp_path):
     argv = [sys.executable, "-m", "codexrt_cli", "run", "--codex-bin", str(tmp_path / "missing"), "hi"]
     proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=WAIT, cwd=ROOT)
     assert proc.returncode == 1 and "[failed]" in proc.stderr and "does not exist" in proc.stderr
+    assert "continue with" not in proc.stderr  # nothing to continue: no turn ever ran
+
+
+def test_continue_hint_only_for_a_thread_that_ran_a_turn(tmp_path):
+    failed = _run(tmp_path, "turn-start-error", "hello")
+    assert failed.returncode == 1, failed.stderr
+    assert "[failed]" in failed.stderr and "continue with" not in failed.stderr
+    done = _run(tmp_path, "handshake-ok", "hello")
+    assert done.returncode == 0 and "continue with: codexrt run --thread " in done.stderr
 
 
 def test_tty_prompt_always_for_session(tmp_path):

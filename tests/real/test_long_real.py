@@ -302,6 +302,7 @@ async def _cli_run(ctx: _Ctx) -> None:
     err = proc.stderr.decode(errors="replace")
     assert proc.returncode == 0, f"codexrt run --loopback exited {proc.returncode}:\n{err}"
     assert proc.stdout.decode().strip() == _deltas_text(CLI_TURN_S).strip(), (proc.stdout, err)
+    assert "continue with" not in err, "no --thread hint for a throw-away loopback CODEX_HOME"
 
 
 # -- codexrt serve --------------------------------------------------------------------------------
