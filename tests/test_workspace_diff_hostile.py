@@ -151,3 +151,48 @@ async def test_r_diff_1_driver_names_with_odd_characters_are_neutralized(hostile
     assert diff.status is DiffStatus.OK, diff.message
     assert sorted(os.listdir(markers)) == [] and "+RAW unstaged change" in diff.unstaged
     assert stat.S_ISREG((repo / "work.txt").stat().st_mode)
+
+
+@pytest.mark.parametrize("transport", ["ext", "uploadpack", "ssh"])
+async def test_r_diff_1_lazy_fetch_of_a_partial_clone_starts_no_transport(tmp_path: Path, transport: str) -> None:
+    """A partial clone misses the blobs the diff needs, so git would fetch them from the
+    promisor remote — through an ``ext::`` command, the remote's ``uploadpack`` program or
+    ``core.sshCommand``. Plain git runs each (the trap works); codexrt's read runs none (it
+    reports an error instead of a diff it cannot compute)."""
+    marker = tmp_path / "markers"
+    marker.mkdir()
+    evil = tmp_path / "evil.sh"
+    evil.write_text(f'#!/bin/sh\ntouch "{marker}/$1"\nexit 1\n')  # never waits on stdin
+    evil.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path / ".config"), GIT_CONFIG_NOSYSTEM="1")
+
+    def git(cwd: Path, *args: str) -> None:
+        subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env=env, timeout=60)
+
+    src = tmp_path / "src"
+    src.mkdir()
+    git(src, "init", "-q", "-b", "main")
+    git(src, "config", "uploadpack.allowFilter", "true")
+    (src / "a.txt").write_text("one\n")
+    git(src, "add", ".")
+    git(src, "-c", "user.name=T", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", "base")
+    git(tmp_path, "-c", "protocol.file.allow=always", "clone", "-q", "--no-local", "--filter=blob:none",
+        "--no-checkout", f"file://{src}", "dst")
+    dst = tmp_path / "dst"
+    git(dst, "reset", "-q")  # index from HEAD; the work tree stays empty, the blob is missing
+    if transport == "ext":
+        git(dst, "config", "remote.origin.url", f"ext::{evil} ext")
+        git(dst, "config", "protocol.ext.allow", "always")
+    elif transport == "uploadpack":
+        git(dst, "config", "remote.origin.url", str(src))
+        git(dst, "config", "remote.origin.uploadpack", f"{evil} uploadpack")
+    else:
+        git(dst, "config", "remote.origin.url", "ssh://example.invalid/repo")
+        git(dst, "config", "core.sshCommand", f"{evil} ssh")
+    subprocess.run(["git", "diff"], cwd=dst, capture_output=True, env=env, timeout=60)
+    assert os.listdir(marker) == [transport], "the trap did not fire on plain git"
+    os.unlink(marker / transport)
+    diff = await read_workspace_diff(dst, session_id="s", env=env)
+    assert os.listdir(marker) == []
+    assert diff.status is DiffStatus.ERROR and "promisor" in (diff.message or "")
