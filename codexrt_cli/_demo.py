@@ -103,15 +103,31 @@ def loopback_environment(*, codex_bin: str | None = None, cwd: str | None = None
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+#: ``codexrt demo --help``: for people at a terminal.
+DESCRIPTION = """\
+Two real turns of the Codex app-server, supervised by codexrt, with no account and no
+internet: a scripted loopback model on 127.0.0.1 answers, and a throw-away CODEX_HOME points
+the real `codex` at it.
+
+  1. a question, whose answer streams as it arrives;
+  2. a request to run one harmless, fixed command: the app-server asks for approval and you
+     decide (with --yes, or without a terminal, the demo accepts its own command and says so;
+     codexrt itself never approves by default).
+
+Exit status 0 when both turns completed, else 1.
+"""
+
+
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "demo",
         help="two real turns against the bundled loopback model: streaming and one approval (no account)",
-        description=__doc__.split("\n\n")[1],
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--yes", action="store_true",
                    help=f"accept the demo's own command ({DEMO_COMMAND}) without asking")
-    p.add_argument("--codex-bin", metavar="PATH", help="the Codex CLI (default: the pinned one, else discovery)")
+    p.add_argument("--codex-bin", metavar="PATH", help="the Codex CLI to run (default: the one codexrt finds; see `codexrt doctor`)")
     p.set_defaults(func=lambda args: run_demo(yes=args.yes, codex_bin=args.codex_bin))
     return p
 

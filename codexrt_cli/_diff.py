@@ -33,7 +33,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "diff",
         help="show the staged, unstaged and untracked changes of a directory (Git, no model turn)",
-        description="Read the workspace diff of --cwd from Git with size and time limits (R-DIFF-1).",
+        description="Read the staged, unstaged and untracked changes of --cwd from Git, within size and time "
+                    "limits. No program named by the repository (filters, diff drivers, hooks) is run.",
     )
     p.add_argument("--cwd", default=None, metavar="DIR", help="directory to read (default: the current one)")
     p.add_argument("--session-id", default="", metavar="ID", help="session the result is tied to (echoed)")

@@ -50,7 +50,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "would use. Exit status 1 when none is usable."
         ),
     )
-    p.add_argument("--cli", metavar="PATH", help="explicit CLI path to check first (like CODEX_BIN)")
+    p.add_argument("--codex-bin", "--cli", dest="cli", metavar="PATH",
+                   help="explicit CLI path to check first (like CODEX_BIN; --cli is the old name)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument(
         "--timeout", type=float, default=5.0, metavar="SECONDS", help="budget of each `--version` probe (default 5)"

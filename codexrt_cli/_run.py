@@ -64,13 +64,29 @@ _ANSWERS = {"y": "accept", "yes": "accept", "n": "decline", "no": "decline", "":
             "a": "acceptForSession", "always": "acceptForSession", "c": "cancel", "cancel": "cancel"}
 
 
+#: ``codexrt run --help``: for people at a terminal (the module docstring is for developers).
+DESCRIPTION = """\
+Start a supervised `codex app-server`, send the prompt (a new thread, or --thread ID to
+continue one), and stream the answer to stdout as it arrives. While a tool runs, a status line
+on stderr says what is running.
+
+Approvals are never granted unless you say so: at a terminal each request is asked
+([y]es / [n]o / [a]lways for this session / [c]ancel); otherwise --approve decides
+(decline by default).
+
+Ctrl+C interrupts the turn and exits 130 once the app-server has stopped it; a second Ctrl+C
+stops the app-server at once.
+
+Exit status: 0 completed, 1 failed, 130 interrupted or cancelled, 2 bad usage.
+"""
+
+
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "run",
         help="run one turn: stream the answer, ask for approvals, exit with the turn's status",
-        description=__doc__.split("\n\n")[1],
+        description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="exit status: 0 completed, 1 failed, 130 interrupted/cancelled, 2 usage error",
     )
     p.add_argument("prompt", nargs="?", help="the message; '-' or omitted reads it from stdin (when not a terminal)")
     p.add_argument("--thread", metavar="ID", help="continue this thread (default: start a new one)")
@@ -84,7 +100,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="sandbox of the turn (default: the app-server's config)")
     p.add_argument("--model", help="model slug for the turn")
     p.add_argument("--cwd", metavar="DIR", help="working directory of the turn (default: the current one)")
-    p.add_argument("--codex-bin", metavar="PATH", help="the Codex CLI (default: discovery, see docs/discovery.md)")
+    p.add_argument("--codex-bin", metavar="PATH", help="the Codex CLI to run (default: found on PATH and the usual install places; see `codexrt doctor`)")
     p.add_argument("--codex-home", metavar="DIR", help="CODEX_HOME of the app-server (default: inherited)")
     p.add_argument("--loopback", action="store_true",
                    help="use the bundled loopback model and a throw-away CODEX_HOME (no account, no internet)")

@@ -56,7 +56,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 
 def test_parser_registers_doctor_with_func() -> None:
-    args = parse(["--json", "--cli", "/x", "--timeout", "2"])
+    args = parse(["--json", "--codex-bin", "/x", "--timeout", "2"])
+    assert parse(["--cli", "/x"]).cli == "/x"  # the old name still works
     assert args.json and args.cli == "/x" and args.timeout == 2 and callable(args.func)
 
 
