@@ -228,6 +228,24 @@ def main(argv: list[str] | None = None) -> int:
                       f"{r['warm_turn_s'] * 1000:.0f} ms", "", "", "", "200 mock deltas, loopback mock model")
             except RuntimeError as exc:
                 t.add("6. spawn → READY, real codex", "skipped", "", "", "", str(exc).splitlines()[0][:120])
+    if want("soak"):
+        # 7. A sidecar that runs for days (issue 17): many turns through one `codexrt serve`.
+        plans = [("fake", 200 if ns.quick else 1000, "fake app-server (handshake-ok)")]
+        if not ns.no_real:
+            plans.append(("real", 50 if ns.quick else 200, "real codex 0.169.0, loopback mock model"))
+        for kind, turns, label in plans:
+            try:
+                r = worker("bench.soak", kind, str(turns), timeout=3600)
+            except RuntimeError as exc:
+                t.add(f"7. soak through `codexrt serve`, {label}", "skipped", "", "", "", str(exc).splitlines()[0][:120])
+                continue
+            t.raw[f"soak_{kind}"] = r
+            done = r["statuses"].get("completed", 0)
+            t.add(f"7. soak through `codexrt serve`, {turns:,} turns, {label}",
+                  f"RSS {r['rss_at_50_mb']:.1f} → {r['rss_last_mb']:.1f} MB (+{r['rss_growth_mb']:.2f} MB after turn 50)",
+                  f"fds {r['fds_at_50']} → {r['fds_last']}", "", "≤ 5 MB growth, fds flat, no leaked process",
+                  f"{done}/{turns} completed, {len(r['leaked_processes'])} leaked of {r['children_seen']} children, "
+                  f"{r['turns_per_s']:.0f} turns/s, exit {r['exit']}")
     print(f"\nmachine: {machine()}\n")
     print(t.render())
     if ns.json:
