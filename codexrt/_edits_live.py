@@ -71,6 +71,8 @@ PAGE_SIZE = 50
 MAX_PAGES = 400
 #: Live ``fileChange`` items kept per thread for a rebuild after a failed history read.
 MAX_LIVE_ITEMS = 10_000
+#: Threads whose live file changes / start metadata are kept (oldest forgotten first).
+MAX_TRACKED_THREADS = 1024
 
 
 class _Caller(Protocol):
@@ -385,6 +387,8 @@ class LiveEdits:
                 with contextlib.suppress(CodexError):
                     meta = ThreadMeta.from_thread(thread)
                     self._started_meta[meta.thread_id] = meta
+                    while len(self._started_meta) > MAX_TRACKED_THREADS:  # oldest first
+                        del self._started_meta[next(iter(self._started_meta))]
             return []
         if ev.kind not in ("itemStarted", "itemCompleted"):
             return []
@@ -392,7 +396,13 @@ class LiveEdits:
         if not isinstance(item, dict) or item.get("type") != "fileChange" or not ev.thread_id:
             return []
         cwd = self._submission_cwd(ev.client_operation_id)
-        live = self._live.setdefault(ev.thread_id, [])
+        live = self._live.get(ev.thread_id)
+        if live is None:
+            live = self._live[ev.thread_id] = []
+            while len(self._live) > MAX_TRACKED_THREADS:
+                # the oldest thread's live items go (its ledger, if built, keeps what it recorded;
+                # a ledger built later reads the thread's history, which has its finished turns)
+                del self._live[next(iter(self._live))]
         if len(live) < MAX_LIVE_ITEMS:
             live.append(_LiveItem(item, str(ev.turn_id or ""), cwd))
         te = await self.ledger(ev.thread_id, start=False)

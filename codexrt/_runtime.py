@@ -1303,10 +1303,18 @@ class Runtime:
 
     # -- long operations -----------------------------------------------------------------
 
+    #: Most operations waiting in the FIFO; one more is refused with ``QUEUE_FULL`` (nothing
+    #: is queued or written for it).
+    MAX_QUEUED_OPS = 1024
+
     def _new_op(self, kind: str, *, thread_id: str | None, client_message_id: str | None,
                 payload: dict[str, Any]) -> Operation:
         if self._closing:
             raise ClosedError("runtime is closed")
+        if len(self._queue) >= self.MAX_QUEUED_OPS:
+            raise CodexError(f"{len(self._queue)} operations are already queued on this runtime (the limit is "
+                             f"{self.MAX_QUEUED_OPS}); wait for some to finish", code="QUEUE_FULL",
+                             details={"queued": len(self._queue), "maxQueued": self.MAX_QUEUED_OPS})
         op = Operation(self, kind, f"op-{self.generation}-{next(self._op_counter)}-{secrets.token_hex(3)}",
                        thread_id=thread_id, client_message_id=client_message_id, payload=payload)
         self._ops[op.id] = op

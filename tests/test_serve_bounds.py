@@ -215,3 +215,44 @@ async def test_r_op_5_abort_during_eof_drain_stops_at_once(nursery: Any, autojum
     lines = await wire.read_to_end()
     assert [(l["id"], l["result"]["status"]) for l in lines if l["type"] == "response"] == [(a, "interrupted")]
     assert trio.current_time() - start < 3600.0
+
+
+async def test_r_op_1_queue_full_is_refused_and_nothing_is_queued(nursery: Any, autojump_clock: Any) -> None:
+    """The FIFO is bounded (``Runtime.MAX_QUEUED_OPS``): one more send is refused with
+    ``QUEUE_FULL`` at once; what is queued is untouched; through serve the command gets that
+    error as its one reply."""
+    peers = MemoryPeers(nursery)
+    wire = await Wire(DaemonConfig(runtime=RuntimeConfig(transports=[peers.factory("hang-turn")]),
+                                   idle_timeout=None, drain_timeout=0)).start(nursery)
+    first = await wire.send("codex.send", {"channelId": "c", "message": "hang"})
+    await wire.wait_for(lambda l: l.get("kind") == "turnStarted")
+    rt: Runtime = wire.daemon._channels["c"].rt
+    rt.MAX_QUEUED_OPS = 3  # instance override keeps the test small
+    queued = [await wire.send("codex.send", {"channelId": "c", "message": f"q{i}"}) for i in range(3)]
+    refused = await wire.response(await wire.send("codex.send", {"channelId": "c", "message": "one too many"}))
+    assert refused["ok"] is False and refused["error"]["code"] == "QUEUE_FULL"
+    assert refused["error"]["details"] == {"queued": 3, "maxQueued": 3}
+    assert len(rt._queue) == 3
+    await wire.to_send.aclose()
+    lines = await wire.read_to_end()
+    statuses = {l["id"]: l["result"]["status"] for l in lines if l["type"] == "response" and l["ok"]}
+    assert statuses == {first: "interrupted", **{q: "cancelled" for q in queued}}
+    assert len(peers.received(-1, "turn/start")) == 1
+
+
+def test_r_int_5_plan_tracker_tables_are_bounded() -> None:
+    """Plans of many threads over days: items, TODO lists and offers stay within their caps,
+    the newest offers stay current and an item on offer is never dropped."""
+    from codexrt._sansio._plans import PlanTracker
+
+    pt = PlanTracker()
+    for i in range(2000):
+        tid, turn = f"t{i}", f"turn{i}"
+        pt.feed("item/completed", {"threadId": tid, "turnId": turn, "item": {"type": "plan", "id": f"p{i}",
+                                                                              "text": "1. do it"}})
+        pt.feed("turn/plan/updated", {"threadId": tid, "turnId": turn, "plan": [{"step": "a", "status": "pending"}]})
+    assert len(pt.todos) <= PlanTracker.MAX_TODOS
+    assert len(pt._offers) <= PlanTracker.MAX_OFFERS
+    assert len(pt.items) <= max(PlanTracker.MAX_ITEMS, len(pt._offers))
+    assert all(item_id in pt.items for item_id in pt._offers.values())  # offered items are kept
+    assert pt.is_current("t1999", "p1999") and not pt.is_current("t0", "p0")

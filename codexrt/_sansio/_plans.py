@@ -77,6 +77,13 @@ def _s(v: Any) -> str | None:
 
 
 class PlanTracker:
+    #: Bounds (a runtime lives for days): plan items and TODO lists beyond these are forgotten
+    #: oldest first — never an item on offer; offers are one per thread, the oldest withdrawn
+    #: silently past ``MAX_OFFERS`` (its thread has long moved on).
+    MAX_ITEMS = 256
+    MAX_TODOS = 256
+    MAX_OFFERS = 1024
+
     def __init__(self) -> None:
         self.items: dict[str, PlanItem] = {}
         self.todos: dict[tuple[str, str], TodoList] = {}
@@ -93,7 +100,23 @@ class PlanTracker:
     def offers(self) -> list[PlanItem]:
         return [self.items[i] for i in self._offers.values() if i in self.items]
 
+    def _trim(self) -> None:
+        if len(self.items) > self.MAX_ITEMS:
+            offered = set(self._offers.values())
+            for key in [k for k in self.items if k not in offered][: len(self.items) - self.MAX_ITEMS]:
+                del self.items[key]
+        while len(self.todos) > self.MAX_TODOS:
+            del self.todos[next(iter(self.todos))]
+        while len(self._offers) > self.MAX_OFFERS:
+            del self._offers[next(iter(self._offers))]
+
     def feed(self, method: str, params: Mapping[str, Any]) -> list[PlanChange]:
+        out = self._feed(method, params)
+        if out:
+            self._trim()
+        return out
+
+    def _feed(self, method: str, params: Mapping[str, Any]) -> list[PlanChange]:
         p = params if isinstance(params, Mapping) else {}
         thread_id = _s(p.get("threadId"))
         if thread_id is None:
