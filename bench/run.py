@@ -206,13 +206,16 @@ def main(argv: list[str] | None = None) -> int:
             t.add("   count messages, native thread", "n/a", "", "", "", c.get("reason", ""))
     if want("startup"):
         for name, label in (("import", "`import codexrt`"), ("help", "`codexrt --help`"),
+                            ("version", "`codexrt --version`"), ("serve_first", "`codexrt serve` first reply"),
                             ("discovery", "discovery over 50 candidates")):
             r = worker("bench.startup", name)
             t.raw[f"startup_{name}"] = r
             t.add(f"6. {label}", f"{r['codexrt_s'] * 1000:.1f} ms", f"{r['baseline_s'] * 1000:.1f} ms",
                   f"{r['codexrt_s'] / r['baseline_s']:.2f}×", "", {
                       "import": f"baseline: import trio, msgspec, attrs; bare interpreter {r.get('bare_s', 0) * 1000:.0f} ms",
-                      "help": "baseline: python -c 'import argparse'",
+                      "help": f"baseline: python -c pass; import trio, msgspec {r.get('deps_s', 0) * 1000:.0f} ms",
+                      "version": f"baseline: python -c pass; import trio, msgspec {r.get('deps_s', 0) * 1000:.0f} ms",
+                      "serve_first": f"baseline: python -c pass; import trio, msgspec {r.get('deps_s', 0) * 1000:.0f} ms",
                       "discovery": "baseline: os.access over the same 50 paths"}[name])
         if not ns.no_real:
             try:

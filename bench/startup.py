@@ -2,7 +2,10 @@
 
 * ``import`` — ``python -c "import codexrt"`` vs ``python -c "import trio, msgspec, attrs"``
   (codexrt's dependency floor), wall time of fresh interpreters, median of several.
-* ``help`` — ``python -m codexrt_cli --help`` vs ``python -c "import argparse"``.
+* ``help`` / ``version`` — ``codexrt --help`` / ``--version`` (as ``python -m codexrt_cli``) vs
+  ``python -c pass``, with ``python -c "import trio, msgspec"`` beside it.
+* ``serve_first`` — spawn ``codexrt serve`` and get the reply to one ``status`` command, vs the
+  same two baselines.
 * ``discovery`` — ``discover_cli`` over 50 candidates (25 ``PATH`` directories, each with a
   ``codex``, plus 25 more in the common install places) vs a plain ``shutil.which``-style scan
   of the same 50 paths.
@@ -50,7 +53,45 @@ def imports() -> dict[str, Any]:
 
 def help_() -> dict[str, Any]:
     py = sys.executable
-    return {"codexrt_s": _wall([py, "-m", "codexrt_cli", "--help"]), "baseline_s": _wall([py, "-c", "import argparse"])}
+    return {"codexrt_s": _wall([py, "-m", "codexrt_cli", "--help"]), "baseline_s": _wall([py, "-c", "pass"]),
+            "deps_s": _wall([py, "-c", "import trio, msgspec"])}
+
+
+def version() -> dict[str, Any]:
+    py = sys.executable
+    return {"codexrt_s": _wall([py, "-m", "codexrt_cli", "--version"]), "baseline_s": _wall([py, "-c", "pass"]),
+            "deps_s": _wall([py, "-c", "import trio, msgspec"])}
+
+
+def _serve_first_reply() -> float:
+    """Spawn ``codexrt serve``, write one ``status`` command, time until its reply line."""
+    t0 = now()
+    proc = subprocess.Popen([sys.executable, "-m", "codexrt_cli", "serve"], cwd=ROOT, env=env_with_root(),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdin and proc.stdout
+    try:
+        proc.stdin.write(b'{"id": 1, "command": "status"}\n')
+        proc.stdin.flush()
+        while True:
+            line = proc.stdout.readline()
+            if not line:
+                raise RuntimeError("codexrt serve exited before replying")
+            if b'"id":1,' in line.replace(b" ", b""):  # the reply to our command (events have no id)
+                return now() - t0
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def serve_first() -> dict[str, Any]:
+    py = sys.executable
+    times = [_serve_first_reply() for _ in range(REPEAT)]
+    return {"codexrt_s": statistics.median(times), "baseline_s": _wall([py, "-c", "pass"]),
+            "deps_s": _wall([py, "-c", "import trio, msgspec"])}
 
 
 def discovery() -> dict[str, Any]:
@@ -181,7 +222,8 @@ def real_turn(repeat: int = 3) -> dict[str, Any]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-WORKERS = {"import": imports, "help": help_, "discovery": discovery, "ready": ready, "real_turn": real_turn}
+WORKERS = {"import": imports, "help": help_, "version": version, "serve_first": serve_first, "discovery": discovery,
+           "ready": ready, "real_turn": real_turn}
 
 if __name__ == "__main__":
     t0 = time.perf_counter()

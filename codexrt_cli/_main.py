@@ -37,15 +37,24 @@ _LOG_LEVELS = ["debug", "info", "warning", "error"]
 
 
 def _version() -> str:
-    """The installed version without importing the library (``--version`` must be quick)."""
-    try:
-        from importlib.metadata import PackageNotFoundError, version
+    """codexrt's version, read from ``codexrt/_version.py`` without importing the library
+    (``--version`` must be quick; ``importlib.metadata`` alone costs more than the rest)."""
+    import importlib.util
+    import os
+    import re
 
-        return version("codexrt")
-    except PackageNotFoundError:  # run from a checkout that is not installed
-        from codexrt._version import __version__
+    spec = importlib.util.find_spec("codexrt")  # finds the package without running it
+    if spec is not None and spec.origin:
+        try:
+            with open(os.path.join(os.path.dirname(spec.origin), "_version.py"), encoding="utf-8") as f:
+                m = re.search(r'^__version__ = "([^"]+)"', f.read(), re.M)
+            if m:
+                return m.group(1)
+        except OSError:
+            pass
+    from codexrt._version import __version__
 
-        return __version__
+    return __version__
 
 
 def _command_in(argv: list[str]) -> str | None:
