@@ -460,16 +460,27 @@ class TitleManager:
         self._config = config
         self.timeout = timeout
         self._limiter = trio.CapacityLimiter(max_concurrent)
-        self.attempted: set[str] = set()
-        self.manual: set[str] = set()
+        # Per-thread bookkeeping, insertion-ordered and capped at MAX_TRACKED_THREADS (a sidecar
+        # runs for days): the oldest threads are forgotten first.
+        self.attempted: dict[str, None] = {}
+        self.manual: dict[str, None] = {}
         self.outcomes: dict[str, TitleOutcome] = {}
         self._pending: dict[str, tuple[trio.CancelScope, trio.Event]] = {}
         self._saving: set[str] = set()
         self._cancel_reason: dict[str, str] = {}
         self._changed = trio.Event()
 
+    #: Threads remembered in ``attempted``, ``manual`` and ``outcomes`` (each); oldest first out.
+    MAX_TRACKED_THREADS = 1024
+
     def __repr__(self) -> str:
         return f"<TitleManager pending={len(self._pending)} attempted={len(self.attempted)}>"
+
+    def _remember(self, table: dict[str, Any], key: str, value: Any = None) -> None:
+        table.pop(key, None)
+        table[key] = value
+        while len(table) > self.MAX_TRACKED_THREADS:
+            del table[next(iter(table))]
 
     @property
     def config(self) -> RuntimeConfig:
@@ -482,7 +493,7 @@ class TitleManager:
 
     def name_set_manually(self, thread_id: str) -> None:
         """The host named the thread: that name wins; a pending title is cancelled."""
-        self.manual.add(thread_id)
+        self._remember(self.manual, thread_id)
         self._cancel_one(thread_id, "manual name")
 
     async def wait_outcome(self, thread_id: str) -> TitleOutcome:
@@ -540,7 +551,7 @@ class TitleManager:
                 return
             if thread.get("parentThreadId") or thread.get("ephemeral") is True:
                 return  # sub-agents and ephemeral threads get no title
-            self.attempted.add(tid)  # one attempt per created thread, whatever happens next
+            self._remember(self.attempted, tid)  # one attempt per created thread, whatever happens next
             if tid in self.manual or (isinstance(thread.get("name"), str) and thread.get("name")):
                 self._finish(TitleOutcome(tid, "skipped", reason="manual name"))
                 return
@@ -569,7 +580,7 @@ class TitleManager:
             self._cancel_one(ev.thread_id, f"send {p.get('status')}")
 
     def _finish(self, outcome: TitleOutcome) -> None:
-        self.outcomes[outcome.thread_id] = outcome
+        self._remember(self.outcomes, outcome.thread_id, outcome)
         self._changed.set()
         self._changed = trio.Event()
         with contextlib.suppress(Exception):  # a closed runtime has no subscribers left
@@ -591,6 +602,7 @@ class TitleManager:
             if outcome is None:
                 outcome = TitleOutcome(tid, "cancelled", reason=self._cancel_reason.get(tid, "cancelled"))
             self._pending.pop(tid, None)
+            self._cancel_reason.pop(tid, None)
             self._finish(outcome)
             done.set()
 

@@ -256,3 +256,21 @@ def test_r_int_5_plan_tracker_tables_are_bounded() -> None:
     assert len(pt.items) <= max(PlanTracker.MAX_ITEMS, len(pt._offers))
     assert all(item_id in pt.items for item_id in pt._offers.values())  # offered items are kept
     assert pt.is_current("t1999", "p1999") and not pt.is_current("t0", "p0")
+
+
+def test_r_hlp_3_title_manager_tables_are_bounded() -> None:
+    """``serve --auto-title`` for days: per-thread bookkeeping (attempted, manual names,
+    outcomes) keeps the newest ``MAX_TRACKED_THREADS`` threads."""
+    from codexrt._events import CodexEvent
+    from codexrt._helpers import TitleManager
+
+    tm = TitleManager(object(), None)  # type: ignore[arg-type]  # only the sans-I/O event path is used
+    n = TitleManager.MAX_TRACKED_THREADS + 500
+    for i in range(n):
+        tm._on_event(CodexEvent("threadStarted", {"thread": {"id": f"t{i}", "name": "named by the host"}}))
+        tm._on_event(CodexEvent("nativeNotification", {"method": "thread/name/updated",
+                                                       "params": {"threadId": f"t{i}"}}))
+    for table in (tm.attempted, tm.manual, tm.outcomes):
+        assert len(table) == TitleManager.MAX_TRACKED_THREADS
+    assert f"t{n - 1}" in tm.outcomes and "t0" not in tm.outcomes
+    assert tm.outcomes[f"t{n - 1}"].reason == "manual name"
