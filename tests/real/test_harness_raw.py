@@ -111,6 +111,10 @@ def test_directives_parse_to_scripts() -> None:
     assert (s.kind, s.error_message) == ("fail", "boom")
     s = parse_directives("[[mock:http500]]")
     assert (s.kind, s.http_status) == ("http", 500)
+    s = parse_directives('[[mock:reasoning]][[mock:mcp:testsrv:echo:{"text": "a:b"}]]')
+    assert (s.kind, s.call_namespace, s.call_name, s.reasoning) == ("call", "mcp__testsrv", "echo", DEFAULT_REASONING)
+    assert json.loads(s.call_arguments) == {"text": "a:b"}
+    assert parse_directives("[[mock:mcp:testsrv:rich]]") == Script.mcp_tool("testsrv", "rich")
 
 
 def test_mock_streams_chunked_sse_and_logs_requests(tmp_path: Path) -> None:
