@@ -149,6 +149,9 @@ async def test_r_wire_9_planted_secrets_never_leave_serve_or_doctor(tmp_path: Pa
     async with ServeProcess.open(tmp_path, "--codex-bin", str(cli), "--idle-timeout", "0", "--log-level", "debug",
                                  env=env) as sp:
         first = await sp.request("codex.send", {"channelId": "c", "message": "one"})
+        # the edit ledger opens its per-workspace store: a file codexrt writes, searched below
+        edits = await sp.request("codex.listEdits", {"channelId": "c", "threadId": first["result"]["threadId"]})
+        assert edits["ok"] is True, edits
         second = await sp.request("codex.send", {"channelId": "c", "message": "two"})
         assert await sp.finish(timeout=WAIT) == 0
     stdout = "\n".join(json.dumps(line) for line in sp.lines)
@@ -182,7 +185,9 @@ async def test_r_wire_9_planted_secrets_never_leave_serve_or_doctor(tmp_path: Pa
         assert proc.returncode == 1 and "mark-21" in text, text  # the probe's stderr is shown…
         doctor_out.append(text)
 
-    outputs = {"serve stdout": stdout, "serve stderr": stderr, "files": _written_files(tmp_path),
+    files = _written_files(tmp_path)
+    assert files.count("== ") >= 1  # the edit store at least: the search below is not vacuous
+    outputs = {"serve stdout": stdout, "serve stderr": stderr, "files": files,
                "doctor table": doctor_out[0], "doctor json": doctor_out[1]}
     leaks = {name: _leaks(plant, text) for name, text in outputs.items()}
     assert not any(leaks.values()), leaks  # …and nothing secret in any output
