@@ -17,6 +17,10 @@ Theory of operation
   of two children or publishing an old client's answer into the new generation (R-RT-2).
 * :func:`list_skills` asks ``skills/list`` for the given cwds. Skills are kept per cwd and per
   path: the same name at two paths is two skills (R-CAT-1). It loads neither models nor MCP.
+  A host's selection (:class:`SkillRef`) is checked against each refresh with
+  :func:`reconcile_selection`: a skill the refreshed catalog no longer lists (or lists
+  disabled) is stale and cleared; selected skills travel as native ``skill`` input items
+  (``Runtime.send(skills=…)``, ``codex.send`` ``skills``).
 * :func:`reload_mcp` is the explicit ``config/mcpServer/reload``. The pinned 0.169.0 schema
   declares its params as ``null``; the real server answers ``{}`` for ``params: {}``,
   ``params: null`` and no params alike (checked in ``tests/real/test_helpers_real.py``);
@@ -46,10 +50,12 @@ __all__ = [
     "ModelInfo",
     "ModelCatalog",
     "SkillInfo",
+    "SkillRef",
     "SkillsCatalog",
     "McpStatus",
     "list_models",
     "list_skills",
+    "reconcile_selection",
     "mcp_status",
     "reload_mcp",
     "SlashResult",
@@ -147,6 +153,46 @@ class SkillsCatalog:
     def to_wire(self) -> dict[str, Any]:
         return {"data": list(self.native), "skills": [s.to_wire() for s in self.skills],
                 "errors": list(self.errors)}
+
+
+@attrs.frozen
+class SkillRef:
+    """A selected skill as a host keeps it: ``name`` and ``path`` (the native skill input),
+    and the ``cwd`` it was listed under when known. Identity is the path (and cwd), never the
+    name alone (R-CAT-1)."""
+
+    name: str
+    path: str
+    cwd: str | None = None
+
+    @classmethod
+    def from_wire(cls, v: Any) -> SkillRef:
+        if not (isinstance(v, dict) and isinstance(v.get("name"), str) and v["name"]
+                and isinstance(v.get("path"), str) and v["path"]
+                and (v.get("cwd") is None or isinstance(v.get("cwd"), str))):
+            raise ConfigError("a skill is {name, path, cwd?} with non-empty name and path", code="INVALID_PARAMS",
+                              details={"skill": v if isinstance(v, (dict, str)) else repr(v)})
+        return cls(v["name"], v["path"], v.get("cwd"))
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"name": self.name, "path": self.path, "cwd": self.cwd}
+
+    def input_item(self) -> dict[str, Any]:
+        """The native ``turn/start`` input item (``SkillUserInput``)."""
+        return {"type": "skill", "name": self.name, "path": self.path}
+
+
+def reconcile_selection(catalog: SkillsCatalog, selected: Sequence[SkillRef]) -> tuple[list[SkillRef], list[SkillRef]]:
+    """``(kept, stale)``: a selection survives a catalog refresh only while the refreshed
+    catalog still lists an *enabled* skill with the same name and path (under the same cwd
+    when the selection names one); anything else is stale and must be cleared (R-CAT-1)."""
+    kept: list[SkillRef] = []
+    stale: list[SkillRef] = []
+    for ref in selected:
+        hit = any(sk.enabled and sk.name == ref.name and sk.path == ref.path and (ref.cwd is None or sk.cwd == ref.cwd)
+                  for sk in catalog.skills)
+        (kept if hit else stale).append(ref)
+    return kept, stale
 
 
 @attrs.frozen
@@ -315,9 +361,15 @@ async def run_catalog_command(rt: Runtime, command: str, params: dict[str, Any])
                                 cursor=p.pop("cursor", None), max_pages=max_pages)
         return cat.to_wire()
     if command == "codex.listSkills":
+        selected_raw = p.pop("selected", None)
+        if selected_raw is not None and not isinstance(selected_raw, list):
+            raise ConfigError("selected must be a list of skills", code="INVALID_PARAMS",
+                              details={"path": "$.params.selected"})
+        selected = [SkillRef.from_wire(v) for v in selected_raw or ()]
         cwds = p.pop("cwds", None) or ([p.pop("cwd")] if p.get("cwd") else [])
         sk = await list_skills(rt, cwds, force_reload=bool(p.pop("forceReload", False)))
-        return sk.to_wire()
+        kept, stale = reconcile_selection(sk, selected)
+        return {**sk.to_wire(), "selected": [r.to_wire() for r in kept], "stale": [r.to_wire() for r in stale]}
     if command == "codex.getMcpStatus":
         st = await mcp_status(rt, thread_id=p.pop("threadId", None), server_name=p.pop("serverName", None),
                               detail=p.pop("detail", None), page_size=p.pop("limit", None),

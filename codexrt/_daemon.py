@@ -938,7 +938,7 @@ class Daemon:
                 editor_state, ctx = editor_state_from_wire(ctx), None
             return rt.send(p["message"], thread_id=p.get("threadId"), client_message_id=p.get("clientMessageId"),
                            images=p.get("images") or (), additional_context=ctx, editor_state=editor_state,
-                           settings=settings)
+                           settings=settings, skills=p.get("skills") or ())
         if cmd.name == "codex.compact":
             return rt.compact(p["threadId"])
         if cmd.name == "codex.review":

@@ -1330,7 +1330,7 @@ class Runtime:
              images: Sequence[str] = (), additional_context: dict[str, Any] | None = None,
              settings: Settings | None = None, editor_state: EditorState | None = None,
              context: ContextFragments | None = None,
-             text_elements: Sequence[dict[str, Any]] = ()) -> Operation:
+             text_elements: Sequence[dict[str, Any]] = (), skills: Sequence[Any] = ()) -> Operation:
         """Queue a user message (R-OP-1). ``thread_id=None`` starts a new thread. Returns at
         once; the operation runs when the FIFO reaches it. ``client_message_id`` identifies
         this submission (R-OP-7); a fresh one is chosen when omitted.
@@ -1341,7 +1341,9 @@ class Runtime:
         ``{key: {kind, value, name?}}`` map, copied now). At dispatch the capability probe
         decides how it travels: ``turn/start.additionalContext`` beside the raw text, or the
         ``# Context from my IDE setup:`` text convention with ``text_elements`` byte ranges
-        shifted (R-CTX-2 … R-CTX-4). Raises ``ConfigError`` for malformed context."""
+        shifted (R-CTX-2 … R-CTX-4). ``skills`` (``{name, path}`` mappings or objects with
+        ``name``/``path``, e.g. :class:`~codexrt._catalog.SkillRef`) are sent as native ``skill``
+        input items after the text (R-CAT-1). Raises ``ConfigError`` for malformed context."""
         if not isinstance(text, str):
             raise ConfigError("text must be a string")
         if editor_state is not None and context is not None:
@@ -1357,10 +1359,17 @@ class Runtime:
             if key in frozen.keys():
                 raise ConfigError(f"context key {key!r} is given twice", details={"key": key})
             ready[key] = dict(entry)
+        skill_items: list[dict[str, Any]] = []
+        for sk in skills:
+            name = sk.get("name") if isinstance(sk, dict) else getattr(sk, "name", None)
+            path = sk.get("path") if isinstance(sk, dict) else getattr(sk, "path", None)
+            if not (isinstance(name, str) and name and isinstance(path, str) and path):
+                raise ConfigError("a skill needs a non-empty name and path", code="INVALID_PARAMS")
+            skill_items.append({"type": "skill", "name": name, "path": path})
         cmid = client_message_id or f"cm-{secrets.token_hex(8)}"
         return self._new_op("send", thread_id=thread_id, client_message_id=cmid, payload={
             "text": text, "images": list(images), "additionalContext": ready or None, "context": frozen,
-            "textElements": [dict(e) for e in text_elements], "settings": settings})
+            "textElements": [dict(e) for e in text_elements], "settings": settings, "skills": skill_items})
 
     def compact(self, thread_id: str) -> Operation:
         return self._new_op("compact", thread_id=thread_id, client_message_id=None, payload={})
@@ -1529,7 +1538,8 @@ class Runtime:
                                      text_elements=op.payload.get("textElements") or ())
         except LocalProtocolError as exc:
             raise ConfigError(exc.message, code="INVALID_TEXT_ELEMENTS", details=exc.details) from None
-        params: dict[str, Any] = {"threadId": op.thread_id, "input": prepared.input_items(),
+        params: dict[str, Any] = {"threadId": op.thread_id,
+                                  "input": [*prepared.input_items(), *(op.payload.get("skills") or ())],
                                   "clientUserMessageId": op.client_message_id, **settings.turn_params()}
         if prepared.additional_context is not None:
             # ready entries travel verbatim (kind/name kept), built ones as application entries

@@ -190,3 +190,67 @@ async def test_r_cat_2_review_acknowledged_is_started(peers, autojump_clock):
         res = await start_slash_command(rt, "/review", thread_id=first.thread_id)
         assert res.status == "started" and res.operation is not None
         rt.abort(res.operation)
+
+
+SKILLS_TWO_LINTS = {"name": "skills", "defaults": True, "rules": [{"match": {"method": "skills/list"}, "actions": [
+    {"respond": {"data": [{"cwd": "/a", "errors": [], "skills": [
+        {"name": "lint", "path": "/a/.codex/skills/lint/SKILL.md", "scope": "repo", "enabled": True, "description": ""},
+        {"name": "lint", "path": "/home/u/.codex/skills/lint/SKILL.md", "scope": "user", "enabled": True,
+         "description": ""},
+        {"name": "fmt", "path": "/a/.codex/skills/fmt/SKILL.md", "scope": "repo", "enabled": False,
+         "description": ""}]}]}}]}]}
+
+
+async def test_r_cat_1_a_refresh_clears_stale_selections_and_keeps_the_rest(peers):
+    repo_lint = {"name": "lint", "path": "/a/.codex/skills/lint/SKILL.md", "cwd": "/a"}
+    user_lint = {"name": "lint", "path": "/home/u/.codex/skills/lint/SKILL.md"}
+    gone = {"name": "lint", "path": "/old/skills/lint/SKILL.md"}  # same name, a path no longer listed
+    disabled = {"name": "fmt", "path": "/a/.codex/skills/fmt/SKILL.md"}
+    other_cwd = {"name": "lint", "path": "/a/.codex/skills/lint/SKILL.md", "cwd": "/b"}
+    async with _rt(peers, SKILLS_TWO_LINTS) as rt:
+        wire = await run_catalog_command(rt, "codex.listSkills", {
+            "cwds": ["/a"], "selected": [repo_lint, user_lint, gone, disabled, other_cwd]})
+        plain = await run_catalog_command(rt, "codex.listSkills", {"cwds": ["/a"]})
+        with pytest.raises(ConfigError) as info:
+            await run_catalog_command(rt, "codex.listSkills", {"selected": [{"name": "x"}]})
+    assert wire["selected"] == [repo_lint, {**user_lint, "cwd": None}]
+    assert wire["stale"] == [{**gone, "cwd": None}, {**disabled, "cwd": None}, other_cwd]
+    assert plain["selected"] == plain["stale"] == []
+    assert info.value.code == "INVALID_PARAMS"
+    sent = [m["params"] for m in peers.received(0, "skills/list")]
+    assert all("selected" not in p for p in sent)  # the selection is ours, never sent to skills/list
+
+
+async def test_r_cat_1_selected_skills_travel_as_native_skill_input(peers):
+    from codexrt._catalog import SkillRef
+
+    async with _rt(peers) as rt:
+        res = await rt.send("use them", skills=[SkillRef("lint", "/a/.codex/skills/lint/SKILL.md", "/a"),
+                                                {"name": "fmt", "path": "/a/fmt/SKILL.md"}]).wait()
+        with pytest.raises(ConfigError):
+            rt.send("bad", skills=[{"name": "x"}])
+    assert res.status == "completed"
+    (tt,) = peers.received(0, "turn/start")
+    assert tt["params"]["input"] == [
+        {"type": "text", "text": "use them", "text_elements": []},
+        {"type": "skill", "name": "lint", "path": "/a/.codex/skills/lint/SKILL.md"},
+        {"type": "skill", "name": "fmt", "path": "/a/fmt/SKILL.md"}]
+
+
+def test_r_cat_1_serve_accepts_skills_on_send_and_a_selection_on_list_skills():
+    import json
+
+    from codexrt._daemon import BadCommand, Command, load_schema, parse_command, validate
+
+    ok = parse_command(json.dumps({"id": "1", "command": "codex.send", "params": {
+        "channelId": "c", "message": "hi", "skills": [{"name": "lint", "path": "/a/SKILL.md", "cwd": "/a"}]}}).encode())
+    assert isinstance(ok, Command)
+    bad = parse_command(json.dumps({"id": "2", "command": "codex.send", "params": {
+        "channelId": "c", "message": "hi", "skills": [{"name": "lint"}]}}).encode())
+    assert isinstance(bad, BadCommand)
+    sel = parse_command(json.dumps({"id": "3", "command": "codex.listSkills", "params": {
+        "channelId": "c", "selected": [{"name": "lint", "path": "/a/SKILL.md"}]}}).encode())
+    assert isinstance(sel, Command)
+    schema = load_schema()
+    result = {"data": [], "skills": [], "errors": [], "selected": [], "stale": [{"name": "x", "path": "/p", "cwd": None}]}
+    assert validate(result, schema["$defs"]["commandResult"]["codex.listSkills"], schema) is None
