@@ -35,7 +35,7 @@ import sys
 import tempfile
 from typing import Any
 
-from time import monotonic_ns
+from time import monotonic_ns, process_time
 
 from bench._common import ROOT, emit, env_with_root, flood_cli, now, peak_rss_mb
 
@@ -102,6 +102,7 @@ def raw(n: int, decoder: str = "msgspec", peer_args: tuple[str, ...] = (), probe
     lat: list[float] = []
     count = 0
     t0 = now()
+    c0 = process_time()
     send({"id": 4, "method": "turn/start", "params": {"threadId": tid, "input": [{"type": "text", "text": f"[[flood:{n}]]"}]}})
     final = None
     if ceiling:
@@ -120,10 +121,11 @@ def raw(n: int, decoder: str = "msgspec", peer_args: tuple[str, ...] = (), probe
         elif method == "turn/completed":
             break
     elapsed = now() - t0
+    cpu = process_time() - c0
     text = "".join(parts)
     proc.stdin.close()
     proc.wait(10)
-    out = {"n": n, "seconds": elapsed, "rate": count / elapsed, "events": count,
+    out = {"n": n, "seconds": elapsed, "rate": count / elapsed, "events": count, "cpu_s": cpu,
            "ok": (text == final) if probes else _check(text, n), "rss_mb": peak_rss_mb()}
     if probes:
         out.update(probes=len(lat), p50_us=_pct(lat, 0.5), p99_us=_pct(lat, 0.99))
@@ -196,6 +198,7 @@ def lib(n: int, peer_args: tuple[str, ...] = (), probes: bool = False, slow: flo
             abort_at: float | None = None
             acked_after: float | None = None
             t0 = now()
+            c0 = process_time()
             op = rt.send(f"[[flood:{n}]]", thread_id=res.thread_id)
             async for ev in op.events():
                 events += 1
@@ -215,6 +218,7 @@ def lib(n: int, peer_args: tuple[str, ...] = (), probes: bool = False, slow: flo
                     max_queued = max(max_queued, op.stream.statistics()["queued"])
                     await trio.sleep(slow)
             elapsed = now() - t0
+            out["cpu_s"] = process_time() - c0
             res = await op.wait()
             text = "".join(parts)
             if interrupt or probes:
@@ -254,16 +258,19 @@ def blocking(n: int, peer_args: tuple[str, ...] = BURST) -> dict[str, Any]:
         parts: list[str] = []
         events = 0
         t0 = now()
+        c0 = process_time()
         op = rt.stream(f"[[flood:{n}]]", thread_id=res.thread_id)
         for ev in op:
             events += 1
             if ev.kind == "itemUpdated":
                 parts.append(ev.payload["delta"])
         elapsed = now() - t0
+        cpu = process_time() - c0
         res = op.wait()
     text = "".join(parts)
     ok = res.status == "completed" and _check(text, n) and res.final_text == text
-    return {"n": n, "seconds": elapsed, "rate": n / elapsed, "events": events, "ok": ok, "rss_mb": peak_rss_mb()}
+    return {"n": n, "seconds": elapsed, "rate": n / elapsed, "events": events, "ok": ok, "cpu_s": cpu,
+            "rss_mb": peak_rss_mb()}
 
 
 def aio(n: int, peer_args: tuple[str, ...] = BURST) -> dict[str, Any]:
@@ -284,12 +291,14 @@ def aio(n: int, peer_args: tuple[str, ...] = BURST) -> dict[str, Any]:
             parts: list[str] = []
             events = 0
             t0 = now()
+            c0 = process_time()
             op = rt.send(f"[[flood:{n}]]", thread_id=res.thread_id)
             async for ev in op.events():
                 events += 1
                 if ev.kind == "itemUpdated":
                     parts.append(ev.payload["delta"])
             elapsed = now() - t0
+            out["cpu_s"] = process_time() - c0
             res = await op.wait()
             text = "".join(parts)
             ok = res.status == "completed" and _check(text, n) and res.final_text == text

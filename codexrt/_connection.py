@@ -66,7 +66,7 @@ from codexrt._sansio._wire import (
     RequestId,
     ServerRequest,
     decode_json,
-    merge_delta_lines,
+    merge_delta_read,
 )
 from codexrt._transport import ExitStatus, Transport
 from codexrt._util import unwrap_single_group
@@ -251,12 +251,14 @@ class Connection:
                 data = await stream.receive_some(65536)
                 if not data:
                     break
-                frames = self._framer.feed(data)
                 if self._coalesce_deltas:
                     # Fast path of a delta flood: back-to-back exact delta lines of one item
-                    # become one notification (``merge_delta_lines``); they are notifications,
-                    # so they skip the RPC core (no RPC state) and go straight to the sink.
-                    frames = merge_delta_lines(frames)
+                    # become one notification (a read of only delta lines is decoded in one
+                    # call, ``merge_delta_read``); they are notifications, so they skip the
+                    # RPC core (no RPC state) and go straight to the sink.
+                    frames = merge_delta_read(self._framer, data)
+                else:
+                    frames = self._framer.feed(data)
                 sink = self._sink
                 for frame in frames:
                     if type(frame) is Notification:

@@ -60,6 +60,7 @@ reference to the facade object, so dropping the last reference is enough.
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import functools
 import logging
@@ -106,6 +107,8 @@ POLICIES = (*DECISIONS, "manual")
 DEFAULT_START_TIMEOUT = 30.0
 _CLOSE_MARGIN = 30.0
 _WAIT_SLICE = 0.25
+#: Events taken from the Trio-side stream per hop at most (``next_event``).
+_BATCH = 256
 #: JSON-RPC error code codexrt uses to refuse a server request that has no "decline" result.
 DECLINED_RPC_CODE = -32000
 
@@ -490,6 +493,7 @@ class BlockingOperation:
         self._portal = owner._portal
         self._op = op
         self._iter_lock = threading.Lock()
+        self._taken: collections.deque[CodexEvent] = collections.deque()  # taken from the stream, not yet returned
 
     def __repr__(self) -> str:
         return f"<BlockingOperation {self._op!r}>"
@@ -531,9 +535,28 @@ class BlockingOperation:
         if not self._iter_lock.acquire(blocking=False):
             raise BusyResourceError("another thread is already iterating this operation")
         try:
-            return self._guarded(self._op.stream.get, timeout, "waiting for the next event")
+            if not self._taken:
+                # One hop into the Trio thread per batch, not per event: what the stream holds
+                # (at most _BATCH events) comes over at once; the rest stays in the stream,
+                # which keeps coalescing text while this thread lags.
+                self._taken.extend(self._guarded(self._take, timeout, "waiting for the next event"))
+                if not self._taken:
+                    return None
+            return self._taken.popleft()
         finally:
             self._iter_lock.release()
+
+    async def _take(self) -> list[CodexEvent]:
+        """Runs in the Trio thread: the next event (waiting for it) and whatever else is
+        queued behind it, up to :data:`_BATCH`; ``[]`` once the stream is closed and drained."""
+        stream = self._op.stream
+        ev = await stream.get()
+        if ev is None:
+            return []
+        batch = [ev]
+        while len(batch) < _BATCH and (ev := stream.get_nowait()) is not None:
+            batch.append(ev)
+        return batch
 
     def __iter__(self) -> Iterator[CodexEvent]:
         while True:

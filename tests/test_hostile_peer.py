@@ -104,14 +104,14 @@ async def test_reader_failure_fails_the_runtime_and_it_restarts_r_rt_4(peers, mo
     the next operation starts a new generation that works."""
     import codexrt._connection as connection
 
-    real_merge = connection.merge_delta_lines
+    real_merge = connection.merge_delta_read
 
-    def exploding_merge(frames):
-        if any(isinstance(f, (bytes, bytearray)) and b"EXPLODE" in f for f in frames):
+    def exploding_merge(framer, data):
+        if b"EXPLODE" in data:
             raise RuntimeError("simulated reader bug")
-        return real_merge(frames)
+        return real_merge(framer, data)
 
-    monkeypatch.setattr(connection, "merge_delta_lines", exploding_merge)
+    monkeypatch.setattr(connection, "merge_delta_read", exploding_merge)
     bad = {"name": "explode", "rules": [{"match": {"method": "thread/list"},
                                          "actions": [{"raw": '{"method":"EXPLODE"}\n'}]}]}
     async with _rt(peers, bad, "handshake-ok") as rt:

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from codexrt import RuntimeConfig, open_runtime
 from codexrt._events import CodexEvent, EventStream, delta_key
 from codexrt._sansio._framing import LineBuffer, OversizedLine
-from codexrt._sansio._wire import Notification, decode_envelope, merge_delta_lines
+from codexrt._sansio._wire import Notification, decode_envelope, merge_delta_lines, merge_delta_read
 from codexrt._transport import spawn_process_transport
 from peer_fixtures.flood_peer import argv, expected_text
 from tests._support import ROOT
@@ -149,6 +149,70 @@ def test_merge_delta_lines_is_the_general_classification_joined(msgs: list[dict[
         if isinstance(it, Notification) and it.method.startswith("item/"):
             counted += it.delta_count
     assert counted == native  # delta_count keeps the number of native notifications
+
+
+_D = b'{"method":"item/agentMessage/delta","params":{"threadId":"t1","turnId":"t1","itemId":"%s","delta":"%s"}}'
+_raw_line = st.one_of(
+    st.builds(lambda m: msgspec.json.encode(m), _line),
+    st.builds(lambda it, d: _D % (it.encode(), d.encode()), st.sampled_from(["a", "b"]), st.sampled_from(["x", "yy", "\\n"])),
+    st.just(_D % (b"a", b"1") + _D % (b"a", b"2")),  # two values on one line: a violation, never two deltas
+    st.just(_D % (b"a", b"1") + b" " + _D % (b"a", b"2")),
+    st.just(b" " + _D % (b"a", b"3")),  # starts otherwise: decoded on its own
+    st.sampled_from([b"", b"  ", b"\r", b"{not json", b"[1]", b"x" * 300]),
+    st.just(_D % (b"a", b"4") + b"\r"),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_raw_line, max_size=40), st.lists(st.integers(min_value=1, max_value=400), min_size=1, max_size=20),
+       st.sampled_from([256, 1 << 20]))
+def test_r_wire_5_merge_delta_read_means_line_by_line(lines: list[bytes], cuts: list[int], max_line: int) -> None:
+    """R-WIRE-5, R-D-2: the one-call decode of a read (``merge_delta_read``) yields what
+    framing and classifying line by line yields, for any split of the stream into reads:
+    same notifications in order (deltas of one item joined, their count kept), the same
+    violations and oversized lines, blank lines skipped; two values on one line stay a
+    violation."""
+    data = b"".join(x + b"\n" for x in lines)
+    framer = LineBuffer(max_line)
+    got: list[Any] = []
+    i = k = 0
+    while i < len(data):
+        j = i + cuts[k % len(cuts)]
+        k += 1
+        got += merge_delta_read(framer, data[i:j])
+        i = j
+    got += framer.close()
+    ref: list[Any] = []
+    for x in lines:
+        ref.append(OversizedLine(len(x), max_line) if len(x) > max_line else x)
+
+    def flat(items: list[Any]) -> list[tuple[Any, ...]]:
+        out: list[tuple[Any, ...]] = []
+        for it in items:
+            if isinstance(it, OversizedLine):
+                out.append(("oversized", it.size))
+                continue
+            if isinstance(it, bytes):
+                if not it or it.isspace():
+                    continue  # the RPC core skips blank lines
+                it = decode_envelope(it)
+            if isinstance(it, Notification):
+                p = it.params
+                out.append(("n", it.method, p.get("itemId"), p.get("delta"), it.delta_count))
+            else:
+                out.append(("other", type(it).__name__))
+        return out
+
+    def joined(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        out: list[tuple[Any, ...]] = []
+        for r in rows:
+            if out and r[0] == "n" == out[-1][0] and r[3] is not None and out[-1][3] is not None and r[1:3] == out[-1][1:3]:
+                out[-1] = out[-1][:3] + (out[-1][3] + r[3], out[-1][4] + r[4])
+            else:
+                out.append(r)
+        return out
+
+    assert joined(flat(got)) == joined(flat(ref))
 
 
 @settings(max_examples=60, deadline=None)

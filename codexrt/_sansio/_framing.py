@@ -102,6 +102,33 @@ class LineBuffer:
             self._append_partial(tail, 0, len(tail))  # type: ignore[arg-type]
         return lines
 
+    def take_block(self, data: bytes) -> bytes | None:
+        """Add ``data`` and return every line it completed as **one** bytes object (the lines
+        with their ``\n``, in order; ``b""`` when none), keeping the unfinished tail — for a
+        caller that decodes a read's lines in one call. Returns None, having consumed
+        nothing, when that form cannot honour the line limit (an oversized line is being
+        discarded, ``data`` ends no line, or the block is longer than ``max_line``): then
+        call :meth:`feed` with the same ``data``."""
+        if self._discarding:
+            return None
+        nl = data.rfind(b"\n")
+        if nl < 0:
+            return None
+        end = nl + 1
+        if self._buf:
+            if len(self._buf) + end > self.max_line:
+                return None
+            self._buf += data[:end]
+            block = bytes(self._buf)
+            self._buf.clear()
+        else:
+            if end > self.max_line:
+                return None
+            block = data if end == len(data) else data[:end]
+        if end < len(data):
+            self._append_partial(data, end, len(data))
+        return block
+
     def _append_partial(self, data: bytes, start: int, end: int) -> None:
         if self._discarding:
             self._discarded += end - start

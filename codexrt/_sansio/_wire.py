@@ -48,6 +48,7 @@ __all__ = [
     "decode_envelope",
     "decode_delta_line",
     "merge_delta_lines",
+    "merge_delta_read",
     "encode_json",
     "decode_json",
     "ErrorObject",
@@ -302,6 +303,64 @@ def merge_delta_lines(frames: list[Any]) -> list[Any]:
         out.append(frame)
     if run is not None:
         out.append(_run_notification(run, parts))
+    return out
+
+
+_NL_HINT = b"\n" + _DELTA_HINT
+
+
+def merge_delta_read(framer: Any, data: bytes) -> list[Any]:
+    """What :func:`merge_delta_lines` returns for ``framer.feed(data)``, decoding a read's
+    lines in **one** call when they are all exact delta lines (the steady state of a flood).
+
+    ``framer`` is a :class:`~codexrt._sansio._framing.LineBuffer`. Its
+    :meth:`~codexrt._sansio._framing.LineBuffer.take_block` hands over the read's complete
+    lines as one bytes object; when it starts with a delta line, ``decode_lines`` of the exact
+    delta shape decodes the whole block in C. That result is used only when it provably means
+    the same as decoding line by line: the block decoded without error, and it gave exactly
+    one value per line that starts like a delta line (so no line held two values, no line
+    that starts otherwise held one, and the lines skipped are blank ones the RPC core skips
+    too). Anything else — a read with a response, chatter, a malformed line, an oversized
+    line — takes the line-by-line path, and every frame is classified as before."""
+    block = framer.take_block(data)
+    if block is None:
+        return merge_delta_lines(framer.feed(data))
+    if not block:
+        return []
+    if block.startswith(_DELTA_HINT):
+        try:
+            ds = _delta_decoder.decode_lines(block)
+        except msgspec.DecodeError:  # includes ValidationError: some line is not a delta
+            ds = None
+        if ds is not None and len(ds) == block.count(_NL_HINT) + 1:
+            return _merge_decoded(ds)
+    lines: list[Any] = block.split(b"\n")
+    lines.pop()  # the block ends with a newline
+    return merge_delta_lines(lines)
+
+
+def _merge_decoded(ds: list[_DeltaLine]) -> list[Notification]:
+    """Runs of same method/thread/turn/item in decoded delta lines, one notification each."""
+    d0 = ds[0]
+    p0 = d0.params
+    m0, t0, u0, i0 = d0.method, p0.threadId, p0.turnId, p0.itemId
+    if len(ds) == 1:
+        return [Notification(m0, _NO_PARAMS, d0.emittedAtMs, p0)]
+    if all(d.method == m0 and (p := d.params).itemId == i0 and p.turnId == u0 and p.threadId == t0 for d in ds):
+        merged = DeltaParams(t0, u0, i0, "".join([d.params.delta for d in ds]))
+        return [Notification(m0, _NO_PARAMS, d0.emittedAtMs, merged, len(ds))]
+    out: list[Notification] = []
+    run = d0
+    parts = [p0.delta]
+    for d in ds[1:]:
+        p, q = run.params, d.params
+        if d.method == run.method and q.itemId == p.itemId and q.turnId == p.turnId and q.threadId == p.threadId:
+            parts.append(q.delta)
+            continue
+        out.append(_run_notification(run, parts))
+        run = d
+        parts = [q.delta]
+    out.append(_run_notification(run, parts))
     return out
 
 
