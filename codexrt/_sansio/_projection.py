@@ -1542,6 +1542,8 @@ class Projector:
             return FileChange(changes=parse_apply_patch(r.patch.patch), **common)
         if r.command is not None:
             out = r.output
+            if out and r.call_id is None and not out.endswith("\n"):
+                out += "\n"  # a value the wrapper printed: a line of its own before any later output
             if polled:
                 out = (out or "") + polled
             return CommandExecution(command=r.command, cwd=r.cwd, exit_code=r.exit_code, output=out,

@@ -3,7 +3,7 @@ natively shows the same records (R-H-3, R-H-4, R-H-5).
 
 The older official release (0.147.0) writes a legacy-mode rollout (no ``item_completed``
 snapshots, commands only as ``exec_command`` calls and their receipts); the pinned release
-(0.169.0) runs the same prompts against the same loopback model and is read through its paged
+(``.ci/codex-version``) runs the same prompts against the same loopback model and is read through its paged
 native history. Both projections must show the same records: kinds, statuses, texts, commands
 with their exit codes and output, file changes. Ids differ (two threads) and are not compared;
 neither is the display of a command's shell wrapper (see ``_command``).
