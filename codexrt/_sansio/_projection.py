@@ -48,9 +48,10 @@ Display records are for display: nothing here is ever sent back to the model.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, ClassVar, Union
 
@@ -1034,6 +1035,60 @@ def _poll_text(p: PollUpdate) -> str | None:
     return p.output if p.output.endswith("\n") else p.output + "\n"
 
 
+class _ReceiptIndex:
+    """The receipt log's lines (ascending: the log is written in file order) and positions by
+    call id and by process id."""
+
+    def __init__(self, log: Sequence[tuple[int, str, Receipt]]) -> None:
+        self.lines = [line for line, _, _ in log]
+        self.by_id: dict[str, list[int]] = {}
+        self.by_pid: dict[str, list[int]] = {}
+        for i, (_, _, r) in enumerate(log):
+            self.by_id.setdefault(r.call_id, []).append(i)
+            if r.process_id is not None:
+                self.by_pid.setdefault(r.process_id, []).append(i)
+
+
+class _Starts:
+    """Where each process id was started (line, record key), per id in line order."""
+
+    def __init__(self) -> None:
+        self._by_pid: dict[str, list[tuple[int, str]]] = {}
+
+    def add(self, line: int, pid: str, key: str) -> None:
+        bisect.insort(self._by_pid.setdefault(pid, []), (line, key))
+
+    def latest(self, pid: str, line: int) -> str | None:
+        starts = self._by_pid.get(pid)
+        if not starts:
+            return None
+        i = bisect.bisect_left(starts, (line, "")) - 1
+        return starts[i][1] if i >= 0 else None
+
+    def before(self, line: int) -> _KnownBefore:
+        return _KnownBefore(self, line)
+
+
+class _KnownBefore(Mapping[str, str]):
+    """The processes known before ``line``: pid -> the record of its latest start (a reused id
+    means the latest start). Looked up lazily; iterating walks every id."""
+
+    def __init__(self, starts: _Starts, line: int) -> None:
+        self._s, self._line = starts, line
+
+    def __getitem__(self, pid: str) -> str:
+        key = self._s.latest(pid, self._line) if isinstance(pid, str) else None
+        if key is None:
+            raise KeyError(pid)
+        return key
+
+    def __iter__(self) -> Iterator[str]:
+        return (pid for pid in self._s._by_pid if self._s.latest(pid, self._line) is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
 @attrs.define
 class _Resolution:
     attributions: dict[str, Attribution]
@@ -1436,23 +1491,29 @@ class Projector:
         wrapper's call id (R-H-5). A wrapper without an output is kept whole and not listed."""
         return dict(self._resolve().attributions)
 
-    def _wrapper_receipts(self, w: _Wrapper, first: Attribution | None) -> list[Receipt]:
+    def _wrapper_receipts(self, w: _Wrapper, first: Attribution | None, ix: _ReceiptIndex) -> list[Receipt]:
         """R-H-5: only what the wrapper produced. Nested receipts are those written between
         the wrapper's call and its output in its turn that no model call made; a later
         receipt belongs to it only when its identity ties it there — the call id of a nested
         call, or a process id of a nested call or of a command the engine attributed."""
         assert w.output_line is not None
-        nested = [r for line, tid, r in self._receipt_log
-                  if w.call_line < line < w.output_line and tid in (w.turn_id, "")
-                  and r.call_id not in self._direct_ids]
+        log = self._receipt_log
+        lo = bisect.bisect_right(ix.lines, w.call_line)
+        hi = bisect.bisect_left(ix.lines, w.output_line)
+        nested = [log[i][2] for i in range(lo, hi)
+                  if log[i][1] in (w.turn_id, "") and log[i][2].call_id not in self._direct_ids]
         if first is None:
             return nested
         ids = {r.call_id for r in nested}
         pids = {r.process_id for r in nested if r.process_id is not None}
         pids |= {r.process_id for r in first.records if r.process_id is not None} if first.replace else set()
-        late = [r for line, _, r in self._receipt_log
-                if line > w.output_line and r.call_id not in self._direct_ids
-                and (r.call_id in ids or (r.process_id is not None and r.process_id in pids))]
+        found: set[int] = set()
+        for cid in ids:
+            found.update(i for i in ix.by_id.get(cid, ()) if i >= hi)
+        for pid in pids:
+            found.update(i for i in ix.by_pid.get(pid, ()) if i >= hi)
+        late = [log[i][2] for i in sorted(found)
+                if log[i][0] > w.output_line and log[i][2].call_id not in self._direct_ids]
         return nested + late
 
     def _resolve(self) -> _Resolution:
@@ -1460,25 +1521,22 @@ class Projector:
         resolve direct polls; cached until the next record."""
         if self._resolved is not None:
             return self._resolved
-        starts = list(self._starts)
+        starts = _Starts()
+        for line, pid, key in self._starts:
+            starts.add(line, pid, key)
+        ix = _ReceiptIndex(self._receipt_log)
         res = _Resolution({}, set(), {}, {})
-
-        def known_before(line: int) -> dict[str, str]:
-            known: dict[str, str] = {}
-            for ln, pid, key in sorted(starts):
-                if ln < line:
-                    known[pid] = key
-            return known
 
         for w in sorted(self._wrappers.values(), key=lambda x: x.call_line):
             if w.output is None or w.output_line is None:
                 continue
             call = WrapperCall.from_response_items(w.call, w.output)
-            known = known_before(w.call_line)
-            a = attribute_wrapper(call, self._wrapper_receipts(w, None), known_processes=known)
-            late = self._wrapper_receipts(w, a)
-            if len(late) > len(self._wrapper_receipts(w, None)):
-                a = attribute_wrapper(call, late, known_processes=known)
+            known = starts.before(w.call_line)
+            nested = self._wrapper_receipts(w, None, ix)
+            a = attribute_wrapper(call, nested, known_processes=known)
+            tied = self._wrapper_receipts(w, a, ix)
+            if len(tied) > len(nested):
+                a = attribute_wrapper(call, tied, known_processes=known)
             res.attributions[w.key] = a
             if not a.replace:
                 continue
@@ -1490,7 +1548,7 @@ class Projector:
                 if r.call_id:
                     res.hidden.add(r.call_id)
                 if r.process_id is not None:
-                    starts.append((w.call_line, r.process_id, rec.id))
+                    starts.add(w.call_line, r.process_id, rec.id)
             if a.script_error is not None or a.script_status in ("failed", "terminated"):
                 # the script's own failure envelope stays visible beside the calls it made
                 msg = a.script_error if a.script_error is not None else f"Script {a.script_status}"
@@ -1508,11 +1566,11 @@ class Projector:
         for direct in self._polls.values():
             if direct.target is None:
                 continue  # no provable target: pure polling makes no card
-            key = known_before(direct.line).get(direct.target)
-            if key is None:
+            target = starts.latest(direct.target, direct.line)
+            if target is None:
                 continue
             rc = direct.receipt
-            res.updates.setdefault(key, []).append(_Update(
+            res.updates.setdefault(target, []).append(_Update(
                 direct.out_line if direct.out_line is not None else direct.line,
                 rc.body if rc is not None else None, rc.exit_code if rc is not None else None,
                 direct.chars is not None and "\x03" in direct.chars))

@@ -1794,7 +1794,8 @@ def attribute_wrapper(
         if c.tool == "apply_patch" and isinstance(c.args, str):
             previews.append(_patch_preview(c.index, c.args))
     try:
-        return _attribute(src, pairer, status, error, items, text, known_processes or {}, previews, internal)
+        known: Mapping[Any, str] = known_processes if known_processes is not None else {}
+        return _attribute(src, pairer, status, error, items, text, known, previews, internal)
     except _Unresolved as e:
         return keep(e.reason, e.detail)
 
@@ -1813,6 +1814,33 @@ def _stdin_args(args: Any) -> tuple[str | None, str | None]:
     chars = args.get("chars", args.get("input"))
     target = args.get("session_id", args.get("process_id"))
     return (None if target is DYNAMIC else _pid(target)), (chars if isinstance(chars, str) else None)
+
+
+class _Known:
+    """``known_processes`` looked up by normalised process id without copying the mapping
+    (a reader's mapping may be large): a direct lookup first, the normalised table only on a
+    miss (keys given as ints, floats, …)."""
+
+    def __init__(self, m: Mapping[Any, str]) -> None:
+        self._m = m
+        self._norm: dict[str | None, str] | None = None
+
+    def get(self, pid: str | None) -> str | None:
+        v = self._m.get(pid) if pid is not None else None
+        if v is None:
+            if self._norm is None:
+                self._norm = {_pid(k): x for k, x in self._m.items()}
+            v = self._norm.get(pid)
+        return v
+
+    def __contains__(self, pid: str | None) -> bool:
+        return self.get(pid) is not None
+
+    def __getitem__(self, pid: str | None) -> str:
+        v = self.get(pid)
+        if v is None:
+            raise KeyError(pid)
+        return v
 
 
 def _attribute(
@@ -1966,7 +1994,7 @@ def _attribute(
             if pid in by_pid:
                 raise _Unresolved(KeepReason.IDENTITY_CONFLICT, f"two commands claim process {pid}")
             by_pid[pid] = idx
-    known_s = {_pid(k): v for k, v in known.items()}
+    known_s = _Known(known)
     ext: dict[str, list[PollUpdate]] = {}
     ext_interrupt: set[str] = set()
 
