@@ -294,10 +294,13 @@ class EditStore:
         if path != ":memory:":
             # Private data (which files of which workspace were edited): directories 0700, the
             # database 0600 before sqlite opens it (its -journal/-wal/-shm files follow the
-            # database's mode). The default layout <state_dir>/workspaces/ owns both levels.
+            # database's mode). The default layout .../codexrt/workspaces/ owns both levels; a
+            # $CODEXRT_STATE_DIR chosen by the user (it may be shared, e.g. /tmp) is not tightened.
             directory = os.path.dirname(os.path.abspath(path))
+            own_both = (os.path.basename(directory) == "workspaces"
+                        and os.path.basename(os.path.dirname(directory)) == "codexrt")
             try:
-                ensure_private_dir(directory, owned=2 if os.path.basename(directory) == "workspaces" else 1)
+                ensure_private_dir(directory, owned=2 if own_both else 1)
                 ensure_private_file(path)
             except OSError as exc:
                 raise CodexError(

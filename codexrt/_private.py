@@ -46,7 +46,8 @@ def ensure_private_dir(path: str, *, owned: int = 1) -> None:
     p = path
     for _ in range(max(owned, 0)):
         st = os.stat(p)
-        if stat.S_IMODE(st.st_mode) & 0o077 and st.st_uid == os.geteuid():
+        # never a shared directory (sticky bit, like /tmp) and never someone else's
+        if stat.S_IMODE(st.st_mode) & 0o077 and st.st_uid == os.geteuid() and not st.st_mode & stat.S_ISVTX:
             os.chmod(p, stat.S_IMODE(st.st_mode) & DIR_MODE)
         parent = os.path.dirname(p)
         if parent == p:

@@ -103,3 +103,17 @@ def test_r_priv_1_loose_store_of_an_older_version_is_tightened(tmp_path: Path, s
     assert stat.S_IMODE(workspaces.stat().st_mode) == 0o700
     assert stat.S_IMODE(workspaces.parent.stat().st_mode) == 0o700
     assert stat.S_IMODE(state_home.stat().st_mode) == 0o755
+
+
+def test_a_state_dir_chosen_by_the_user_is_not_tightened(tmp_path: Path, monkeypatch):
+    """``$CODEXRT_STATE_DIR`` may be a shared directory: only codexrt's own ``workspaces``
+    below it and the store file become private; a sticky directory is never touched."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    monkeypatch.setenv("CODEXRT_STATE_DIR", str(shared))
+    store = EditStore.for_workspace(str(tmp_path / "ws"))
+    store.close()
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o1777
+    assert stat.S_IMODE((shared / "workspaces").stat().st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(store.path).st_mode) == 0o600
