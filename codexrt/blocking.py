@@ -408,6 +408,52 @@ class _Portal:
         self.run_sync(submit)
         return fut, scopes
 
+    def start_soon(self, afn: Callable[[], Awaitable[Any]], ready: Callable[[], Any]) -> tuple[concurrent.futures.Future, list]:
+        """Like :meth:`start` for the hot path of iterating events, in one hop instead of two:
+        the Trio thread first calls ``ready()``, and a value other than None is the answer at
+        once; otherwise ``afn()`` runs as a task. The caller does not wait for the Trio thread
+        to take the request (the returned future says how it went; a run that ended meanwhile
+        is noticed by :meth:`wait`)."""
+        self._check_thread()
+        token = self._token
+        if self._closing or token is None:
+            raise ClosedError("the blocking runtime is closed")
+        fut: concurrent.futures.Future = concurrent.futures.Future()
+        scopes: list[trio.CancelScope] = []
+
+        async def runner() -> None:
+            try:
+                with trio.CancelScope() as scope:
+                    scopes.append(scope)
+                    fut.set_result(await afn())
+                    return
+                fut.set_exception(ClosedError("the call was cancelled"))
+            except Exception as exc:  # noqa: BLE001 - goes to the waiting caller
+                if not fut.done():
+                    fut.set_exception(exc)
+            finally:
+                if not fut.done():  # the facade is closing (outer cancellation)
+                    fut.set_exception(ClosedError("the blocking runtime was closed"))
+
+        def submit() -> None:
+            try:
+                value = ready()
+                if value is not None:
+                    fut.set_result(value)
+                elif self._nursery is None:
+                    fut.set_exception(ClosedError("the blocking runtime is closed"))
+                else:
+                    self._nursery.start_soon(runner)
+            except Exception as exc:  # noqa: BLE001 - goes to the waiting caller
+                if not fut.done():
+                    fut.set_exception(exc)
+
+        try:
+            token.run_sync_soon(submit)
+        except trio.RunFinishedError:
+            raise ClosedError("the blocking runtime is closed") from None
+        return fut, scopes
+
     def cancel(self, scopes: list) -> None:
         for scope in scopes:
             try:
@@ -539,12 +585,24 @@ class BlockingOperation:
                 # One hop into the Trio thread per batch, not per event: what the stream holds
                 # (at most _BATCH events) comes over at once; the rest stays in the stream,
                 # which keeps coalescing text while this thread lags.
-                self._taken.extend(self._guarded(self._take, timeout, "waiting for the next event"))
+                self._taken.extend(self._guarded(self._take, timeout, "waiting for the next event",
+                                                 ready=self._take_ready))
                 if not self._taken:
                     return None
             return self._taken.popleft()
         finally:
             self._iter_lock.release()
+
+    def _take_ready(self) -> list[CodexEvent] | None:
+        """Runs in the Trio thread: what is queued now (up to :data:`_BATCH`), ``[]`` once the
+        stream is closed and drained, None when the caller must wait (:meth:`_take`)."""
+        stream = self._op.stream
+        batch: list[CodexEvent] = []
+        while len(batch) < _BATCH and (ev := stream.get_nowait()) is not None:
+            batch.append(ev)
+        if batch or stream.closed:
+            return batch
+        return None
 
     async def _take(self) -> list[CodexEvent]:
         """Runs in the Trio thread: the next event (waiting for it) and whatever else is
@@ -583,8 +641,8 @@ class BlockingOperation:
         return self._portal.run_sync(self._op.runtime.abort, self._op)
 
     def _guarded(self, afn: Callable[[], Awaitable[Any]], timeout: float | None, what: str,
-                 stop_on_timeout: bool = False) -> Any:
-        fut, scopes = self._portal.start(afn)
+                 stop_on_timeout: bool = False, ready: Callable[[], Any] | None = None) -> Any:
+        fut, scopes = self._portal.start(afn) if ready is None else self._portal.start_soon(afn, ready)
         try:
             return self._portal.wait(fut, timeout)
         except TimeoutError:
