@@ -12,6 +12,7 @@ import argparse
 import importlib
 import logging
 import sys
+import traceback
 
 #: Sub-commands, in the order ``--help`` lists them: name → (module, one-line help). Only the
 #: module of the command being run is imported, so ``--help`` and ``--version`` stay quick; a
@@ -120,8 +121,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     # Every record on stderr is redacted, a library's or a traceback included (docs/security.md).
-    from codexrt._sansio._redact import install_log_filter
+    from codexrt._sansio._redact import install_log_filter, process_redactor
 
     for handler in logging.getLogger().handlers:
         install_log_filter(handler)
-    return int(func(args) or 0)
+    try:
+        return int(func(args) or 0)
+    except Exception:
+        # A bug: the traceback still goes to stderr (exit 1, like Python's own), but redacted.
+        sys.stderr.write(process_redactor()(traceback.format_exc()))
+        return 1
