@@ -1,8 +1,8 @@
 """``codexrt demo``: the whole thing working, in one step, with no account and no internet.
 
-It starts the bundled **loopback model** (``peer_fixtures.mock_responses``: a scripted
+It starts the bundled **loopback model** (``codexrt.loopback``: a scripted
 Responses-API server on 127.0.0.1), a **throw-away** ``CODEX_HOME`` whose ``config.toml``
-points the real ``codex`` at it (``peer_fixtures.codex_home``: no credentials, plugin sync and
+points the real ``codex`` at it (no credentials, plugin sync and
 analytics off), finds the **pinned real binary** installed by ``bash .ci/setup`` (else
 codexrt's usual discovery), and then drives two real turns of ``codex app-server`` through
 codexrt's blocking API (:mod:`codexrt.blocking`):
@@ -28,18 +28,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import shutil
 import sys
-import tempfile
 import threading
-from pathlib import Path
 from typing import Any, Iterator
 
-import attrs
-
 from codexrt._errors import CodexError
-from codexrt._runtime import RuntimeConfig
 from codexrt._settings import Settings
+from codexrt.loopback import Loopback, open_loopback
 
 __all__ = ["add_parser", "run_demo", "loopback_environment", "Loopback", "DEMO_COMMAND", "find_codex_bin"]
 
@@ -51,21 +46,10 @@ ANSWER = ("I am the real `codex app-server`, supervised by codexrt, answering fr
 TASK = "Check that commands work here: run a harmless one and tell me what it printed."
 
 
-@attrs.frozen
-class Loopback:
-    """A running loopback setup: the model, its throw-away ``CODEX_HOME``, a workspace and the
-    :class:`RuntimeConfig` that ties them together."""
-
-    mock: Any  # peer_fixtures.mock_responses.MockResponsesServer
-    codex_home: Path
-    workspace: Path
-    config: RuntimeConfig
-    codex_bin: str | None
-
-
 def find_codex_bin(explicit: str | None = None) -> str | None:
-    """The CLI to use: ``explicit``, else the pinned binary from ``bash .ci/setup``, else
-    ``$CODEX_BIN``; None lets discovery search (``docs/discovery.md``)."""
+    """The CLI to use: ``explicit``, else — in a source checkout set up by ``bash .ci/setup`` —
+    its pinned binary, else ``$CODEX_BIN``; None lets discovery search (an installed wheel has no
+    checkout pin, so it always gets here)."""
     if explicit:
         return explicit
     try:
@@ -81,26 +65,9 @@ def find_codex_bin(explicit: str | None = None) -> str | None:
 
 @contextlib.contextmanager
 def loopback_environment(*, codex_bin: str | None = None, cwd: str | None = None) -> Iterator[Loopback]:
-    """Start the loopback model and a throw-away ``CODEX_HOME``; remove both on exit.
-
-    The child environment drops everything that could carry a credential or a proxy
-    (``peer_fixtures.codex_home.codex_env``), so the real ``codex`` can reach nothing but
-    127.0.0.1."""
-    from peer_fixtures.codex_home import codex_env, make_codex_home
-    from peer_fixtures.mock_responses import MockResponsesServer
-
-    tmp = Path(tempfile.mkdtemp(prefix="codexrt-demo-"))
-    try:
-        with MockResponsesServer(log_path=tmp / "model-requests.jsonl") as mock:
-            home = make_codex_home(tmp / "codex-home", mock.base_url)
-            workspace = Path(cwd).resolve() if cwd else tmp / "workspace"
-            workspace.mkdir(parents=True, exist_ok=True)
-            binary = find_codex_bin(codex_bin)
-            config = RuntimeConfig(codex_bin=binary, codex_home=str(home), cwd=str(workspace),
-                                   env=codex_env(home))
-            yield Loopback(mock, home, workspace, config, binary)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    """:func:`codexrt.loopback.open_loopback` with the CLI chosen by :func:`find_codex_bin`."""
+    with open_loopback(codex_bin=find_codex_bin(codex_bin), cwd=cwd) as lb:
+        yield lb
 
 
 #: ``codexrt demo --help``: for people at a terminal.
@@ -145,7 +112,7 @@ class _Printer:
 
 def run_demo(*, yes: bool = False, codex_bin: str | None = None) -> int:
     import codexrt.blocking
-    from peer_fixtures.mock_responses import Script
+    from codexrt.loopback import Script
 
     p = _Printer()
     interactive = sys.stdin.isatty() and not yes
