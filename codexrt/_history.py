@@ -31,9 +31,9 @@ threads) is one ``thread/read includeTurns`` done instead, into a fresh projecto
 and shown *instead of* the native history when access is inactive, when no CLI/transport is
 available (``CliUnavailable``, or an error whose message starts with the canonical
 ``codex app-server exited`` prefix, whatever diagnostic suffix follows), or when the native
-projection visibly lacks tools, plain reasoning or compaction records that the rollout has
-(checked only for threads whose native pagination is unsupported: legacy-mode threads, whose
-native items omit commands). One load never splices the two. Every other error — auth,
+projection misses calls, plaintext reasoning or pre-compaction turns that the rollout identifies
+— by identity, never by counts (:func:`missing_identities`; checked only for threads whose
+native pagination is unsupported: legacy-mode threads, whose native items omit commands). One load never splices the two. Every other error — auth,
 writer, policy, timeouts, malformed answers — is raised, never turned into a fallback (R-H-2).
 
 *Masking* (R-PRIV-2, R-H-3): every transcript and page, native or legacy, goes through the
@@ -54,7 +54,8 @@ cursor field, a cursor loop, a turn whose items are only a summary, or any error
 
 *Thread list* (R-H-6): :class:`ThreadIndex` merges pages (upsert by id, newer ``updatedAt``
 wins, local deletes and renames kept); an empty page never clears known records. The legacy
-list (rollout files + ``session_index.jsonl`` names) is used only when access is inactive.
+list (rollout files + ``session_index.jsonl`` names, top-level threads only, through the R-H-9
+session index cache of :mod:`codexrt._session_index`) is used only when access is inactive.
 
 *Sub-agents* (R-H-8): :meth:`HistoryReader.read_subagent` walks ``parentThreadId`` upwards
 (bounded) before anything is shown; the child's status comes from the child's own thread and
@@ -963,12 +964,12 @@ class HistoryReader:
         native = Transcript(thread_id=thread_id, source="native", turns=tuple(proj.turns()), thread=thread,
                             complete=complete, pagination=pagination, notices=privacy_notices)
         if pagination == "fullRead" and allow_legacy:
-            lacking = await self._legacy_if_richer(thread_id, thread, native)
+            lacking = await self._legacy_if_lacking(thread_id, thread, native)
             if lacking is not None:
                 return lacking
         return native
 
-    async def _legacy_if_richer(self, thread_id: str, thread: dict[str, Any], native: Transcript) -> Transcript | None:
+    async def _legacy_if_lacking(self, thread_id: str, thread: dict[str, Any], native: Transcript) -> Transcript | None:
         """R-H-3 "native projection misses tools, plaintext reasoning or pre-compaction
         records": the rollout wins *whole* only when it identifies calls, reasoning or turns the
         native projection lacks (:func:`missing_identities`) — never by raw counts."""
