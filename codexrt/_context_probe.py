@@ -45,7 +45,7 @@ import attrs
 import trio
 
 from codexrt._sansio._context import ContextDelivery, ContextFragments
-from codexrt._sansio._redact import Redactor
+from codexrt._sansio._redact import Redactor, secret_env_values
 from codexrt._workspace import run_limited
 
 __all__ = [
@@ -201,7 +201,7 @@ class ContextCapabilityProbe:
 
     async def _run(self, cli: tuple[str, ...], env: Mapping[str, str] | None, generation: int) -> ProbeResult:
         started = trio.current_time()
-        redact = Redactor(v for k, v in (env or {}).items() if _looks_secret(k))
+        redact = Redactor(secret_env_values(env or {}))
 
         def answer(outcome: ProbeOutcome, detail: str | None = None) -> ProbeResult:
             return ProbeResult(
@@ -240,7 +240,3 @@ class ContextCapabilityProbe:
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(shutil.rmtree, temp, True)
 
-
-def _looks_secret(name: str) -> bool:
-    up = name.upper()
-    return any(w in up for w in ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"))
