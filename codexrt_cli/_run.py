@@ -40,7 +40,7 @@ import logging
 import os
 import signal
 import sys
-from typing import Any, Iterator, TextIO
+from typing import Any, Iterator, Sequence, TextIO
 
 import trio
 
@@ -99,6 +99,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--sandbox", choices=sorted(SANDBOX_MODES), default=None,
                    help="sandbox of the turn (default: the app-server's config)")
     p.add_argument("--model", help="model slug for the turn")
+    p.add_argument("--skill", metavar="NAME=PATH", action="append", default=[],
+                   help="use this skill in the turn (repeatable; NAME and PATH as `skills/list` gives them)")
     p.add_argument("--cwd", metavar="DIR", help="working directory of the turn (default: the current one)")
     p.add_argument("--codex-bin", metavar="PATH", help="the Codex CLI to run (default: found on PATH and the usual install places; see `codexrt doctor`)")
     p.add_argument("--codex-home", metavar="DIR", help="CODEX_HOME of the app-server (default: inherited)")
@@ -121,6 +123,13 @@ def _main(args: argparse.Namespace) -> int:
     if not prompt:
         print("codexrt run: no prompt (give it as an argument, or pipe it on stdin)", file=sys.stderr)
         return 2
+    skills = []
+    for spec in args.skill:
+        name, sep, path = spec.partition("=")
+        if not (sep and name and path):
+            print(f"codexrt run: --skill needs NAME=PATH, got {spec!r}", file=sys.stderr)
+            return 2
+        skills.append({"name": name, "path": path})
     interactive = sys.stdin.isatty() and args.prompt not in (None, "-")
     approve = args.approve or ("ask" if interactive else "decline")
     if approve == "ask" and not sys.stdin.isatty():
@@ -133,7 +142,7 @@ def _main(args: argparse.Namespace) -> int:
                             cwd=os.path.abspath(args.cwd) if args.cwd else config.cwd)
         try:
             return trio.run(functools.partial(run_turn, config, prompt, settings, args.thread, approve, args.json,
-                                              resumable=not args.loopback))
+                                              resumable=not args.loopback, skills=skills))
         except KeyboardInterrupt:  # a SIGINT before the turn existed: nothing to interrupt
             print("\ninterrupted", file=sys.stderr)
             return EXIT_CODES["interrupted"]
@@ -346,7 +355,8 @@ class _Session:
 
 
 async def run_turn(config: RuntimeConfig, prompt: str, settings: Settings, thread_id: str | None,
-                   approve: str, json_mode: bool, *, resumable: bool = True) -> int:
+                   approve: str, json_mode: bool, *, resumable: bool = True,
+                   skills: Sequence[dict[str, str]] = ()) -> int:
     """Run one turn and return the exit status. Cancelling it stops the turn and reaps the
     child (``open_runtime`` does, shielded). ``resumable=False`` (a throw-away ``CODEX_HOME``)
     leaves out the ``--thread`` hint, which could not work there."""
@@ -357,7 +367,7 @@ async def run_turn(config: RuntimeConfig, prompt: str, settings: Settings, threa
         try:
             async with open_runtime(config) as rt:
                 with rt.subscribe() as events:
-                    op = rt.send(prompt, thread_id=thread_id, settings=settings)
+                    op = rt.send(prompt, thread_id=thread_id, settings=settings, skills=skills)
                     session = _Session(rt, op, approve, json_mode)
                     async with trio.open_nursery() as nursery:
                         nursery.start_soon(session.watch_sigint, signals)

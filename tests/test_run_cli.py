@@ -153,3 +153,15 @@ def test_r_op_5_sigint_interrupts_the_turn_exits_130_and_reaps_the_child(tmp_pat
     assert lines[-1]["type"] == "result" and lines[-1]["status"] == "interrupted"
     assert any(m.get("method") == "turn/interrupt" for m in read_log(log))
     assert pid is not None and not pid_alive(pid)
+
+
+def test_r_cat_1_skills_are_sent_as_native_skill_input(tmp_path):
+    log = tmp_path / "fake.log"
+    proc = _run(tmp_path, "handshake-ok", "--skill", "lint=/a/.codex/skills/lint/SKILL.md", "--skill",
+                "fmt=/a/fmt/SKILL.md", "hello", log=log)
+    assert proc.returncode == 0, proc.stderr
+    (start,) = [m for m in read_log(log) if m.get("method") == "turn/start"]
+    assert start["params"]["input"][1:] == [{"type": "skill", "name": "lint", "path": "/a/.codex/skills/lint/SKILL.md"},
+                                            {"type": "skill", "name": "fmt", "path": "/a/fmt/SKILL.md"}]
+    bad = _run(tmp_path, "handshake-ok", "--skill", "lint", "hello")
+    assert bad.returncode == 2 and "NAME=PATH" in bad.stderr
