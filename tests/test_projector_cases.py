@@ -390,6 +390,21 @@ def _(recs, tr):
     assert (second["id"], second["output"], second["status"]) == ("exec-2", "second\n", "failed")
 
 
+@expect("late_item_after_a_direct_poll_is_the_whole_output", S_LATE + " " + S_POLL)
+def _(recs, tr):
+    turns = transcript_to_json(tr)["turns"]
+    first = [r for r in turns[0]["records"] if r["kind"] == "commandExecution"]
+    assert [(c["id"], c["status"], c["exitCode"], c["output"]) for c in first] == [
+        ("exec-late", "completed", 0, "late\n"), ("exec-now", "completed", 0, "now\n")]
+    assert [r["kind"] for r in turns[1]["records"]] == ["userMessage"]  # the poll made no card
+
+
+@expect("direct_command_snapshot_after_its_polls_is_the_whole_output", S_POLL + " " + S_FRAGMENT)
+def _(recs, tr):
+    (c,) = _cmds(recs)
+    assert (c["id"], c["status"], c["exitCode"], c["output"]) == ("c1", "completed", 0, "a\nb\n")
+
+
 def _case_files() -> list[str]:
     return sorted(p.name[: -len(".rollout.jsonl")] for p in CASES_DIR.glob("*.rollout.jsonl"))
 

@@ -1592,8 +1592,9 @@ class Projector:
             base = e.record
             if not r.polls:
                 return base
+            whole = e.channel == "snapshot" and base.status != "inProgress"  # aggregated_output: all of it
             return attrs.evolve(base, status=status, exit_code=r.exit_code if r.exit_code is not None else base.exit_code,
-                                output=(base.output or "") + polled if polled else base.output)
+                                output=(base.output or "") + polled if polled and not whole else base.output)
         key = r.call_id or f"{w.key}#{r.source_index}"
         common = {"id": key, "thread_id": self.thread_id, "turn_id": w.turn_id, "status": status, "source": "legacy"}
         if r.tool == "apply_patch" and r.patch is not None:
@@ -1977,16 +1978,20 @@ class Projector:
             r = _redact_record(r, self._redact)
         return r
 
-    @staticmethod
-    def _updated(e: _Entry, ups: Sequence[_Update]) -> _Entry:
+    def _updated(self, e: _Entry, ups: Sequence[_Update]) -> _Entry:
         """A command after the polls and interrupts aimed at its process (R-H-5): their output
-        appended in order, the exit code they report, ``interrupted`` after a Ctrl+C."""
+        appended in order, the exit code they report, ``interrupted`` after a Ctrl+C. A command
+        whose record is the server's completed item already holds its whole output
+        (``aggregated_output``): polls then add no text (the real server writes that item when
+        the process ends, after the polls that read its chunks)."""
         r = e.record
         if not isinstance(r, CommandExecution) or not ups:
             return e
+        snap = self._entries.get(r.id)
+        whole = snap is not None and snap.channel == "snapshot" and r.status != "inProgress"
         out, code, status, interrupted = r.output, r.exit_code, r.status, False
         for u in ups:
-            if u.body:
+            if u.body and not whole:
                 out = (out or "") + u.body
             if u.exit_code is not None:
                 code = u.exit_code

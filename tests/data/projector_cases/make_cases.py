@@ -468,6 +468,31 @@ def reversed_completion_order_pairs_by_process_identity() -> Rollout:
     return r.end()
 
 
+@case
+def late_item_after_a_direct_poll_is_the_whole_output() -> Rollout:
+    # the shape the real server writes (tests/real/test_history_code_mode_real.py): the cell's slow
+    # command ends during a later turn's poll; its item (with the first turn's id) holds all output
+    r = new(45).start("t1").user("run the cell")
+    r.wrapper("w1", batch("sleep 2; echo late", "echo now") + lbl(2))
+    r.item_cmd("exec-now", "echo now", output="now\n", code=0, pid=202)
+    r.wrapper_out("w1", slots({"session_id": 201, "output": ""}, {"exit_code": 0, "output": "now\n"}))
+    r.end().start("t2").user("poll it")
+    r.call("p1", "write_stdin", {"session_id": 201, "chars": "", "yield_time_ms": 10000})
+    r.item_cmd("exec-late", "sleep 2; echo late", output="late\n", code=0, pid=201, turn="t1")
+    r.out("p1", unified("late\n", code=0))
+    return r.end()
+
+
+@case
+def direct_command_snapshot_after_its_polls_is_the_whole_output() -> Rollout:
+    r = new(46).start("t1").user("paginated direct")
+    r.call("c1", "exec_command", {"cmd": "build"}).out("c1", unified("a\n", pid=7))
+    r.call("p1", "write_stdin", {"session_id": 7, "chars": ""})
+    r.item_cmd("c1", "build", output="a\nb\n", code=0, pid=7)
+    r.out("p1", unified("b\n", code=0))
+    return r.end()
+
+
 def main() -> None:
     for name, fn in CASES.items():
         (HERE / f"{name}.rollout.jsonl").write_text(fn().text())

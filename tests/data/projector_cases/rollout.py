@@ -104,7 +104,7 @@ class Rollout:
         return self
 
     def item_cmd(self, item_id: str, cmd: str, *, output: str, code: int | None, pid: str | int | None = None,
-                 cwd: str | None = None, status: str | None = None) -> Rollout:
+                 cwd: str | None = None, status: str | None = None, turn: str | None = None) -> Rollout:
         item: dict[str, Any] = {
             "type": "CommandExecution", "id": item_id, "command": ["/bin/bash", "-lc", cmd],
             "cwd": "file://" + (cwd or self.cwd), "aggregated_output": output, "exit_code": code,
@@ -112,7 +112,7 @@ class Rollout:
         }
         if pid is not None:
             item["process_id"] = str(pid)
-        self._line("event_msg", {"type": "item_completed", "thread_id": self.thread_id, "turn_id": self.turn,
+        self._line("event_msg", {"type": "item_completed", "thread_id": self.thread_id, "turn_id": turn or self.turn,
                                  "item": item})
         return self
 
