@@ -57,6 +57,7 @@ the stop budget (R-OP-5), the child is retired and reaped; the waiters then writ
 from __future__ import annotations
 
 import contextlib
+import functools
 import contextvars
 import json
 import logging
@@ -66,7 +67,7 @@ import re
 import traceback
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Union
+from typing import Any, Awaitable, Callable, Union
 
 import attrs
 import msgspec
@@ -1003,12 +1004,16 @@ class Daemon:
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    async def _stop_ops(self, ch: _Channel, ops: list[Operation]) -> list[dict[str, Any]]:
-        """Stop ``ops`` (R-OP-5) and wait for their terminals; the runtime's stop budget bounds
-        the wait (after it the child is killed and the op fails)."""
+    async def _stop_ops(self, ch: _Channel, ops: list[Operation], *,
+                        then: Callable[[], Awaitable[None]] | None = None) -> list[dict[str, Any]]:
+        """Stop ``ops`` (R-OP-5), run ``then`` (if given) once every stop is requested, and
+        wait for their terminals; the runtime's stop budget bounds the wait (after it the child
+        is killed and the op fails)."""
         stopped = []
         for op in ops:
             stopped.append({"clientOperationId": op.id, "stopPath": ch.rt.abort(op), "status": None})
+        if then is not None:
+            await then()
         with trio.move_on_after(ch.rt.config.stop_budget + 15):
             for op, entry in zip(ops, stopped):
                 entry["status"] = (await op.wait()).status
@@ -1020,7 +1025,12 @@ class Daemon:
                 if ch is None:
                     await self._reply(cmd.id, {"stoppedOperations": [], "runtime": None})
                     return
-                stopped = await self._stop_ops(ch, ch.live_ops())
+                then = None
+                if ch.rt.state in (RuntimeState.STARTING, RuntimeState.INITIALIZING):
+                    # The child is still starting: retire it now; an operation waiting for it
+                    # (its stop already requested) ends cancelled instead of waiting the budget.
+                    then = functools.partial(ch.rt.reset, reason="resetRuntime")
+                stopped = await self._stop_ops(ch, ch.live_ops(), then=then)
                 await ch.cancel_titles(reason="resetRuntime")  # R-HLP-3: reset waits for helpers
                 await ch.rt.reset(reason="resetRuntime")
                 await self._reply(cmd.id, {"stoppedOperations": stopped, "runtime": ch.snapshot()})

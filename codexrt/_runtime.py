@@ -430,6 +430,7 @@ class Runtime:
         # and its connection once spawned (a stop watchdog kills it, R-OP-5).
         self._start_scope: trio.CancelScope | None = None
         self._starting_conn: Connection | None = None
+        self._starts_cancelled = 0  # bumped when reset() cancels a start: its waiters fail too
         self._queue: list[Operation] = []
         self._queue_event = trio.Event()
         self.active: Operation | None = None
@@ -548,9 +549,14 @@ class Runtime:
         share one start. Raises the startup error when every candidate failed (R-CLI-5)."""
         if self._closing:
             raise ClosedError("runtime is closed")
+        cancelled_before = self._starts_cancelled
         async with self._start_lock:
             if self.state is RuntimeState.READY and self.conn is not None and not self.conn.closed.is_set():
                 return self.conn
+            if self._starts_cancelled != cancelled_before:
+                # we waited for a start that reset() cancelled: that retired child was ours too
+                raise ClosedError("the runtime was reset while starting; the child being started was retired",
+                                  details={"startupCancelled": True})
             if self.state is RuntimeState.READY:
                 # READY without a live connection must never last: settle it as a fault (which
                 # fails what was bound to it) so this start is a clean restart.
@@ -675,6 +681,7 @@ class Runtime:
         starting = self._start_scope
         if conn is None and starting is not None:
             starting.cancel()  # STARTING/INITIALIZING: the child being started is retired too
+            self._starts_cancelled += 1
         async with self._start_lock:
             if starting is not None and conn is None:
                 if self.conn is None and self.state is not RuntimeState.STOPPED:

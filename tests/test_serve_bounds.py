@@ -274,3 +274,42 @@ def test_r_hlp_3_title_manager_tables_are_bounded() -> None:
         assert len(table) == TitleManager.MAX_TRACKED_THREADS
     assert f"t{n - 1}" in tm.outcomes and "t0" not in tm.outcomes
     assert tm.outcomes[f"t{n - 1}"].reason == "manual name"
+
+
+SLOW_INITIALIZE = {
+    "name": "slow-initialize",
+    "defaults": True,
+    "rules": [{"match": {"method": "initialize"}, "actions": [{"sleep": 60}, {"default": True}]}],
+}
+
+
+async def test_r_rt_5_reset_runtime_during_starting_retires_that_child(nursery: Any, autojump_clock: Any) -> None:
+    """``codex.resetRuntime`` while the child is still in its handshake (a send and a read
+    waiting for it): the reply says STOPPED with no pid (it used to say READY and keep the
+    child), the send ends ``cancelled`` without waiting for the stop budget, the read gets an
+    error reply, and nothing but the handshake reached the peer."""
+    peers = MemoryPeers(nursery)
+    wire = await Wire(DaemonConfig(runtime=RuntimeConfig(transports=[peers.factory(SLOW_INITIALIZE)],
+                                                         handshake_timeout=120.0, stop_budget=30.0),
+                                   idle_timeout=None)).start(nursery)
+    send = await wire.send("codex.send", {"channelId": "c", "message": "hello"})
+    read = await wire.send("codex.listModels", {"channelId": "c"})
+    await wire.wait_for(lambda l: l.get("kind") == "runtimeStateChanged" and l["payload"]["to"] == "INITIALIZING")
+    start = trio.current_time()
+    reset = await wire.send("codex.resetRuntime", {"channelId": "c"})
+    lines = []
+    with trio.fail_after(200):
+        while {send, read, reset} - {l["id"] for l in lines if l.get("type") == "response"}:
+            lines.append(await wire.wait_for(lambda l: l.get("type") == "response"))
+    replies = {l["id"]: l for l in lines}
+    assert trio.current_time() - start < 30.0  # not the stop budget, not the 60 s handshake
+    result = replies[reset]["result"]
+    assert result["runtime"]["state"] == "STOPPED" and result["runtime"]["pid"] is None
+    assert [(s["stopPath"], s["status"]) for s in result["stoppedOperations"]] == [("cancelIntent", "cancelled")]
+    assert replies[send]["result"]["status"] == "cancelled"
+    assert replies[read]["ok"] is False
+    assert peers.peers[0].finished.is_set()
+    await trio.sleep(120)
+    assert {m.get("method") for m in peers.received(0) if "method" in m} <= {"initialize"}
+    await wire.to_send.aclose()
+    await wire.read_to_end()
