@@ -60,6 +60,7 @@ _TOOL_ITEMS = {"commandExecution", "fileChange", "mcpToolCall", "dynamicToolCall
                "imageGeneration", "collabAgentToolCall"}
 #: Requests `codexrt run` asks about on the terminal (the others are declined).
 _PROMPTED = ("command", "fileChange", "mcpToolApproval")
+_PROMPT = "  Allow? [y]es / [n]o / [a]lways for this session / [c]ancel the turn: "
 _ANSWERS = {"y": "accept", "yes": "accept", "n": "decline", "no": "decline", "": "decline",
             "a": "acceptForSession", "always": "acceptForSession", "c": "cancel", "cancel": "cancel"}
 
@@ -168,7 +169,7 @@ class _Status:
         self.tty = err.isatty()
         self.running: dict[str, tuple[str, float]] = {}
         self.shown = False
-        self.paused = False  # an approval prompt is on screen: nothing redraws over it
+        self.prompt: str | None = None  # an approval prompt on screen: nothing redraws over it
 
     def clear(self) -> None:
         if self.tty and self.shown:
@@ -177,7 +178,7 @@ class _Status:
             self.shown = False
 
     def draw(self) -> None:
-        if not self.tty or not self.running or self.paused:
+        if not self.tty or not self.running or self.prompt is not None:
             return
         now = trio.current_time()
         label, since = next(reversed(self.running.values()))
@@ -187,6 +188,12 @@ class _Status:
         self.shown = True
 
     def line(self, text: str) -> None:
+        if self.prompt is not None:
+            # A line printed while a prompt waits for an answer goes above it; the prompt is
+            # written again so it stays the last thing on screen.
+            self.err.write(("\r\x1b[2K" if self.tty else "\n") + text + "\n" + self.prompt)
+            self.err.flush()
+            return
         self.clear()
         self.err.write(text + "\n")
         self.err.flush()
@@ -302,13 +309,12 @@ class _Session:
 
     async def _ask(self, inter: Interaction, req: ApprovalRequest) -> str | None:
         self.status.clear()
-        self.status.paused = True
         try:
-            return await self._ask_paused(inter, req)
+            return await self._ask_on_screen(inter, req)
         finally:
-            self.status.paused = False
+            self.status.prompt = None  # whatever happened, the ticker may draw again
 
-    async def _ask_paused(self, inter: Interaction, req: ApprovalRequest) -> str | None:
+    async def _ask_on_screen(self, inter: Interaction, req: ApprovalRequest) -> str | None:
         if self.text_open and not self.json:
             self.out.write("\n")
             self.out.flush()
@@ -321,9 +327,11 @@ class _Session:
         async with trio.open_nursery() as n:
             async def read() -> None:
                 while True:
-                    err.write("  Allow? [y]es / [n]o / [a]lways for this session / [c]ancel the turn: ")
+                    self.status.prompt = _PROMPT
+                    err.write(_PROMPT)
                     err.flush()
                     line = await trio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
+                    self.status.prompt = None  # answered: the cursor is on a fresh line
                     if not line:  # end of input
                         box.append("decline")
                         break
@@ -335,6 +343,7 @@ class _Session:
 
             async def resolved() -> None:
                 await inter.resolved.wait()
+                self.status.prompt = None
                 err.write("\n  (no longer needed: the request was resolved)\n")
                 n.cancel_scope.cancel()
 
