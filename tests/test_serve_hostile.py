@@ -62,6 +62,13 @@ def test_r_d_4_depth_limit_is_exact():
     ("codex.generateCommitMessage", {"channelId": "c", "diff": "d", "timeout": 99999}, "$.params.timeout"),
     ("codex.respondInteractionError", {"interactionKey": "k", "dialogToken": "t",
                                        "error": {"code": 2 ** 70, "message": "m"}}, "$.params.error.code"),
+    ("codex.listThreads", {"channelId": "c", "limit": 0}, "$.params.limit"),
+    ("codex.readHistoryPage", {"channelId": "c", "threadId": "t", "limit": 10 ** 9}, "$.params.limit"),
+    ("codex.listModels", {"channelId": "c", "maxPages": 0}, "$.params.maxPages"),
+    ("codex.listModels", {"channelId": "c", "maxPages": "x"}, "$.params.maxPages"),
+    ("codex.listSkills", {"channelId": "c", "cwds": "abc"}, "$.params.cwds"),
+    ("codex.getMcpStatus", {"channelId": "c", "limit": -1}, "$.params.limit"),
+    ("codex.readThread", {"channelId": "c", "threadId": "t", "display": "yes"}, "$.params.display"),
 ])
 def test_r_d_4_out_of_range_numbers_are_invalid_params(command, params, path):
     bad = parse_command(json.dumps({"id": "r", "command": command, "params": params}).encode())
