@@ -26,6 +26,10 @@ How a response is chosen, per model request (first rule that applies):
    ``[[mock:mcp:<server>:<tool>]]`` /      an MCP tool call: a ``function_call`` named ``<tool>``
    ``…:<tool>:<json arguments>``           with ``namespace: "mcp__<server>"`` (how the real
                                            server offers MCP tools to the model)
+   ``[[mock:spawn:<message>]]``            a sub-agent: ``spawn_agent {"message": <message>}`` in
+                                           the ``multi_agent_v1`` namespace (the real server's
+                                           multi-agent tool); ``<<``/``>>`` in ``<message>`` become
+                                           ``[[``/``]]``, so the child can get its own directives
    ``[[mock:hang]]``                       ``response.created``, then keep-alives until the
                                            client goes away (or :data:`HANG_CAP_S`)
    ``[[mock:fail]]`` / ``:<message>``      ``response.failed``
@@ -139,6 +143,14 @@ class Script:
                    call_arguments=json.dumps(arguments or {}), reasoning=reasoning)
 
     @classmethod
+    def spawn_agent(cls, message: str, *, reasoning: str | None = None, **extra: Any) -> "Script":
+        """Ask the server for a sub-agent: ``spawn_agent {"message": message, **extra}`` in the
+        ``multi_agent_v1`` namespace, the tool the real server offers the model in every turn
+        (docs/real-server-notes.md, "Sub-agents")."""
+        return cls("call", call_name="spawn_agent", call_namespace="multi_agent_v1",
+                   call_arguments=json.dumps({"message": message, **extra}), reasoning=reasoning)
+
+    @classmethod
     def hang(cls) -> "Script":
         """``response.created``, then only keep-alive comments until the client goes away."""
         return cls("hang")
@@ -216,6 +228,9 @@ def parse_directives(text: str) -> Script | None:
             server, _, rest = (arg or "").partition(":")
             tool, _, raw_args = rest.partition(":")
             call = Script.mcp_tool(server, tool, json.loads(raw_args) if raw_args.strip() else {})
+            kind = "call"
+        elif name == "spawn":
+            call = Script.spawn_agent((arg or "").replace("<<", "[[").replace(">>", "]]") or "sub-agent task")
             kind = "call"
     if kind == "call" and call is not None:
         return dataclasses.replace(call, reasoning=reasoning)

@@ -1,0 +1,67 @@
+"""Sub-agents on the real ``codex app-server``, driven offline by the loopback model.
+
+The real server offers the model a ``multi_agent_v1`` namespace (``spawn_agent``, ``send_input``,
+``wait_agent``, ``close_agent``, ``resume_agent``) in every turn's tool list; the loopback model's
+``[[mock:spawn:<message>]]`` directive calls ``spawn_agent``. These tests record what the server
+then does (docs/real-server-notes.md, "Sub-agents") and check codexrt's relation handling on it
+(R-H-8, R-D-1, R-OP-6). Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from peer_fixtures.mock_responses import MockResponsesServer, parse_directives
+from peer_fixtures.real_server import RawAppServer
+
+TURN_TIMEOUT = 30.0
+
+
+def _text(text: str) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": text, "text_elements": []}]
+
+
+def test_spawn_directive_is_a_multi_agent_call() -> None:
+    s = parse_directives("[[mock:spawn:<<mock:text:child here>>]]")
+    assert s is not None and s.kind == "call"
+    assert (s.call_namespace, s.call_name) == ("multi_agent_v1", "spawn_agent")
+    assert s.call_arguments == '{"message": "[[mock:text:child here]]"}'
+
+
+def test_r_h_8_spawned_child_thread_on_the_real_server(spawn_raw: Callable[..., RawAppServer],
+                                                       mock_model: MockResponsesServer, real_cwd: Path) -> None:
+    """R-H-8 / R-OP-6 facts codexrt relies on: the tool is offered; the child is announced only
+    through the parent's ``collabAgentToolCall`` item (no ``thread/started``); the child's own
+    notifications carry the child's ``threadId``; ``thread/read`` of the child names the parent
+    in ``parentThreadId``; the parent's turn can complete while the child still works."""
+    srv = spawn_raw()
+    srv.initialize()
+    started = srv.call("thread/start", {"cwd": str(real_cwd)})
+    parent = started["thread"]["id"]
+    assert started["multiAgentMode"] == "explicitRequestOnly"
+    srv.call("turn/start", {"threadId": parent, "input": _text("[[mock:spawn:<<mock:text:child here>>]]")})
+    spawned = srv.wait_for(lambda m: m.get("method") == "item/completed"
+                           and m["params"]["item"].get("type") == "collabAgentToolCall", TURN_TIMEOUT,
+                           what="collabAgentToolCall completed")
+    item = spawned["params"]["item"]
+    assert item["tool"] == "spawnAgent" and item["senderThreadId"] == parent
+    (child,) = item["receiverThreadIds"]
+    srv.wait_for(lambda m: m.get("method") == "turn/completed" and m["params"]["threadId"] == child,
+                 TURN_TIMEOUT, what="child turn/completed")
+    assert not [m for m in srv.seen if m.get("method") == "thread/started"
+                and m["params"]["thread"]["id"] == child]
+    child_turns = [m["params"]["turn"] for m in srv.seen
+                   if m.get("method") == "turn/started" and m["params"]["threadId"] == child]
+    parent_turn = next(m["params"]["turn"]["id"] for m in srv.seen
+                       if m.get("method") == "turn/started" and m["params"]["threadId"] == parent)
+    assert child_turns and child_turns[0]["rootTurnId"] == parent_turn
+    read = srv.call("thread/read", {"threadId": child})["thread"]
+    assert read["parentThreadId"] == parent and read["threadSource"] == "subagent"
+    assert read["source"]["subAgent"]["thread_spawn"]["parent_thread_id"] == parent
+    # the first model request offered the multi-agent namespace
+    tools = mock_model.model_requests()[0].body["tools"]
+    ns = next(t for t in tools if t.get("name") == "multi_agent_v1")
+    assert {"spawn_agent", "wait_agent", "close_agent"} <= {t["name"] for t in ns["tools"]}
+    # the child ran its own directive: a model request whose user text is the spawn message
+    assert mock_model.requests_with_user_text("[[mock:text:child here]]")
