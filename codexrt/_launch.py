@@ -53,11 +53,13 @@ __all__ = [
     "LaunchConfig",
     "app_server_args",
     "build_launch_env",
+    "cli_version_stamp",
     "discover_env_keys",
     "effective_codex_home",
     "launch_fingerprint",
     "missing_env_keys",
     "prepare_launch_env",
+    "provider_overrides",
     "read_login_shell_env",
 ]
 
@@ -66,7 +68,7 @@ log = logging.getLogger("codexrt.launch")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PROVIDER_ID = re.compile(r"^[A-Za-z0-9_-]+$")
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-_FINGERPRINT_VERSION = 1
+_FINGERPRINT_VERSION = 2
 
 
 class AccessMode(str, enum.Enum):
@@ -111,6 +113,21 @@ class LaunchConfig:
     env_key: str = attrs.field(default="CODEXRT_API_KEY", validator=_check_env_key)
     wire_api: str = "responses"
     extra_args: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    #: managed: the provider's display name (default: its id) and URL query parameters (not
+    #: secret: they travel as ``-c`` overrides on the command line).
+    provider_name: str | None = None
+    query_params: dict[str, str] = attrs.field(factory=dict, converter=_headers)
+    #: The CLI's version (or, when it is not known without running it, a stamp of the resolved
+    #: file: size and mtime), so an in-place update of the CLI changes the fingerprint.
+    cli_version: str | None = None
+    #: Attached runtimes (``RuntimeConfig.connect``): the endpoint, where the token comes from
+    #: (``file:<path>`` / ``env:<NAME>``) and the token itself (hashed, never shown).
+    connect: str | None = None
+    token_source: str | None = None
+    token: str | None = attrs.field(default=None, repr=False)
+    #: cli_login: the inherited environment's credential-looking variables (name → value),
+    #: hashed into the fingerprint so a new key in the environment is a new launch.
+    env_credentials: dict[str, str] = attrs.field(factory=dict, converter=_headers, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if self.access is AccessMode.MANAGED:
@@ -124,6 +141,10 @@ class LaunchConfig:
         for name in self.headers:
             if not _HEADER_NAME.match(name):
                 raise ConfigError(f"invalid HTTP header name {name!r}", details={"field": "headers"})
+        for name, value in self.query_params.items():
+            if not isinstance(name, str) or not isinstance(value, str) or not name:
+                raise ConfigError("query parameters must be non-empty string names with string values",
+                                  details={"field": "queryParams"})
 
     @property
     def header_names(self) -> list[str]:
@@ -377,24 +398,34 @@ def app_server_args(config: LaunchConfig) -> list[str]:
     """
     if config.access is AccessMode.INACTIVE:
         raise _inactive_error()
-    args = ["app-server"]
-    if config.access is AccessMode.MANAGED:
-        assert config.provider is not None and config.endpoint is not None
-        pid = config.provider
-        fields = [
-            f"name={_toml_str(pid)}",
-            f"base_url={_toml_str(config.endpoint)}",
-            f"env_key={_toml_str(config.env_key)}",
-            f"wire_api={_toml_str(config.wire_api)}",
-        ]
-        if config.headers:
-            pairs = ", ".join(
-                f"{_toml_str(name)} = {_toml_str(_header_env_var(i))}" for i, name in enumerate(config.header_names)
-            )
-            fields.append(f"env_http_headers={{ {pairs} }}")
-        args += ["-c", f"model_provider={_toml_str(pid)}", "-c", f"model_providers.{pid}={{ {', '.join(fields)} }}"]
-    args += list(config.extra_args)
-    return args
+    return ["app-server", *provider_overrides(config), *config.extra_args]
+
+
+def provider_overrides(config: LaunchConfig) -> list[str]:
+    """The managed provider as ``-c key=value`` overrides (``[]`` for other modes): selects
+    ``model_provider=<id>`` and defines ``model_providers.<id>`` inline — name, base_url,
+    env_key, wire_api, ``query_params`` and, for headers, ``env_http_headers`` naming the
+    ``CODEXRT_HTTP_HEADER_<i>`` variables that carry the values (a header value is often a
+    credential, so it never goes on the command line). Nothing is written to ``config.toml``."""
+    if config.access is not AccessMode.MANAGED:
+        return []
+    assert config.provider is not None and config.endpoint is not None
+    pid = config.provider
+    fields = [
+        f"name={_toml_str(config.provider_name or pid)}",
+        f"base_url={_toml_str(config.endpoint)}",
+        f"env_key={_toml_str(config.env_key)}",
+        f"wire_api={_toml_str(config.wire_api)}",
+    ]
+    if config.headers:
+        pairs = ", ".join(
+            f"{_toml_str(name)} = {_toml_str(_header_env_var(i))}" for i, name in enumerate(config.header_names)
+        )
+        fields.append(f"env_http_headers={{ {pairs} }}")
+    if config.query_params:
+        qp = ", ".join(f"{_toml_str(k)} = {_toml_str(v)}" for k, v in sorted(config.query_params.items()))
+        fields.append(f"query_params={{ {qp} }}")
+    return ["-c", f"model_provider={_toml_str(pid)}", "-c", f"model_providers.{pid}={{ {', '.join(fields)} }}"]
 
 
 # ----------------------------------------------------------------------------------------
@@ -409,10 +440,12 @@ def _secret_hash(value: str | None) -> str | None:
 
 def launch_fingerprint(config: LaunchConfig) -> str:
     """sha256 hex over what decides the child's launch (R-LC-1): access (auth) mode,
-    credential hash, endpoint, provider, env_key, wire_api, header names and value hashes,
-    ``CODEX_HOME``, CLI path/source and extra args. Secrets enter only as hashes; model and
-    effort are not part of the launch configuration. Equal configs give equal fingerprints in
-    any process."""
+    credential hash, endpoint, provider (id, name, env_key, wire_api, query parameters), header
+    names and value hashes, ``CODEX_HOME``, the CLI's path, source and version, the ``connect``
+    endpoint, token source and token hash, the inherited credential variables (hashes) and
+    extra args. Secrets enter only as hashes; model, effort, sandbox and every other per-turn
+    setting are not part of the launch configuration (they travel by RPC). Equal configs give
+    equal fingerprints in any process."""
     payload = {
         "v": _FINGERPRINT_VERSION,
         "access": config.access.value,
@@ -426,7 +459,36 @@ def launch_fingerprint(config: LaunchConfig) -> str:
         "cliPath": config.cli_path,
         "cliSource": config.cli_source,
         "extraArgs": [_secret_hash(a) for a in config.extra_args],
+        "providerName": config.provider_name,
+        "queryParams": sorted(config.query_params.items()),
+        "cliVersion": config.cli_version,
+        "connect": config.connect,
+        "tokenSource": config.token_source,
+        "token": _secret_hash(config.token),
+        "envCredentials": [[k, _secret_hash(v)] for k, v in sorted(config.env_credentials.items())],
     }
     blob = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()
 
+
+
+def cli_version_stamp(path: str | os.PathLike[str]) -> str | None:
+    """What stands for the CLI's version in the fingerprint without running it (R-CLI-7 keeps
+    the version probe a separate, explicit call): the ``version`` of the ``@openai/codex``
+    ``package.json`` above an npm launcher, else ``file:<size>:<mtime_ns>`` of the resolved
+    file — an in-place update changes either. None when the file cannot be read."""
+    real = Path(os.path.realpath(os.fspath(path)))
+    for parent in list(real.parents)[:3]:
+        pkg = parent / "package.json"
+        try:
+            with open(pkg, "rb") as f:
+                meta = json.loads(f.read(65536))
+        except (OSError, ValueError):
+            continue
+        if isinstance(meta, dict) and meta.get("name") == "@openai/codex" and isinstance(meta.get("version"), str):
+            return f"npm:{meta['version']}"
+    try:
+        st = real.stat()
+    except OSError:
+        return None
+    return f"file:{st.st_size}:{st.st_mtime_ns}"

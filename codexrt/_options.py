@@ -41,3 +41,5 @@ class RuntimeOptions(TypedDict, total=False):
     allow_remote: bool
     connect_timeout: float
     reconnect_backoff: Any
+    provider: dict[str, Any] | None
+    api_key: str | None

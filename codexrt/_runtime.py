@@ -77,7 +77,7 @@ from codexrt._events import DELTA_METHODS, CodexEvent, EventStream
 from codexrt._context_probe import ContextCapabilityProbe
 from codexrt._sansio._context import (ContextDelivery, ContextFragment, ContextFragments, EditorState, build_context,
                                       prepare_input)
-from codexrt._sansio._redact import Redactor, secret_env_values
+from codexrt._sansio._redact import Redactor, looks_secret_name, secret_env_values
 from codexrt._sansio._rpc import LateResponse, ProtocolViolation, UnsupportedServerRequest
 from codexrt._sansio._states import (
     OP_TABLE,
@@ -180,14 +180,82 @@ class RuntimeConfig:
     allow_remote: bool = False
     connect_timeout: float = 10.0
     reconnect_backoff: Any = attrs.field(default=None, repr=False)  # codexrt._retry.Backoff | None
+    # access_mode="managed" (R-LC-3, docs/runtime.md): the provider
+    # ``{id, name?, baseUrl, envKey, wireApi?, headers?, queryParams?}`` and its API key. The key
+    # reaches the child only as the variable named by envKey; the provider as ``-c`` overrides.
+    provider: dict[str, Any] | None = attrs.field(default=None, repr=False)
+    api_key: str | None = attrs.field(default=None, repr=False)
 
     def secret_values(self) -> list[str]:
         """What this runtime masks wherever it occurs (R-WIRE-9, ``docs/security.md``):
-        ``secrets`` plus the values of the child's environment variables whose names look
-        secret (``*_KEY``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*CREDENTIAL*``,
-        ``*_PAT``, an ``AUTH`` word). An attached runtime's token is added when it is read."""
+        ``secrets``, a managed provider's API key and header values, plus the values of the
+        child's environment variables whose names look secret (``*_KEY``, ``*TOKEN*``,
+        ``*SECRET*``, ``*PASSWORD*``, ``*CREDENTIAL*``, ``*_PAT``, an ``AUTH`` word). An
+        attached runtime's token is added when it is read."""
         env = self.env if self.env is not None else os.environ
-        return [*self.secrets, *secret_env_values(env)]
+        managed = [self.api_key] if self.api_key else []
+        if isinstance(self.provider, dict) and isinstance(self.provider.get("headers"), dict):
+            managed += [v for v in self.provider["headers"].values() if isinstance(v, str) and v]
+        return [*self.secrets, *managed, *secret_env_values(env)]
+
+    def launch_config(self, *, discovery: Any = None) -> Any:
+        """The one :class:`~codexrt._launch.LaunchConfig` this runtime launches with (R-LC-1,
+        R-LC-3): access mode, the managed provider and key, ``CODEX_HOME``, the CLI discovery
+        would start first (resolved path and version stamp, filesystem only — nothing runs),
+        the ``connect`` endpoint and token source, and the inherited credential variables.
+        Raises :class:`ConfigError` for an invalid managed provider."""
+        from codexrt._launch import LaunchConfig, cli_version_stamp
+
+        env = dict(self.env if self.env is not None else os.environ)
+        kw: dict[str, Any] = {"access": self.access_mode, "codex_home": self.codex_home or env.get("CODEX_HOME")}
+        if self.access_mode == "managed":
+            p = self.provider if isinstance(self.provider, dict) else {}
+            if not p:
+                raise ConfigError("managed access needs a provider {id, baseUrl, envKey, ...}",
+                                  code="BAD_PROVIDER", details={"field": "provider"})
+            unknown = set(p) - {"id", "name", "baseUrl", "envKey", "wireApi", "headers", "queryParams"}
+            if unknown:
+                raise ConfigError(f"unknown provider fields: {', '.join(sorted(unknown))}", code="BAD_PROVIDER",
+                                  details={"fields": sorted(unknown)})
+            kw.update(provider=p.get("id"), provider_name=p.get("name"), endpoint=p.get("baseUrl"),
+                      headers=p.get("headers") or {}, query_params=p.get("queryParams") or {},
+                      credential=self.api_key)
+            if p.get("envKey") is not None:
+                kw["env_key"] = p["envKey"]
+            if p.get("wireApi") is not None:
+                kw["wire_api"] = p["wireApi"]
+        args = list(self.app_server_args)
+        kw["extra_args"] = tuple(args[1:] if args[:1] == ["app-server"] else args)
+        if self.connect is not None:
+            kw["connect"] = self.connect
+            kw["token_source"] = (f"file:{self.token_file}" if self.token_file is not None
+                                  else f"env:{self.token_env}" if self.token_env is not None else None)
+            token: str | None = None
+            if self.token_file is not None:
+                try:
+                    with open(self.token_file, encoding="utf-8") as fh:
+                        token = fh.read().strip()
+                except OSError:
+                    token = None
+            elif self.token_env is not None:
+                token = env.get(self.token_env)
+            kw["token"] = token
+        elif self.transports is not None:
+            kw["cli_source"] = "transports:" + ",".join(str(id(t)) for t in self.transports)
+        else:
+            from codexrt._discovery import discover_cli
+
+            kw["cli_path"] = self.codex_bin
+            try:
+                result = discovery if discovery is not None else discover_cli(explicit=self.codex_bin, env=env)
+            except CodexError:
+                result = None
+            first = result.first if result is not None else None
+            if first is not None:
+                kw["cli_source"] = str(first.real_path)
+                kw["cli_version"] = cli_version_stamp(first.real_path)
+        kw["env_credentials"] = {k: v for k, v in env.items() if isinstance(v, str) and looks_secret_name(k)}
+        return LaunchConfig(**kw)
 
     def candidate_factories(self) -> list[tuple[str, TransportFactory]]:
         """Startup candidates in order (R-CLI-1, R-CLI-5): the given transports, else every
@@ -203,26 +271,37 @@ class RuntimeConfig:
             return [self._attached_candidate()]
         if self.transports is not None:
             return [(f"transport#{i}", f) for i, f in enumerate(self.transports)]
-        from codexrt._discovery import discover_cli, launch_argv, unavailable_error
+        from codexrt._discovery import discover_cli, spawn_command, unavailable_error
+        from codexrt._launch import prepare_launch_env, provider_overrides
 
         base_env = dict(self.env if self.env is not None else os.environ)
         result = discover_cli(explicit=self.codex_bin, env=base_env)
         if not result.candidates:
             raise unavailable_error(result)
-        env = dict(base_env)
-        if self.codex_home:
-            env["CODEX_HOME"] = self.codex_home
+        launch = self.launch_config(discovery=result)
+        # The managed provider as -c overrides right after the subcommand (no secret in them).
+        args = list(self.app_server_args)
+        args[1:1] = provider_overrides(launch)
+        env_once: list[dict[str, str]] = []
 
-        def make(argv: list[str]) -> TransportFactory:
+        async def child_env() -> dict[str, str]:
+            # One environment per start, prepared before the first child is created: managed
+            # puts the key under envKey; cli_login adds the env_key variables found in the
+            # effective CODEX_HOME/config.toml that are not inherited, from the login shell.
+            if not env_once:
+                env_once.append(await prepare_launch_env(launch, base_env))
+            return env_once[0]
+
+        def make(command: list[str] | str) -> TransportFactory:
             async def factory() -> Transport:
-                return await spawn_process_transport(argv, env=env, cwd=self.cwd)
+                return await spawn_process_transport(command, env=await child_env(), cwd=self.cwd)
 
             return factory
 
         out = []
         for cand in result.candidates:
-            argv = launch_argv(cand, list(self.app_server_args))
-            out.append((str(cand.path), make(argv)))
+            # Windows .cmd/.bat shims: one command line quoted for cmd.exe (R-CLI-8).
+            out.append((str(cand.path), make(spawn_command(cand, args))))
         return out
 
     def _attached_candidate(self) -> tuple[str, TransportFactory]:
@@ -460,6 +539,7 @@ class Runtime:
         # Turns already settled: a late or duplicate event for one never binds a newer op (R-OP-8).
         self._finished_turns: collections.OrderedDict[str, None] = collections.OrderedDict()
         self._pending_rebuild: Callable[[], Awaitable[None]] | None = None
+        self._last_root_thread: str | None = None  # the root thread of the last operation (R-LC-2)
         self.probe: Any = ContextCapabilityProbe()  # R-CTX-2: one cached answer per CLI and child generation
 
     def __repr__(self) -> str:
@@ -1391,9 +1471,14 @@ class Runtime:
 
     async def _fifo_worker(self) -> None:
         while True:
-            while not self._queue:
+            while not self._queue and self._pending_rebuild is None:
                 self._queue_event = trio.Event()
                 await self._queue_event.wait()
+            if self._pending_rebuild is not None:
+                # R-LC-2: a launch change is applied between operations, before the next one.
+                rebuild, self._pending_rebuild = self._pending_rebuild, None
+                await rebuild()
+                continue
             op = self._queue.pop(0)
             if op.terminal:
                 continue
@@ -1405,9 +1490,6 @@ class Runtime:
                     op._settle(STATUS_FAILED, LocalProtocolError("operation ended without a terminal"))
                 self.active = None
                 self._idle_since = trio.current_time()
-            if self._pending_rebuild is not None and not self._queue:
-                rebuild, self._pending_rebuild = self._pending_rebuild, None
-                await rebuild()
 
     async def _dispatch(self, op: Operation) -> None:
         op._fire(OpEvent.DISPATCH)
@@ -1425,6 +1507,8 @@ class Runtime:
             if op.kind == "send" and not await self._decide_context(op):
                 return
             await self._bootstrap_thread(op, conn)
+            if op.thread_id is not None:
+                self._last_root_thread = op.thread_id
             if op.cancel_requested:  # the gate honours the intent once bootstrap is confirmed
                 op._settle(STATUS_CANCELLED, OperationCancelled("cancelled before the turn was started"))
                 return
@@ -1615,58 +1699,57 @@ class Runtime:
     # -- launch-config rebuild (R-LC-2) --------------------------------------------------
 
     def launch_fingerprint(self) -> str:
-        """R-LC-1: a hash over what decides how the child is launched — access mode, CLI,
-        ``CODEX_HOME``, extra arguments and the environment's credentials (as hashes only).
-        Model, effort and other per-turn settings are not part of it: they travel by RPC."""
-        c = self.config
-        env = c.env if c.env is not None else os.environ
-        secret_names = sorted(k for k in env if any(w in k.upper() for w in ("KEY", "TOKEN", "SECRET")))
-        payload = {
-            "access": c.access_mode,
-            "cli": c.codex_bin,
-            "args": list(c.app_server_args),
-            "codexHome": c.codex_home or env.get("CODEX_HOME"),
-            "credentials": [[k, hashlib.sha256(env[k].encode()).hexdigest()] for k in secret_names],
-            "transports": [id(t) for t in c.transports] if c.transports is not None else None,
-        }
-        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+        """R-LC-1: :func:`codexrt._launch.launch_fingerprint` of :meth:`RuntimeConfig.launch_config`
+        — access mode, credential and header hashes, endpoint, provider, ``CODEX_HOME``, the CLI's
+        resolved path and version stamp, the ``connect`` endpoint and token source (token hashed),
+        inherited credential variables (hashed). Model, effort, sandbox and other per-turn
+        settings are not part of it: they travel by RPC."""
+        from codexrt._launch import launch_fingerprint
+
+        return launch_fingerprint(self.config.launch_config())
 
     def update_launch(self, **changes: Any) -> str:
-        """Change launch settings (``codex_bin``, ``codex_home``, ``env``, ``access_mode``,
-        ``app_server_args``, ``transports``). When the fingerprint changes the child is rebuilt
-        — at once when idle, after the active operation's terminal otherwise — and the root
-        thread of the last operation is cold-resumed (R-LC-2). Returns ``"unchanged"``,
-        ``"now"`` or ``"deferred"``."""
+        """Change launch settings (``access_mode``, ``provider``, ``api_key``, ``codex_bin``,
+        ``codex_home``, ``env``, ``app_server_args``, ``connect``, ``token_file``, ``token_env``,
+        ``transports``). When the fingerprint changes the child is rebuilt (R-LC-2): at once
+        when idle; during an operation right after its terminal, before the next queued
+        operation starts. The rebuild resets the child and cold-resumes the root thread of
+        this runtime's last operation (``threadResumed {cold: true}``, ``sessionGrantsReset``).
+        Returns ``"unchanged"``, ``"immediate"`` or ``"deferred"``. Raises :class:`ConfigError`
+        (nothing changed) for an invalid configuration, e.g. a managed provider without id."""
+        from codexrt._launch import launch_fingerprint
+
         before = self.launch_fingerprint()
-        self.config = attrs.evolve(self.config, **changes)
-        for value in self.config.secret_values():
+        config = attrs.evolve(self.config, **changes)
+        after = launch_fingerprint(config.launch_config())  # validates before anything changes
+        for value in config.secret_values():
             self._redactor.add_secret(value)
-        if self.launch_fingerprint() == before:
+        self.config = config
+        if after == before:
             return "unchanged"
-        if self.conn is None:
-            return "now"  # nothing running: the next start uses the new configuration
-        root = next((t.thread_id for t in self.threads.values()
-                     if t.root and t.loaded_generation == self.generation), None)
-        return self.request_rebuild(root_thread_id=root, reason="launch config changed")
+        if self.conn is None and self._start_scope is None and not self.busy:
+            return "immediate"  # nothing running: the next start uses the new configuration
+        return self.request_rebuild(root_thread_id=self._last_root_thread, reason="launch config changed")
 
     def request_rebuild(self, *, root_thread_id: str | None = None, reason: str = "launch config changed") -> str:
-        """Rebuild the child (new launch configuration): at once when idle, else deferred
-        until the active operation's terminal. Then a cold ``thread/resume`` of the root
-        thread. Returns ``"now"`` or ``"deferred"``."""
+        """Rebuild the child (new launch configuration): at once when idle, else right after
+        the active operation's terminal and before the next queued operation. Then a cold
+        ``thread/resume`` of ``root_thread_id`` (ahead of anything queued). The FIFO worker
+        runs it, so no operation can slip onto the old child in between. Returns
+        ``"immediate"`` or ``"deferred"``."""
         async def rebuild() -> None:
             await self.reset(reason=reason)
-            if root_thread_id is not None:
-                # Cold resume of the root thread, ahead of anything queued meanwhile. Not
-                # awaited: this may run on the FIFO worker, which is what will run it.
+            if root_thread_id is not None and not self._closing:
+                # Cold resume of the root thread, ahead of anything queued meanwhile.
                 op = self.preconnect(root_thread_id)
+                op.discard_events()
                 self._queue.remove(op)
                 self._queue.insert(0, op)
 
-        if self.busy:
-            self._pending_rebuild = rebuild
-            return "deferred"
-        self._nursery.start_soon(rebuild)
-        return "now"
+        deferred = self.active is not None and not self.active.terminal
+        self._pending_rebuild = rebuild
+        self._queue_event.set()
+        return "deferred" if deferred else "immediate"
 
     async def _idle_reaper(self) -> None:
         """R-RT-6: retire an idle child after ``idle_timeout`` — never while a session is loaded

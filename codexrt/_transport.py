@@ -195,7 +195,7 @@ class ProcessTransport:
 
 
 async def spawn_process_transport(
-    argv: Sequence[str],
+    argv: Sequence[str] | str,
     *,
     env: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
@@ -205,12 +205,13 @@ async def spawn_process_transport(
     ``parent_death_signal`` (the default) its group is registered with this process's reaper
     (:mod:`codexrt._reaper`), which kills it if this process dies without reaping it. Raises
     ``OSError`` (e.g. ENOENT) when the program cannot be started; the caller turns that into a
-    startup failure."""
+    startup failure. A ``str`` is a complete Windows command line (a ``.cmd`` shim's, see
+    :func:`codexrt._discovery.spawn_command`), handed to ``CreateProcess`` unchanged."""
     options: dict[str, object] = {}
     if _POSIX:
         options["start_new_session"] = True
     process = await trio.lowlevel.open_process(
-        list(argv),
+        argv if isinstance(argv, str) else list(argv),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -221,7 +222,7 @@ async def spawn_process_transport(
     pgid = process.pid if _POSIX else None
     if pgid is not None and parent_death_signal:
         register_group(pgid)  # a short locked pipe write; the reaper starts once per process
-    return ProcessTransport(process, description=" ".join(argv), pgid=pgid)
+    return ProcessTransport(process, description=argv if isinstance(argv, str) else " ".join(argv), pgid=pgid)
 
 
 @attrs.define(eq=False)

@@ -319,3 +319,183 @@ async def test_r_lc_3_prepare_launch_env_cli_login_end_to_end(tmp_path: Path) ->
     cfg = LaunchConfig("cli_login", codex_home=str(home))
     env = await prepare_launch_env(cfg, {"SHELL": str(sh)}, platform="linux")
     assert env == {"SHELL": str(sh), "CODEX_HOME": str(home), "X_KEY": "from-profile"}
+
+
+# ------------------------------------------------------ fingerprint: every input counts (R-LC-1)
+
+_BASE_FP = dict(
+    access="managed", provider="corp", endpoint="http://127.0.0.1:9/v1", credential=SECRET,
+    headers={"X-Org": "org-secret-header"}, codex_home="/h", cli_path="/bin/codex", cli_source="/real/codex",
+    cli_version="npm:0.171.0", connect="ws://127.0.0.1:1", token_source="file:/t", token="tok-secret-1",
+    env_credentials={"OPENAI_API_KEY": "sk-env-1"}, provider_name="Corp", query_params={"api-version": "1"},
+    env_key="CORP_KEY", wire_api="responses", extra_args=("--x",),
+)
+
+
+@pytest.mark.parametrize("field, value", [
+    ("access", "cli_login"), ("credential", "sk-other"), ("endpoint", "http://127.0.0.1:10/v1"),
+    ("provider", "corp2"), ("provider_name", "Corp 2"), ("headers", {"X-Org": "other"}),
+    ("headers", {"X-Org": "org-secret-header", "X-Two": "2"}), ("query_params", {"api-version": "2"}),
+    ("env_key", "OTHER_KEY"), ("wire_api", "chat"), ("codex_home", "/h2"), ("cli_path", "/bin/codex2"),
+    ("cli_source", "/real/codex2"), ("cli_version", "npm:0.172.0"), ("connect", "ws://127.0.0.1:2"),
+    ("token_source", "env:TOK"), ("token", "tok-secret-2"), ("env_credentials", {"OPENAI_API_KEY": "sk-env-2"}),
+    ("extra_args", ("--y",)),
+])
+def test_r_lc_1_each_input_changes_the_fingerprint(field: str, value: object) -> None:
+    base = LaunchConfig(**_BASE_FP)  # type: ignore[arg-type]
+    changed = attrs.evolve(base, **{field: value})
+    assert launch_fingerprint(changed) != launch_fingerprint(base)
+    assert launch_fingerprint(attrs.evolve(base)) == launch_fingerprint(base)
+
+
+def test_r_lc_1_runtime_fingerprint_covers_provider_connect_cli_and_not_rpc_settings(tmp_path: Path) -> None:
+    from codexrt import RuntimeConfig, Settings
+
+    cli = tmp_path / "codex"
+    cli.write_bytes(b"\x7fELF" + b"\0" * 60)
+    cli.chmod(0o755)
+    tok = tmp_path / "token"
+    tok.write_text("token-value-1\n")
+    env = {"PATH": "", "HOME": str(tmp_path)}
+    base = RuntimeConfig(codex_bin=str(cli), env=env, access_mode="managed", api_key=SECRET,
+                         provider={"id": "corp", "baseUrl": "http://127.0.0.1:9/v1", "envKey": "CORP_KEY",
+                                   "headers": {"X-Org": "a"}})
+
+    def fp(cfg: RuntimeConfig) -> str:
+        return launch_fingerprint(cfg.launch_config())
+
+    ref = fp(base)
+    # RPC settings, cwd, timeouts are not launch inputs.
+    assert fp(attrs.evolve(base, settings=Settings(model="m", effort="high", sandbox="read-only"), cwd="/x",
+                           rpc_timeout=1.0, idle_timeout=5.0)) == ref
+    provider = dict(base.provider or {})
+    for changed in (
+        attrs.evolve(base, api_key="sk-other-key-000"),
+        attrs.evolve(base, provider={**provider, "baseUrl": "http://127.0.0.1:10/v1"}),
+        attrs.evolve(base, provider={**provider, "headers": {"X-Org": "b"}}),
+        attrs.evolve(base, provider={**provider, "queryParams": {"v": "1"}}),
+        attrs.evolve(base, provider={**provider, "envKey": "OTHER"}),
+        attrs.evolve(base, codex_home=str(tmp_path / "h")),
+        attrs.evolve(base, access_mode="cli_login"),
+        attrs.evolve(base, env={**env, "OPENAI_API_KEY": "sk-inherited-1"}),
+        attrs.evolve(base, connect="ws://127.0.0.1:4500", token_file=str(tok)),
+    ):
+        assert fp(changed) != ref, changed
+    attached = attrs.evolve(base, connect="ws://127.0.0.1:4500", token_file=str(tok))
+    before = fp(attached)
+    tok.write_text("token-value-2\n")  # a new token in the same file is a new launch
+    assert fp(attached) != before
+    assert fp(attrs.evolve(attached, token_file=None, token_env="TOK")) != fp(attached)
+    # The CLI's version stamp: an in-place update of the same path changes it.
+    cli.write_bytes(b"\x7fELF" + b"\0" * 90)
+    assert fp(base) != ref
+    assert SECRET not in repr(base) and SECRET not in repr(base.launch_config())
+
+
+def test_r_lc_1_npm_version_enters_the_stamp(tmp_path: Path) -> None:
+    pkg = tmp_path / "node_modules" / "@openai" / "codex"
+    (pkg / "bin").mkdir(parents=True)
+    (pkg / "package.json").write_text('{"name": "@openai/codex", "version": "0.171.0"}')
+    (pkg / "bin" / "codex.js").write_text("#!/usr/bin/env node\n")
+    assert _launch.cli_version_stamp(pkg / "bin" / "codex.js") == "npm:0.171.0"
+    assert _launch.cli_version_stamp(tmp_path / "missing") is None
+
+
+def test_r_lc_4_provider_string_fields_only(tmp_path: Path) -> None:
+    toml = ('model_provider = "x"\n[model_providers.x]\nenv_key = ["LIST_KEY"]\n'
+            '[model_providers.x.http_headers]\nenv_key = "NESTED_TABLE_NOT_A_FIELD"\n')
+    assert discover_env_keys(codex_home(tmp_path, toml)) == []
+
+
+# ------------------------------------------- the runtime's child: argv and environment (R-LC-3)
+
+
+def _capture_spawn(monkeypatch: pytest.MonkeyPatch, candidate: object) -> list[dict[str, object]]:
+    from codexrt import _discovery, _runtime
+
+    calls: list[dict[str, object]] = []
+
+    async def fake_spawn(command: object, *, env: dict[str, str], cwd: object = None) -> object:
+        calls.append({"command": command, "env": env})
+        raise OSError(2, "not really spawned")
+
+    monkeypatch.setattr(_discovery, "discover_cli",
+                        lambda **kw: _discovery.DiscoveryResult(candidates=[candidate], rejected=[]))
+    monkeypatch.setattr(_runtime, "spawn_process_transport", fake_spawn)
+    return calls
+
+
+def test_r_cli_8_runtime_spawns_cmd_shims_through_spawn_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """R-CLI-8: a Windows ``.cmd`` shim reaches the process API as spawn_command's one quoted
+    command line (cmd.exe cannot parse a list), managed overrides included (checked by argv
+    construction, on any OS)."""
+    from codexrt import RuntimeConfig
+    from codexrt._discovery import Candidate, CandidateKind, spawn_command
+
+    shim = Candidate(path=Path("C:/npm/codex.cmd"), real_path=Path("C:/npm/codex.cmd"), source="PATH",
+                     confirmed=True, kind=CandidateKind.CMD_SHIM, platform="win32")
+    calls = _capture_spawn(monkeypatch, shim)
+    cfg = RuntimeConfig(env={"PATH": "", "ComSpec": "C:\\cmd.exe"}, access_mode="managed", api_key=SECRET,
+                        provider={"id": "corp", "baseUrl": "http://127.0.0.1:9/v1", "envKey": "CORP_KEY"})
+    [(label, factory)] = cfg.candidate_factories()
+    with pytest.raises(OSError):
+        trio.run(factory)
+    command = calls[0]["command"]
+    assert isinstance(command, str)
+    assert command == spawn_command(shim, ["app-server", *_launch.provider_overrides(cfg.launch_config())])
+    assert "model_providers.corp" in command and SECRET not in command
+
+
+def test_r_lc_3_managed_key_only_in_the_env_var_named_by_env_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    from codexrt import RuntimeConfig
+    from codexrt._discovery import Candidate, CandidateKind
+
+    exe = Candidate(path=Path("/opt/codex"), real_path=Path("/opt/codex"), source="CODEX_BIN", confirmed=True,
+                    kind=CandidateKind.NATIVE, platform="linux")
+    calls = _capture_spawn(monkeypatch, exe)
+    cfg = RuntimeConfig(env={"PATH": "/usr/bin"}, access_mode="managed", api_key=SECRET, codex_home="/tmp/ch",
+                        provider={"id": "corp", "name": "Corp", "baseUrl": "http://127.0.0.1:9/v1",
+                                  "envKey": "CORP_KEY", "wireApi": "responses",
+                                  "headers": {"X-Org": "org-secret-header"}, "queryParams": {"api-version": "7"}})
+    [(label, factory)] = cfg.candidate_factories()
+    with pytest.raises(OSError):
+        trio.run(factory)
+    argv, env = calls[0]["command"], calls[0]["env"]
+    assert isinstance(argv, list) and argv[:2] == ["/opt/codex", "app-server"]
+    assert argv[2:4] == ["-c", 'model_provider="corp"']
+    assert 'base_url="http://127.0.0.1:9/v1"' in argv[5] and 'env_key="CORP_KEY"' in argv[5]
+    assert 'query_params={ "api-version" = "7" }' in argv[5] and 'name="Corp"' in argv[5]
+    assert 'env_http_headers={ "X-Org" = "CODEXRT_HTTP_HEADER_0" }' in argv[5]
+    joined = " ".join(argv)
+    assert SECRET not in joined and "org-secret-header" not in joined
+    assert env["CORP_KEY"] == SECRET and env["CODEXRT_HTTP_HEADER_0"] == "org-secret-header"
+    assert [k for k, v in env.items() if v == SECRET] == ["CORP_KEY"]
+    assert env["CODEX_HOME"] == "/tmp/ch"
+    assert SECRET in cfg.secret_values() and "org-secret-header" in cfg.secret_values()
+
+
+def test_r_lc_4_cli_login_child_gets_login_shell_env_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """R-LC-4 through the runtime: before the child is created, the env_key named in the actual
+    CODEX_HOME/config.toml is fetched from the (fake) login shell; an inherited one and an
+    explicitly empty one are kept, an invalid name is never asked for."""
+    from codexrt import RuntimeConfig
+    from codexrt._discovery import Candidate, CandidateKind
+
+    home = codex_home(tmp_path, 'model_provider = "x"\n[model_providers.x]\nenv_key = "SHELL_ONLY_KEY"\n')
+    log = tmp_path / "asked"
+    shell = tmp_path / "fake-shell"
+    shell.write_text(f'#!/bin/sh\necho "$3" > {log}\nexport SHELL_ONLY_KEY=from-login-shell-123\neval "$3"\n')
+    shell.chmod(0o755)
+    exe = Candidate(path=Path("/opt/codex"), real_path=Path("/opt/codex"), source="CODEX_BIN", confirmed=True,
+                    kind=CandidateKind.NATIVE, platform="linux")
+    calls = _capture_spawn(monkeypatch, exe)
+    base = {"PATH": "/usr/bin:/bin", "SHELL": str(shell), "CODEX_HOME": str(home)}
+    [(label, factory)] = RuntimeConfig(env=base).candidate_factories()
+    with pytest.raises(OSError):
+        trio.run(factory)
+    assert calls[0]["env"]["SHELL_ONLY_KEY"] == "from-login-shell-123"
+    assert "SHELL_ONLY_KEY" in log.read_text()
+    [(label, factory)] = RuntimeConfig(env={**base, "SHELL_ONLY_KEY": ""}).candidate_factories()
+    with pytest.raises(OSError):
+        trio.run(factory)
+    assert calls[1]["env"]["SHELL_ONLY_KEY"] == ""  # explicitly empty: kept, not fetched

@@ -428,7 +428,7 @@ async def test_r_lc_1_2_launch_fingerprint_and_rebuild(peers):
         assert rt.update_launch(app_server_args=("app-server",)) == "unchanged"
         rt.update_settings(model="other")  # settings are not part of the fingerprint
         assert rt.launch_fingerprint() == fp
-        assert rt.update_launch(codex_home="/tmp/other-home") == "now"
+        assert rt.update_launch(codex_home="/tmp/other-home") == "immediate"
         while rt.generation < 2 or rt.busy or rt.state is not RuntimeState.READY:
             await rt.wait_state(RuntimeState.READY, RuntimeState.STOPPED)
             await trio.testing.wait_all_tasks_blocked()
@@ -477,3 +477,71 @@ async def test_r_ctx_6_cancel_during_the_probe_creates_no_thread_and_no_turn(pee
         result = await op.wait()  # the abort cancels the probe itself: no budget wait
         assert result.status == "cancelled" and "probe" in result.error.message
     assert _methods(peers, 0) == ["initialize", "initialized"]  # no thread/start, no turn/start
+
+
+async def _settled(rt, generation):
+    """Wait (bounded) until the runtime runs ``generation``, is READY and has nothing to do."""
+    with trio.fail_after(30):
+        while rt.generation < generation or rt.busy or rt.state is not RuntimeState.READY:
+            await rt.wait_state(RuntimeState.READY, RuntimeState.STOPPED)
+            await trio.testing.wait_all_tasks_blocked()
+
+
+async def test_r_lc_2_idle_change_rebuilds_at_once_and_cold_resumes_the_last_root(peers, autojump_clock):
+    """R-LC-2, R-SET-3: idle → rebuilt at once; the root thread of the channel's *last* operation
+    is cold-resumed on the new child with the current developerInstructions; the host is told
+    (threadResumed cold, sessionGrantsReset, runtimeReset)."""
+    async with _rt(peers, "handshake-ok", RESUMING, RESUMING) as rt:
+        first = await rt.send("one").wait()
+        second = await rt.send("two").wait()  # a second thread: the last operation's root
+        assert first.thread_id != second.thread_id
+        rt.update_settings(developer_instructions="be brief")
+        with rt.subscribe() as events:
+            assert rt.update_launch(codex_home="/tmp/launch-home-a") == "immediate"
+            await _settled(rt, 2)
+            kinds = [(e.kind, e.payload) for e in _drain(events)]
+    resumes = peers.received(1, "thread/resume")
+    assert [r["params"]["threadId"] for r in resumes] == [second.thread_id]
+    assert resumes[0]["params"]["developerInstructions"] == "be brief"
+    names = [k for k, _ in kinds]
+    assert "runtimeReset" in names and "sessionGrantsReset" in names
+    assert ("threadResumed", {"cold": True, "thread": second.thread_id}) in [(k, p) for k, p in kinds]
+    assert names.index("runtimeReset") < names.index("threadResumed")
+
+
+async def test_r_lc_2_change_during_a_turn_applies_before_the_next_queued_operation(peers, autojump_clock):
+    """R-LC-2: a change during an active operation waits for its terminal only; the operation
+    queued behind it runs on the new child (after the cold resume), never on the old one."""
+    async with _rt(peers, "hang-turn", RESUMING) as rt:
+        op = rt.send("x")
+        async for ev in op.events():
+            if ev.kind == "turnStarted":
+                break
+        queued = rt.send("next", thread_id=op.thread_id)
+        assert rt.update_launch(codex_home="/tmp/launch-home-b") == "deferred"
+        assert rt.generation == 1
+        rt.abort(op)
+        await op.wait()
+        with trio.fail_after(30):
+            result = await queued.wait()
+    assert result.status == "completed", result
+    assert len(peers.received(0, "turn/start")) == 1  # the queued send never reached the old child
+    assert _methods(peers, 1)[:4] == ["initialize", "initialized", "thread/resume", "turn/start"]
+    assert queued.generation == 2
+
+
+async def test_r_lc_2_unchanged_and_rpc_settings_do_not_rebuild(peers, autojump_clock):
+    async with _rt(peers, "handshake-ok") as rt:
+        await rt.send("x").wait()
+        fp = rt.launch_fingerprint()
+        rt.update_settings(model="other-model", effort="high", sandbox="read-only")
+        assert rt.update_launch(idle_timeout=None, cwd=None) == "unchanged"
+        assert rt.launch_fingerprint() == fp and rt.generation == 1 and rt.state is RuntimeState.READY
+
+
+async def test_r_lc_3_invalid_managed_change_is_refused_and_changes_nothing(peers):
+    async with _rt(peers, "handshake-ok") as rt:
+        fp = rt.launch_fingerprint()
+        with pytest.raises(codexrt.ConfigError):
+            rt.update_launch(access_mode="managed", provider={"baseUrl": "http://127.0.0.1:9/v1"})
+        assert rt.config.access_mode == "cli_login" and rt.launch_fingerprint() == fp
