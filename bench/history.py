@@ -5,6 +5,10 @@
   then parse it with ``codexrt._history_files.iter_rollout`` (the sans-IO ``LegacyParser``) vs a
   raw ``msgspec`` line loop over the same file; each side in its own interpreter, so each peak
   RSS is its own. Both must be bounded: the file is streamed, never held whole.
+* ``wrappers`` — a legacy rollout of N code-mode wrappers, each polling a command a direct call
+  started (receipts, known processes, poll updates: the R-H-5 replay), read through
+  ``load_rollout_transcript`` at N and at 4N in the same run; the row is the time *per wrapper*
+  at 4N over that at N (linear replay ≈ 1×; the quadratic replay this replaced was ≈ 4×).
 * ``count`` — count the messages of a native thread of N items over ``thread/items/list``
   pagination (the flood peer's synthetic thread) with ``codexrt._history.MessageCounter`` vs a
   raw paging loop over a pipe.
@@ -169,6 +173,53 @@ def count(items: int, pairs: int = 1) -> dict[str, Any]:
     return out
 
 
+def _wrapper_rollout(path: Path, n: int) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "projector_cases_rollout", ROOT / "tests" / "data" / "projector_cases" / "rollout.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    r = mod.Rollout("0190ffff-0000-7000-8000-000000000001").start("t1").user("many cells")
+    for k in range(n):
+        r.call(f"c{k}", "exec_command", {"cmd": f"job {k}"}).out(f"c{k}", mod.unified("", pid=1000 + k))
+        r.wrapper(f"w{k}", 'const r = await Promise.all([tools.exec_command({cmd: "echo a"}), '
+                           'tools.write_stdin({session_id: %d, chars: ""})]);\n'
+                           "r.forEach((x, i) => text(`Result ${i}: ${JSON.stringify(x)}`));" % (1000 + k))
+        r.item_cmd(f"exec-{k}", "echo a", output="a\n", code=0, pid=5000 + k)
+        r.wrapper_out(f"w{k}", ['Result 0: {"output":"a\\n"}', f'Result 1: {{"output":"polled {k}\\n"}}'])
+        r.call(f"p{k}", "write_stdin", {"session_id": 1000 + k, "chars": ""})
+        r.out(f"p{k}", mod.unified(f"done {k}\n", code=0))
+    path.write_text(r.end().text())
+
+
+def wrappers(n: int) -> dict[str, Any]:
+    from codexrt._history import load_rollout_transcript
+
+    tmp = Path(tempfile.mkdtemp(prefix="codexrt-wrappers-"))
+    try:
+        out: dict[str, Any] = {"n": n}
+        warm = tmp / "warm.jsonl"
+        _wrapper_rollout(warm, 20)
+        load_rollout_transcript(warm).records()  # imports, regex and attrs caches: not the row's
+        for label, size in (("small", n), ("large", 4 * n)):
+            path = tmp / f"{label}.jsonl"
+            _wrapper_rollout(path, size)
+            t0 = now()
+            tr = load_rollout_transcript(path)
+            recs = tr.records()
+            secs = now() - t0
+            replaced = sum(a.replace for a in tr.wrappers.values())
+            out[label] = {"wrappers": size, "seconds": secs, "per_wrapper_ms": secs * 1000 / size,
+                          "replaced": replaced, "records": len(recs)}
+        out["ratio"] = out["large"]["per_wrapper_ms"] / out["small"]["per_wrapper_ms"]
+        out["all_replaced"] = all(out[k]["replaced"] == out[k]["wrappers"] for k in ("small", "large"))
+        return out
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def _pair_arg(a: str) -> tuple[int, int]:
     """``"SIZE"`` or ``"SIZE:PAIRS"``."""
     size, _, pairs = a.partition(":")
@@ -176,7 +227,7 @@ def _pair_arg(a: str) -> tuple[int, int]:
 
 
 WORKERS = {"legacy": lambda a: legacy(*_pair_arg(a)), "legacy_lib": legacy_lib, "legacy_raw": legacy_raw,
-           "count": lambda a: count(*_pair_arg(a))}
+           "count": lambda a: count(*_pair_arg(a)), "wrappers": lambda a: wrappers(int(a))}
 
 if __name__ == "__main__":
     emit(WORKERS[sys.argv[1]](sys.argv[2]))

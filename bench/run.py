@@ -194,6 +194,13 @@ def main(argv: list[str] | None = None) -> int:
               f"peak RSS {r['codexrt_rss_mb']:.0f} MB", f"raw msgspec line loop {r['baseline_mb_s']:.0f} MB/s, "
               f"peak RSS {r['baseline_rss_mb']:.0f} MB", f"{r['ratio']:.2f}×", "≥ 0.8× raw, RSS bounded",
               f"records == raw lines: {r['records_match']}; median of {pairs} alternated pairs")
+        w = worker("bench.history", "wrappers", "200" if ns.quick else "500")
+        t.raw["history_wrappers"] = w
+        t.add(f"   legacy wrapper replay, {w['small']['wrappers']:,} vs {w['large']['wrappers']:,} code-mode wrappers",
+              f"{w['large']['per_wrapper_ms']:.2f} ms per wrapper at {w['large']['wrappers']:,}",
+              f"{w['small']['per_wrapper_ms']:.2f} ms per wrapper at {w['small']['wrappers']:,}",
+              f"{w['ratio']:.2f}× per wrapper", "≤ 1.5× (linear)",
+              f"every wrapper replaced: {w['all_replaced']}; each polls a direct command")
         c = worker("bench.history", "count", f"{2000 if ns.quick else 20000}:{pairs}")
         t.raw["history_count"] = c
         if c.get("available"):
