@@ -125,6 +125,12 @@ def main(argv: list[str] | None = None) -> int:
     def exact(rows: list[dict[str, Any]]) -> str:
         return "text exact" if all(r["ok"] for r in rows) else "MISMATCH (a character was lost)"
 
+    def cpu_note(rows: dict[str, list[dict[str, Any]]], key: str) -> str:
+        """The client's own CPU time per delta (process time while the turn streamed): on a
+        shared machine a steadier measure of the client's cost than the wall-clock rate."""
+        return (f"client CPU {med(rows[key], 'cpu_s') / n * 1e6:.2f} µs/delta "
+                f"(naive {med(rows['raw_msgspec'], 'cpu_s') / n * 1e6:.2f})")
+
     def ceiling_note(rows: dict[str, list[dict[str, Any]]]) -> str:
         return (f"peer ceiling (os.read + count) {med(rows['ceiling'], 'rate'):,.0f}/s; "
                 f"naive = {per_round(rows, 'raw_msgspec', 'ceiling'):.2f}× ceiling")
@@ -137,13 +143,13 @@ def main(argv: list[str] | None = None) -> int:
         t.add(f"1. stream, {n:,} deltas: library API (open_runtime → send → op.events()), warm thread",
               f"{med(g['lib'], 'rate'):,.0f}/s, peak RSS {med(g['lib'], 'rss_mb'):.0f} MB", naive,
               f"{per_round(g, 'lib', 'raw_msgspec'):.2f}×", "≥ 1.0× naive, RSS ≤ 60 MB",
-              f"{exact(g['lib'] + g['raw_msgspec'] + g['ceiling'])}; {ceiling_note(g)}; "
+              f"{exact(g['lib'] + g['raw_msgspec'] + g['ceiling'])}; {ceiling_note(g)}; {cpu_note(g, 'lib')}; "
               f"{med(g['lib'], 'events'):.0f} consumer events")
         for key, label in (("blocking", "blocking facade `for ev in rt.stream(...)`"),
                            ("aio", "codexrt.aio under asyncio.run")):
             t.add(f"   {label}", f"{med(g[key], 'rate'):,.0f}/s, peak RSS {med(g[key], 'rss_mb'):.0f} MB", naive,
                   f"{per_round(g, key, 'raw_msgspec'):.2f}× naive, {per_round(g, key, 'lib'):.2f}× library",
-                  "≥ 0.8× library", f"{exact(g[key])}; {med(g[key], 'events'):.0f} consumer events")
+                  "≥ 0.8× library", f"{exact(g[key])}; {cpu_note(g, key)}; {med(g[key], 'events'):.0f} consumer events")
         if "raw_json" not in g:
             js = [stream("raw_json") for _ in range(1 if ns.quick else 2)]
             t.raw["stream"]["raw_json"] = js

@@ -107,8 +107,11 @@ POLICIES = (*DECISIONS, "manual")
 DEFAULT_START_TIMEOUT = 30.0
 _CLOSE_MARGIN = 30.0
 _WAIT_SLICE = 0.25
-#: Events taken from the Trio-side stream per hop at most (``next_event``).
+#: Events the pump moves from the Trio-side stream per batch at most, and how many may wait on
+#: the caller's side before it pauses (it resumes below the low mark).
 _BATCH = 256
+_HIGH_WATER = 1024
+_LOW_WATER = 256
 #: JSON-RPC error code codexrt uses to refuse a server request that has no "decline" result.
 DECLINED_RPC_CODE = -32000
 
@@ -408,51 +411,15 @@ class _Portal:
         self.run_sync(submit)
         return fut, scopes
 
-    def start_soon(self, afn: Callable[[], Awaitable[Any]], ready: Callable[[], Any]) -> tuple[concurrent.futures.Future, list]:
-        """Like :meth:`start` for the hot path of iterating events, in one hop instead of two:
-        the Trio thread first calls ``ready()``, and a value other than None is the answer at
-        once; otherwise ``afn()`` runs as a task. The caller does not wait for the Trio thread
-        to take the request (the returned future says how it went; a run that ended meanwhile
-        is noticed by :meth:`wait`)."""
-        self._check_thread()
+    def run_soon(self, fn: Callable[[], Any]) -> None:
+        """Have the Trio thread call ``fn`` soon; does not wait."""
         token = self._token
-        if self._closing or token is None:
+        if token is None:
             raise ClosedError("the blocking runtime is closed")
-        fut: concurrent.futures.Future = concurrent.futures.Future()
-        scopes: list[trio.CancelScope] = []
-
-        async def runner() -> None:
-            try:
-                with trio.CancelScope() as scope:
-                    scopes.append(scope)
-                    fut.set_result(await afn())
-                    return
-                fut.set_exception(ClosedError("the call was cancelled"))
-            except Exception as exc:  # noqa: BLE001 - goes to the waiting caller
-                if not fut.done():
-                    fut.set_exception(exc)
-            finally:
-                if not fut.done():  # the facade is closing (outer cancellation)
-                    fut.set_exception(ClosedError("the blocking runtime was closed"))
-
-        def submit() -> None:
-            try:
-                value = ready()
-                if value is not None:
-                    fut.set_result(value)
-                elif self._nursery is None:
-                    fut.set_exception(ClosedError("the blocking runtime is closed"))
-                else:
-                    self._nursery.start_soon(runner)
-            except Exception as exc:  # noqa: BLE001 - goes to the waiting caller
-                if not fut.done():
-                    fut.set_exception(exc)
-
         try:
-            token.run_sync_soon(submit)
+            token.run_sync_soon(fn)
         except trio.RunFinishedError:
             raise ClosedError("the blocking runtime is closed") from None
-        return fut, scopes
 
     def cancel(self, scopes: list) -> None:
         for scope in scopes:
@@ -526,6 +493,86 @@ def _now() -> float:
 # -- public facade -----------------------------------------------------------------------------
 
 
+class _EventPump:
+    """Moves one operation's events from its Trio-side stream to the thread iterating it.
+
+    A task in the Trio thread waits on the stream and appends what it holds (up to
+    :data:`_BATCH` per step) to a deque under a :class:`threading.Condition`; the caller's
+    thread waits on that condition. So a batch costs one cross-thread wake-up, and asking for
+    the next event costs none. Bounded: with more than :data:`_HIGH_WATER` events waiting on
+    the caller's side the task pauses (the stream keeps coalescing text meanwhile) until the
+    caller has taken them down to :data:`_LOW_WATER`. The lock is only held for deque
+    operations, never while waiting, so the Trio thread never waits on the caller."""
+
+    def __init__(self, stream: Any, portal: _Portal) -> None:
+        self._stream = stream
+        self._portal = portal
+        self._cond = threading.Condition(threading.Lock())
+        self._q: collections.deque[CodexEvent] = collections.deque()
+        self._ended = False
+        self._error: BaseException | None = None
+        self._room: trio.Event | None = None
+
+    async def run(self) -> None:
+        """Runs in the Trio thread until the stream is closed and drained."""
+        stream = self._stream
+        finished = False
+        try:
+            while True:
+                ev = await stream.get()
+                batch: list[CodexEvent] = []
+                while ev is not None:
+                    batch.append(ev)
+                    if len(batch) >= _BATCH:
+                        break
+                    ev = stream.get_nowait()
+                room = None
+                with self._cond:
+                    if batch:
+                        self._q.extend(batch)
+                        if len(self._q) > _HIGH_WATER:
+                            room = self._room = trio.Event()
+                    else:
+                        self._ended = True
+                    self._cond.notify()
+                if not batch:
+                    finished = True
+                    return
+                if room is not None:
+                    await room.wait()
+        finally:
+            if not finished:  # cancelled: the facade is closing
+                with self._cond:
+                    self._ended = True
+                    self._error = ClosedError("the blocking runtime was closed")
+                    self._cond.notify()
+
+    def get(self, deadline: float | None) -> CodexEvent | None:
+        """The next event, None at the end; waits in :data:`_WAIT_SLICE` slices (so
+        KeyboardInterrupt is delivered promptly). Raises :class:`TimeoutError` (builtin) at
+        ``deadline``, :class:`ClosedError` when the Trio thread is gone."""
+        with self._cond:
+            while not self._q:
+                if self._ended:
+                    if self._error is not None:
+                        raise self._error
+                    return None
+                slice_ = _WAIT_SLICE if deadline is None else min(_WAIT_SLICE, deadline - _now())
+                if slice_ <= 0:
+                    raise TimeoutError
+                self._cond.wait(slice_)
+                if not self._q and not self._ended and not self._portal._thread.is_alive():
+                    raise ClosedError("the codexrt thread has ended")
+            ev = self._q.popleft()
+            if self._room is not None and len(self._q) <= _LOW_WATER:
+                room, self._room = self._room, None
+                try:
+                    self._portal.run_soon(room.set)
+                except ClosedError:
+                    pass
+            return ev
+
+
 class BlockingOperation:
     """A running send (or compact/review) seen from a blocking caller.
 
@@ -539,7 +586,7 @@ class BlockingOperation:
         self._portal = owner._portal
         self._op = op
         self._iter_lock = threading.Lock()
-        self._taken: collections.deque[CodexEvent] = collections.deque()  # taken from the stream, not yet returned
+        self._pump: _EventPump | None = None  # started by the first next_event
 
     def __repr__(self) -> str:
         return f"<BlockingOperation {self._op!r}>"
@@ -581,40 +628,19 @@ class BlockingOperation:
         if not self._iter_lock.acquire(blocking=False):
             raise BusyResourceError("another thread is already iterating this operation")
         try:
-            if not self._taken:
-                # One hop into the Trio thread per batch, not per event: what the stream holds
-                # (at most _BATCH events) comes over at once; the rest stays in the stream,
-                # which keeps coalescing text while this thread lags.
-                self._taken.extend(self._guarded(self._take, timeout, "waiting for the next event",
-                                                 ready=self._take_ready))
-                if not self._taken:
-                    return None
-            return self._taken.popleft()
+            if self._pump is None:
+                self._pump = _EventPump(self._op.stream, self._portal)
+                self._portal.start(self._pump.run)
+            try:
+                return self._pump.get(None if timeout is None else _now() + timeout)
+            except TimeoutError:
+                raise RpcTimeout(f"waiting for the next event: nothing after {timeout:g}s",
+                                 code="RPC_TIMEOUT") from None
+            except KeyboardInterrupt:
+                self._stop_and_settle()
+                raise
         finally:
             self._iter_lock.release()
-
-    def _take_ready(self) -> list[CodexEvent] | None:
-        """Runs in the Trio thread: what is queued now (up to :data:`_BATCH`), ``[]`` once the
-        stream is closed and drained, None when the caller must wait (:meth:`_take`)."""
-        stream = self._op.stream
-        batch: list[CodexEvent] = []
-        while len(batch) < _BATCH and (ev := stream.get_nowait()) is not None:
-            batch.append(ev)
-        if batch or stream.closed:
-            return batch
-        return None
-
-    async def _take(self) -> list[CodexEvent]:
-        """Runs in the Trio thread: the next event (waiting for it) and whatever else is
-        queued behind it, up to :data:`_BATCH`; ``[]`` once the stream is closed and drained."""
-        stream = self._op.stream
-        ev = await stream.get()
-        if ev is None:
-            return []
-        batch = [ev]
-        while len(batch) < _BATCH and (ev := stream.get_nowait()) is not None:
-            batch.append(ev)
-        return batch
 
     def __iter__(self) -> Iterator[CodexEvent]:
         while True:
@@ -641,8 +667,8 @@ class BlockingOperation:
         return self._portal.run_sync(self._op.runtime.abort, self._op)
 
     def _guarded(self, afn: Callable[[], Awaitable[Any]], timeout: float | None, what: str,
-                 stop_on_timeout: bool = False, ready: Callable[[], Any] | None = None) -> Any:
-        fut, scopes = self._portal.start(afn) if ready is None else self._portal.start_soon(afn, ready)
+                 stop_on_timeout: bool = False) -> Any:
+        fut, scopes = self._portal.start(afn)
         try:
             return self._portal.wait(fut, timeout)
         except TimeoutError:

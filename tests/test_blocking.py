@@ -383,3 +383,66 @@ def test_r_int_4_mcp_tool_call_approval_policies():
     assert ApprovalRequest("k", "t", method, form).kind == "elicitation"
     with pytest.raises(codexrt.ConfigError):
         approval_reply(method, "accept", form)
+
+
+def _flood_factory(*args: str):
+    from codexrt._transport import spawn_process_transport
+    from peer_fixtures.flood_peer import argv
+
+    async def factory():
+        return await spawn_process_transport(argv(*args), cwd=str(ROOT))
+
+    return factory
+
+
+def test_r_d_2_iterating_a_flood_from_a_lagging_thread_is_bounded_and_lossless():
+    """R-D-2: the facade's event pump pauses once its bound of events waits on the caller's
+    side (the Trio-side stream coalesces meanwhile), and a caller that comes back late still
+    rebuilds the exact text."""
+    from codexrt.blocking import _BATCH, _HIGH_WATER
+    from peer_fixtures.flood_peer import expected_text
+
+    n = 20_000
+    with codexrt.blocking.connect(transports=[_flood_factory()]) as rt:
+        op = rt.stream(f"[[flood:{n}:1]]")  # a status notification after every delta
+        first = op.next_event()
+        assert first is not None
+        pump = op._pump
+        _wait_until(lambda: pump._room is not None or op.done, "the pump to pause at its bound")
+        assert pump._room is not None, "the flood ended before the pump reached its bound"
+        assert len(pump._q) <= _HIGH_WATER + _BATCH
+        parts = [first.payload["delta"]] if first.kind == "itemUpdated" else []
+        for ev in op:
+            if ev.kind == "itemUpdated":
+                parts.append(ev.payload["delta"])
+        assert op.wait().status == "completed"
+        assert "".join(parts) == expected_text(n) == op.result.final_text
+
+
+def test_r_op_5_keyboard_interrupt_while_iterating_stops_the_turn_and_reraises(tmp_path):
+    log = tmp_path / "peer.log"
+    main = threading.get_ident()
+    with _connect("hang-turn", log) as rt:
+        op = rt.stream("never ends")
+
+        def blocked_in_next_event() -> bool:
+            frame = sys._current_frames().get(main)
+            names = []
+            while frame is not None:
+                names.append(frame.f_code.co_name)
+                frame = frame.f_back
+            return "wait" in names and "next_event" in names
+
+        def interrupt_when_started():
+            _wait_until(lambda: op.turn_id is not None and blocked_in_next_event(), "the turn to start")
+            signal.pthread_kill(main, signal.SIGINT)
+
+        t = threading.Thread(target=interrupt_when_started)
+        t.start()
+        with pytest.raises(KeyboardInterrupt):
+            for _ev in op:
+                pass
+        t.join(WAIT)
+        assert op.result is not None and op.result.status == "interrupted"
+        assert [ev.kind for ev in op][-1] == "operationDone"  # the rest of the stream is still readable
+    assert [m["method"] for m in read_log(log) if m.get("method") == "turn/interrupt"]
