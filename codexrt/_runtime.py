@@ -88,7 +88,7 @@ from codexrt._sansio._states import (
     RuntimeEvent,
     RuntimeState,
 )
-from codexrt._sansio._wire import Notification, ServerRequest
+from codexrt._sansio._wire import Notification, ServerRequest, decode_json
 from codexrt._options import RuntimeOptions
 from codexrt._settings import Settings
 from codexrt._transport import Transport, spawn_process_transport
@@ -540,6 +540,9 @@ class Runtime:
         self._finished_turns: collections.OrderedDict[str, None] = collections.OrderedDict()
         self._pending_rebuild: Callable[[], Awaitable[None]] | None = None
         self._last_root_thread: str | None = None  # the root thread of the last operation (R-LC-2)
+        # R-WIRE-4: requests of an operation whose wait ran out, by (generation, request id), so a
+        # late response names its operation (bounded: oldest forgotten past MAX_LATE_OWNERS).
+        self._late_owners: collections.OrderedDict[tuple[int, Any], Operation] = collections.OrderedDict()
         self.probe: Any = ContextCapabilityProbe()  # R-CTX-2: one cached answer per CLI and child generation
 
     def __repr__(self) -> str:
@@ -803,8 +806,7 @@ class Runtime:
         elif isinstance(ev, ServerRequest):
             self._on_server_request(ev, gen)
         elif isinstance(ev, LateResponse):
-            self._publish(self._event("lateResponse", {"method": ev.method, "requestId": ev.id,
-                                                       "phase": ev.phase.value, "ok": ev.error is None}))
+            self._on_late_response(gen, ev)
         elif isinstance(ev, ProtocolViolation):
             self._publish(self._event("protocolError", {"reason": self._redactor(ev.reason)}))
         elif isinstance(ev, UnsupportedServerRequest):
@@ -816,6 +818,38 @@ class Runtime:
                     self._publish(self._event("runtimeUnhealthy", {"reason": ev.error.message,
                                                                    "code": ev.error.code}))
                 self._fault(ev.error)
+
+    MAX_LATE_OWNERS = 256
+
+    def _note_late_owner(self, op: Operation, exc: RpcTimeout) -> None:
+        """Remember which operation a timed-out, written request belongs to (R-WIRE-4)."""
+        rid = (exc.details or {}).get("requestId")
+        if rid is None or op.generation is None:
+            return
+        self._late_owners[(op.generation, rid)] = op
+        while len(self._late_owners) > self.MAX_LATE_OWNERS:
+            self._late_owners.popitem(last=False)
+
+    def _on_late_response(self, gen: int, ev: LateResponse) -> None:
+        """R-WIRE-4: a response after its budget, named by its operation (``clientOperationId``),
+        method, request id and the phase at timeout. A late ``turn/start`` result binds its turn
+        to the operation when nothing else did (``turn/started`` did not come); never a second turn."""
+        op = self._late_owners.pop((gen, ev.id), None)
+        payload: dict[str, Any] = {"method": ev.method, "requestId": ev.id, "phase": ev.phase.value,
+                                   "ok": ev.error is None}
+        self._publish(self._event("lateResponse", payload, op=op))
+        if op is None or ev.error is not None or ev.method != "turn/start" or op.terminal:
+            return
+        try:
+            result = decode_json(ev.result_raw) if ev.result_raw is not None else None
+        except Exception:  # a malformed late result binds nothing
+            return
+        turn = (result or {}).get("turn") if isinstance(result, dict) else None
+        tid = turn.get("id") if isinstance(turn, dict) else None
+        if isinstance(tid, str) and op.turn_id is None and tid not in self._finished_turns and op._bind_turn(tid):
+            self._deliver(self._event("operationAcked", {"turn": turn, "late": True}, op=op), op)
+            if op.cancel_requested:
+                self._nursery.start_soon(self._send_interrupt, op)
 
     def _fault(self, error: CodexError) -> None:
         """One settle for an unexpected exit (R-RT-4)."""
@@ -1645,9 +1679,12 @@ class Runtime:
         except RpcTimeout as exc:
             if exc.phase == "writtenUnconfirmed":
                 # The turn may be running: never re-send (R-OP-7). Wait for its native events,
-                # a late response, a stop, or the child's exit.
+                # a late response (bound to this operation), a stop, or the child's exit.
+                self._note_late_owner(op, exc)
                 self._deliver(self._event("error", {"message": exc.message, "code": exc.code,
-                                                    "phase": exc.phase}, op=op), op)
+                                                    "phase": exc.phase, "method": "turn/start",
+                                                    "requestId": (exc.details or {}).get("requestId")},
+                                          op=op), op)
                 return
             raise
         turn = (result or {}).get("turn") or {}
@@ -1673,7 +1710,11 @@ class Runtime:
             method, params = "review/start", {"threadId": op.thread_id, "target": op.payload["target"]}
         op._fire(OpEvent.WRITTEN)
         op._turn_requested = True
-        result = await conn.call(method, params)
+        try:
+            result = await conn.call(method, params)
+        except RpcTimeout as exc:
+            self._note_late_owner(op, exc)  # its late answer still names this operation (R-WIRE-4)
+            raise
         if op.terminal:
             return
         turn = (result or {}).get("turn") if isinstance(result, dict) else None
