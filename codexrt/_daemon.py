@@ -47,11 +47,20 @@ waiter waits for the forwarder to pass that event, bounded by :data:`DONE_EVENT_
 created synchronously in the reader and its id is mapped to the request id before the reader
 can yield, so the forwarder always finds it.
 
-*Drain.* stdin EOF (or SIGTERM/SIGINT in :mod:`codexrt_cli._serve`) stops reading, then every
-channel's runtime is closed: queued operations are cancelled, the running one is stopped within
-the stop budget (R-OP-5), the child is retired and reaped; the waiters then write their
+*Drain.* stdin EOF (:meth:`Daemon.stop_reading`) stops reading and first lets the commands
+already accepted finish — every command task is counted by :meth:`Daemon._spawn` until its
+reply is written — for at most ``DaemonConfig.drain_timeout`` seconds. :meth:`Daemon.abort`
+(SIGTERM/SIGINT in :mod:`codexrt_cli._serve`, or stdout gone) skips or ends that wait. Then
+every channel's runtime is closed: queued operations are cancelled, the running one is stopped
+within the stop budget (R-OP-5), the child is retired and reaped; the waiters then write their
 (``cancelled``/``interrupted``/``failed``) replies, the forwarders flush the last events, and
 :func:`serve_daemon` returns.
+
+*Bounds.* A channel's ``ops``/``request_ids``/``done_forwarded`` hold unreplied long commands
+only (:meth:`_Channel.forget` after the reply); serve never reads ``op.events()`` and calls
+``op.discard_events()`` (it forwards from the runtime subscription); channels are capped by
+``DaemonConfig.max_channels`` (an idle, childless one is evicted, else ``TOO_MANY_CHANNELS``).
+Every bound: ``docs/runtime.md``.
 """
 
 from __future__ import annotations
@@ -552,7 +561,8 @@ class _Channel:
         """No child, no work, nothing pending: forgetting this channel loses only its desired
         settings and thread bookkeeping (the threads themselves resume on next use)."""
         rt = self.rt
-        return (rt.state is RuntimeState.STOPPED and rt.conn is None and not rt.busy and not self.ops
+        return (rt.state in (RuntimeState.STOPPED, RuntimeState.FAILED) and rt.conn is None and not rt.busy
+                and not self.ops
                 and self.inflight == 0 and not rt.pending_interactions()
                 and not (self.titles is not None and self.titles.pending())
                 and (self.edits is None or self.edits.closed))

@@ -313,3 +313,19 @@ async def test_r_rt_5_reset_runtime_during_starting_retires_that_child(nursery: 
     assert {m.get("method") for m in peers.received(0) if "method" in m} <= {"initialize"}
     await wire.to_send.aclose()
     await wire.read_to_end()
+
+
+async def test_r_d_1_a_failed_childless_channel_is_evictable(nursery: Any) -> None:
+    """A channel whose child failed to start (FAILED, no child) does not hold its slot."""
+    peers = MemoryPeers(nursery)
+    wire = await Wire(DaemonConfig(runtime=RuntimeConfig(transports=[peers.sequence("crash-before-ready",
+                                                                                    "handshake-ok")]),
+                                   idle_timeout=None, max_channels=1)).start(nursery)
+    failed = await wire.request("codex.listModels", {"channelId": "a"})
+    assert failed["ok"] is False
+    status = (await wire.request("status", {}))["result"]["channels"]
+    assert [(s["channelId"], s["state"], s["pid"]) for s in status] == [("a", "FAILED", None)]
+    assert (await wire.request("codex.listModels", {"channelId": "b"}))["ok"]
+    assert [s["channelId"] for s in (await wire.request("status", {}))["result"]["channels"]] == ["b"]
+    await wire.to_send.aclose()
+    await wire.read_to_end()
