@@ -172,7 +172,9 @@ def test_mock_hang_is_capped() -> None:
         mock.enqueue(Script.hang())
         status, _, raw = post_responses(mock, "")
         assert status == 200 and b"keep-alive" in raw
-        assert mock.requests[0].outcome == "hang_cap_reached"
+        # The outcome is recorded just after the stream's last chunk: wait for it, bounded.
+        [rec] = mock.wait_for_model_requests(1, timeout=10)
+        assert rec.outcome == "hang_cap_reached"
 
 
 @pytest.mark.parametrize("how", ["sigterm", "stdin-eof"])
