@@ -386,13 +386,19 @@ class Connection:
                 if not data:
                     break
                 for line in buf.feed(data):
-                    self._on_stderr_line(line)
+                    self._on_stderr_line_guarded(line)
             for line in buf.close():
-                self._on_stderr_line(line)
+                self._on_stderr_line_guarded(line)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         finally:
             self._stderr_done.set()
+
+    def _on_stderr_line_guarded(self, line: bytes | OversizedLine) -> None:
+        try:
+            self._on_stderr_line(line)
+        except Exception as exc:  # one odd stderr line never stops the drain (a stopped drain can stall the child)
+            log.warning("stderr line dropped: %s", type(exc).__name__)
 
     def _on_stderr_line(self, line: bytes | OversizedLine) -> None:
         if isinstance(line, OversizedLine):

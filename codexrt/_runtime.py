@@ -68,6 +68,7 @@ from codexrt._errors import (
     LocalProtocolError,
     OperationCancelled,
     OperationFailed,
+    RemoteProtocolError,
     RpcError,
     RpcTimeout,
     ThreadResumeError,
@@ -1560,6 +1561,13 @@ class Runtime:
                     op._settle(STATUS_CANCELLED, OperationCancelled(f"cancelled: {exc.message}"))
                 else:
                     op._settle(STATUS_FAILED, exc)
+            return
+        except Exception as exc:  # fault barrier: answers of an unexpected shape fail the op, not the runtime
+            log.warning("%s %s failed on unexpected data: %s", op.kind, op.id, type(exc).__name__, exc_info=True)
+            if not op.terminal:
+                op._settle(STATUS_FAILED, RemoteProtocolError(
+                    f"{op.kind} failed on an answer of unexpected shape ({type(exc).__name__})",
+                    phase=op.phase.value, details={"error": type(exc).__name__}))
             return
         await op._done.wait()
 

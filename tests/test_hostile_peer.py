@@ -257,3 +257,18 @@ async def test_hostile_app_server_turn_completes_with_bounded_memory_r_wire_5(tm
     assert len(refused) == 10_000 - InteractionRegistry.MAX_PENDING
     assert all(m.get("result") == {"decision": "decline"} for m in refused)
     assert not any(isinstance(m.get("result"), dict) and m["result"].get("decision") == "accept" for m in replies)
+
+
+@pytest.mark.parametrize("answer", [{"thread": "x"}, [1, 2], "just text", {"thread": {"id": ["no"]}}])
+async def test_malformed_thread_start_answer_fails_the_op_not_the_runtime_r_op_4(peers, answer):
+    """R-OP-4: a ``thread/start`` answer of the wrong shape fails that operation with a
+    CodexError; the runtime lives on and the next send (answered normally) completes."""
+    scenario = {"name": "bad-thread-start", "rules": [
+        {"match": {"method": "thread/start"}, "times": 1, "actions": [{"respond": answer}]}]}
+    async with _rt(peers, scenario) as rt:
+        first = await rt.send("hi").wait()
+        assert first.status == "failed" and first.error is not None
+        assert first.error.code in ("PROTOCOL_ERROR", "OPERATION_FAILED")
+        second = await rt.send("again").wait()
+        assert second.status == "completed", second
+        assert rt.state is RuntimeState.READY
