@@ -272,3 +272,34 @@ async def test_malformed_thread_start_answer_fails_the_op_not_the_runtime_r_op_4
         second = await rt.send("again").wait()
         assert second.status == "completed", second
         assert rt.state is RuntimeState.READY
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None)
+@given(depth=st.integers(min_value=1, max_value=3000), where=st.sampled_from(["params", "result", "error.data"]),
+       kind=st.sampled_from(["[", "{\"k\":"]), mid=st.sampled_from(["", "1", "\"x]}\"", "null"]))
+def test_r_wire_5_fuzz_deep_lines_never_crash_the_core(depth, where, kind, mid):
+    """R-WIRE-5: a request, notification or response with a value nested ``depth`` deep in any
+    payload never raises out of RpcCore: past MAX_JSON_DEPTH it is a ProtocolViolation (and a
+    pending call stays pending), within it it is handled normally."""
+    from codexrt._sansio._rpc import CallFailed, CallSucceeded, ProtocolViolation, RpcCore
+
+    core = RpcCore()
+    call = core.start_request("x", {})
+    close = "]" if kind == "[" else "}"
+    nested = kind * depth + mid + close * depth
+    if kind != "[" and not mid:
+        nested = kind * depth + "1" + close * depth
+    line = {"params": f'{{"method":"m","params":{{"v":{nested}}}}}',
+            "result": f'{{"id":{call.id},"result":{{"v":{nested}}}}}',
+            "error.data": f'{{"id":{call.id},"error":{{"code":1,"message":"m","data":{nested}}}}}'}[where]
+    events = core.receive_line(line.encode())
+    total = depth + 2 + (1 if where == "error.data" else 0)
+    if total > MAX_JSON_DEPTH:
+        assert [type(e) for e in events] == [ProtocolViolation]
+        assert call.id in core.outbound  # still waiting: a bad line answers nobody
+    elif where != "params":
+        assert type(events[0]) in (CallSucceeded, CallFailed)
