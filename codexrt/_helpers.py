@@ -102,15 +102,20 @@ HELPER_SERVER_REQUESTS = frozenset({
 _REFUSAL_CODE = -32000
 
 
-def refusal_for(method: str) -> tuple[str, Any]:
+#: Server requests a helper answers with the safe negative reply of the one interaction table
+#: (``codexrt._interactions.safe_negative_reply``); anything else gets a JSON-RPC error.
+_REFUSED_WITH_RESULT = frozenset({"item/commandExecution/requestApproval", "item/fileChange/requestApproval",
+                                  "applyPatchApproval", "execCommandApproval", "mcpServer/elicitation/request"})
+
+
+def refusal_for(method: str, params: Any = None) -> tuple[str, Any]:
     """How a helper answers ``method``: ``("result", value)`` or ``("error", message)``.
-    Never an acceptance (R-HLP-1)."""
-    if method in ("item/commandExecution/requestApproval", "item/fileChange/requestApproval"):
-        return "result", {"decision": "decline"}
-    if method in ("applyPatchApproval", "execCommandApproval"):
-        return "result", {"decision": "denied"}
-    if method == "mcpServer/elicitation/request":
-        return "result", {"action": "cancel", "content": None}
+    Never an acceptance (R-HLP-1). Result refusals come from the same table as every other
+    safe negative reply, so they are always replies the schema accepts."""
+    if method in _REFUSED_WITH_RESULT:
+        from codexrt._interactions import safe_negative_reply
+
+        return "result", safe_negative_reply(method, params if isinstance(params, dict) else None)
     return "error", f"codexrt helper requests cannot answer {method}; refused"
 
 
@@ -231,7 +236,7 @@ async def _refuse_requests(conn: Connection, run: _Run) -> None:
     while True:
         while run.requests:
             req = run.requests.popleft()
-            how, value = refusal_for(req.method)
+            how, value = refusal_for(req.method, req.params)
             run.refused.append(req.method)
             try:
                 if how == "result":

@@ -147,7 +147,16 @@ async def test_r_hlp_1_every_interactive_request_is_refused_never_accepted(peers
 def test_r_hlp_1_refusals_cover_every_interactive_method():
     for method in ("item/permissions/requestApproval", "item/tool/call", "item/tool/requestUserInput"):
         assert refusal_for(method)[0] == "error"
-    assert refusal_for("execCommandApproval") == ("result", {"decision": "denied"})
+    # Result refusals are the one table's safe negative replies, which the reply validator accepts
+    # (an earlier copy sent {"decision": "denied"}, which the schema does not allow).
+    from codexrt._interactions import validate_reply
+
+    for method in ("item/commandExecution/requestApproval", "item/fileChange/requestApproval",
+                   "applyPatchApproval", "execCommandApproval", "mcpServer/elicitation/request"):
+        how, value = refusal_for(method, {})
+        assert how == "result"
+        validate_reply(method, value, {})
+        assert "accept" not in str(value) and "approved" not in str(value)
 
 
 @pytest.mark.parametrize("scenario,code", [(FAILED_TURN, "HELPER_FAILED"), (INTERRUPTED_TURN, "HELPER_INTERRUPTED"),
