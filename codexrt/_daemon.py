@@ -1053,7 +1053,12 @@ class Daemon:
                 await self._reply(cmd.id, result)
                 return
             rt = ch.rt
-            result["stoppedOperations"] = await self._stop_ops(ch, ch.live_ops(tid))
+            # R-D-1: the verified relation set first (children deepest first: stopped, waited
+            # for until not active, unsubscribed); the lease itself is released at the end.
+            for child in rt.relations(tid):
+                result["stoppedOperations"] += await self._stop_ops(ch, ch.live_ops(child))
+            result["releasedChildren"] = await rt.drain_relations(tid)
+            result["stoppedOperations"] += await self._stop_ops(ch, ch.live_ops(tid))
             await ch.cancel_titles(tid, reason="releaseThread")  # R-HLP-3: release waits for helpers
             info = rt.threads.get(tid)
             conn = rt.conn
@@ -1070,6 +1075,7 @@ class Daemon:
                 await ch.cancel_titles(reason="releaseThread")  # nothing may save on a retired child
                 await rt.reset(reason="releaseThread")  # confirms the child's exit (R-RT-5)
                 result["runtimeRetired"] = True
+            rt.release_relation_lease(tid)  # only now: after the children and the child's exit
             ch.touch()
             await self._reply(cmd.id, result)
         except CodexError as exc:

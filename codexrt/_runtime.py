@@ -91,6 +91,7 @@ from codexrt._sansio._states import (
 )
 from codexrt._sansio._wire import Notification, ServerRequest, decode_json
 from codexrt._options import RuntimeOptions
+from codexrt._retry import call_read
 from codexrt._settings import Settings
 from codexrt._transport import Transport, spawn_process_transport
 from codexrt._util import unwrap_single_group
@@ -139,6 +140,7 @@ STATUS_FAILED = "failed"
 STATUS_INTERRUPTED = "interrupted"
 STATUS_CANCELLED = "cancelled"
 _NATIVE_TERMINALS = {STATUS_COMPLETED, STATUS_FAILED, STATUS_INTERRUPTED}
+_STATUS_METHODS = frozenset({"thread/status/changed", "turn/started", "turn/completed"})
 
 
 @attrs.define
@@ -492,6 +494,16 @@ class _ThreadInfo:
     root: bool = True
     effective: dict[str, Any] = attrs.field(factory=dict)
     settings_event: trio.Event = attrs.field(factory=trio.Event)
+    # Sub-agent relations (R-H-8): set once the parentThreadId ancestry was verified.
+    parent_id: str | None = None
+    root_id: str | None = None
+    relation_pending: bool = False
+    # a root's relation set: verified descendants -> depth (1 = direct child)
+    children: dict[str, int] = attrs.field(factory=dict)
+    # native status (``thread/status/changed`` type) and running turn; None = unknown
+    status: str | None = None
+    active_turn: str | None = None
+    status_event: trio.Event = attrs.field(factory=trio.Event)
 
 
 class Runtime:
@@ -542,8 +554,9 @@ class Runtime:
         self._pending_rebuild: Callable[[], Awaitable[None]] | None = None
         self._last_root_thread: str | None = None  # the root thread of the last operation (R-LC-2)
         # R-WIRE-4: requests of an operation whose wait ran out, by (generation, request id), so a
-        # late response names its operation (bounded: oldest forgotten past MAX_LATE_OWNERS).
-        self._late_owners: collections.OrderedDict[tuple[int, Any], Operation] = collections.OrderedDict()
+        # late response names its operation (bounded: oldest forgotten past MAX_LATE_OWNERS). Ids,
+        # not objects: the table never keeps a settled operation alive.
+        self._late_owners: collections.OrderedDict[tuple[int, Any], str] = collections.OrderedDict()
         self.probe: Any = ContextCapabilityProbe()  # R-CTX-2: one cached answer per CLI and child generation
 
     def __repr__(self) -> str:
@@ -597,7 +610,7 @@ class Runtime:
         root = tid
         info = self.threads.get(tid) if tid else None
         if info is not None and not info.root:
-            root = None
+            root = info.root_id  # a child: its verified root, None until verified (R-H-8)
         return CodexEvent(
             kind,
             payload or {},
@@ -827,7 +840,7 @@ class Runtime:
         rid = (exc.details or {}).get("requestId")
         if rid is None or op.generation is None:
             return
-        self._late_owners[(op.generation, rid)] = op
+        self._late_owners[(op.generation, rid)] = op.id
         while len(self._late_owners) > self.MAX_LATE_OWNERS:
             self._late_owners.popitem(last=False)
 
@@ -835,10 +848,14 @@ class Runtime:
         """R-WIRE-4: a response after its budget, named by its operation (``clientOperationId``),
         method, request id and the phase at timeout. A late ``turn/start`` result binds its turn
         to the operation when nothing else did (``turn/started`` did not come); never a second turn."""
-        op = self._late_owners.pop((gen, ev.id), None)
+        op_id = self._late_owners.pop((gen, ev.id), None)
+        op = self.operation(op_id) if op_id is not None else None
         payload: dict[str, Any] = {"method": ev.method, "requestId": ev.id, "phase": ev.phase.value,
                                    "ok": ev.error is None}
-        self._publish(self._event("lateResponse", payload, op=op))
+        late = self._event("lateResponse", payload, op=op)
+        if op is None and op_id is not None:  # settled and forgotten: still name it
+            late = attrs.evolve(late, client_operation_id=op_id)
+        self._publish(late)
         if op is None or ev.error is not None or ev.method != "turn/start" or op.terminal:
             return
         try:
@@ -921,6 +938,13 @@ class Runtime:
         turn_id = params.get("turnId") or (turn or {}).get("id")
         item = params.get("item") if isinstance(params.get("item"), dict) else None
         item_id = params.get("itemId") or (item or {}).get("id")
+
+        if thread_id and method in _STATUS_METHODS:
+            self._track_status(method, thread_id, params, turn_id)
+        if method == "item/completed" and item is not None and item.get("type") == "collabAgentToolCall":
+            for child in item.get("receiverThreadIds") or ():
+                if isinstance(child, str) and child:
+                    self._want_relation(child)  # a spawned sub-agent (R-H-8)
 
         if method == "thread/started":
             thread = params.get("thread") or {}
@@ -1812,10 +1836,166 @@ class Runtime:
                     and not self.pending_interactions()):
                 await self.reset(reason="idle")
 
+    # -- sub-agent relations (R-H-8, R-D-1, R-OP-6) ----------------------------------------
+
+    MAX_ANCESTRY = 16
+
+    def _track_status(self, method: str, thread_id: str, params: dict[str, Any], turn_id: str | None) -> None:
+        """Native status of every thread, from its own notifications only: a parent's terminal
+        never changes a child's (R-H-8). A turn on a thread never seen before may be a sub-agent's."""
+        info = self.threads.get(thread_id)
+        if info is None:
+            if method != "turn/started":
+                return
+            info = self._thread_info(thread_id)
+            self._want_relation(thread_id)
+        if method == "thread/status/changed":
+            st = params.get("status")
+            info.status = st.get("type") if isinstance(st, dict) and isinstance(st.get("type"), str) else None
+        elif method == "turn/started":
+            info.active_turn = turn_id
+            info.status = "active"
+        elif turn_id is not None and info.active_turn == turn_id:  # turn/completed of its own turn
+            info.active_turn = None
+        info.status_event.set()
+        info.status_event = trio.Event()
+
+    def _want_relation(self, thread_id: str) -> None:
+        info = self._thread_info(thread_id)
+        if info.root_id is not None or info.relation_pending or self.conn is None:
+            return
+        info.relation_pending = True
+        self._nursery.start_soon(self._verify_relation, thread_id, self.generation, self.conn)
+
+    async def _verify_relation(self, thread_id: str, gen: int, conn: Connection) -> None:
+        """Walk ``parentThreadId`` up to a root with ``thread/read`` (read-only: no resume, no
+        writer). Only then is the thread recorded in its root's relation set and
+        ``threadRelationVerified`` published; a walk of an older generation publishes nothing."""
+        chain: list[tuple[str, str]] = []
+        cur, status = thread_id, None
+        try:
+            for _ in range(self.MAX_ANCESTRY):
+                res = await call_read(conn, "thread/read", {"threadId": cur})
+                thread = (res or {}).get("thread") if isinstance(res, dict) else None
+                thread = thread if isinstance(thread, dict) else {}
+                if cur == thread_id and isinstance(thread.get("status"), dict):
+                    status = thread["status"].get("type")
+                parent = thread.get("parentThreadId")
+                if not isinstance(parent, str) or not parent or parent == cur:
+                    break
+                chain.append((cur, parent))
+                cur = parent
+            else:
+                chain = []  # deeper than MAX_ANCESTRY: not verified
+        except CodexError as exc:
+            log.info("relation of %s not verified: %s", thread_id, exc.message)
+            chain = []
+        if gen != self.generation:
+            return  # an old generation's answer never publishes into a newer one (R-RT-2)
+        info = self._thread_info(thread_id)
+        info.relation_pending = False
+        if not chain:
+            return  # a root, or not verified (a later hint tries again)
+        root = cur
+        root_info = self._thread_info(root)
+        for depth, (tid, parent) in enumerate(reversed(chain), 1):
+            ti = self._thread_info(tid)
+            newly = ti.root_id is None
+            ti.root, ti.parent_id, ti.root_id = False, parent, root
+            if ti.loaded_generation is None:
+                ti.loaded_generation = gen  # loaded on the server (thread/loaded/list lists it)
+            root_info.children[tid] = depth
+            if newly:
+                self._publish(self._event("threadRelationVerified", {
+                    "rootThreadId": root, "threadId": tid, "parentThreadId": parent}, thread_id=tid))
+        if info.status is None and isinstance(status, str):
+            info.status = status
+
+    def relations(self, root_thread_id: str) -> dict[str, dict[str, Any]]:
+        """The verified relation set of ``root_thread_id``: child id → ``parentThreadId``,
+        ``depth`` and native ``status`` (None when unknown — never guessed)."""
+        info = self.threads.get(root_thread_id)
+        out: dict[str, dict[str, Any]] = {}
+        for child, depth in (info.children.items() if info is not None else ()):
+            ci = self.threads.get(child)
+            out[child] = {"parentThreadId": ci.parent_id if ci else None, "depth": depth,
+                          "status": ci.status if ci else None}
+        return out
+
+    async def drain_relations(self, root_thread_id: str) -> list[dict[str, Any]]:
+        """``releaseThread`` of a root (R-D-1): its verified children, deepest first, each
+        stopped (our operations on it aborted, its running turn interrupted), waited for until its
+        native status is no longer active — an unknown status is queried again, never guessed
+        (R-H-8) — and unsubscribed. Bounded by the stop budget per child. The relation set itself
+        (the lease) stays until :meth:`release_relation_lease`."""
+        info = self.threads.get(root_thread_id)
+        if info is None:
+            return []
+        out = []
+        for child in sorted(info.children, key=lambda c: -info.children[c]):
+            out.append({"threadId": child, **await self._release_child(child)})
+        return out
+
+    async def _release_child(self, child: str) -> dict[str, Any]:
+        for op in [self.active, *self._queue]:
+            if op is not None and op.thread_id == child and not op.terminal:
+                self.abort(op)
+                with trio.move_on_after(self.config.stop_budget + 11):
+                    await op._done.wait()
+        ci = self._thread_info(child)
+        interrupted = False
+        settled = False
+        with trio.move_on_after(self.config.stop_budget):
+            while True:
+                conn = self.conn
+                if conn is None:
+                    settled = True  # the app-server is gone: so is the child's work
+                    break
+                if ci.status is None:  # unknown: ask, never guess
+                    try:
+                        res = await call_read(conn, "thread/read", {"threadId": child})
+                        st = ((res or {}).get("thread") or {}).get("status") or {}
+                        if ci.status is None and isinstance(st.get("type"), str):
+                            ci.status = st["type"]
+                    except CodexError as exc:
+                        log.info("status of %s unknown: %s", child, exc.message)
+                    if ci.status is None:
+                        await trio.sleep(0.5)
+                        continue
+                if ci.status != "active":
+                    settled = True
+                    break
+                if ci.active_turn is not None and not interrupted:
+                    interrupted = True
+                    try:
+                        await conn.call("turn/interrupt", {"threadId": child, "turnId": ci.active_turn})
+                    except CodexError as exc:
+                        log.info("turn/interrupt of sub-agent %s failed: %s", child, exc.message)
+                with trio.move_on_after(1.0):  # wake on its next status change, else look again
+                    await ci.status_event.wait()
+        if ci.loaded_generation == self.generation and self.conn is not None:
+            try:
+                await self.conn.call("thread/unsubscribe", {"threadId": child})
+            except CodexError as exc:
+                log.info("thread/unsubscribe of %s failed: %s", child, exc.message)
+        ci.loaded_generation = None
+        return {"interrupted": interrupted, "status": ci.status, "settled": settled}
+
+    def release_relation_lease(self, root_thread_id: str) -> list[str]:
+        """Forget the root's relation set (after its release finished, and after the child
+        process's exit when the release retired it). Returns the children it held."""
+        info = self.threads.get(root_thread_id)
+        if info is None:
+            return []
+        children, info.children = list(info.children), {}
+        return children
+
     async def release_thread(self, thread_id: str) -> None:
         """Stop tracking ``thread_id`` as a loaded session: abort its operations, tell the
         server (``thread/unsubscribe``) and mark it unloaded (its id is kept). A runtime with
-        no loaded session may then be retired by the idle reaper (R-RT-6)."""
+        no loaded session may then be retired by the idle reaper (R-RT-6). Its verified
+        sub-agents are released first (:meth:`drain_relations`, R-D-1)."""
+        await self.drain_relations(thread_id)
         for op in [self.active, *self._queue]:
             if op is not None and op.thread_id == thread_id and not op.terminal:
                 self.abort(op)
@@ -1823,6 +2003,7 @@ class Runtime:
                     await op._done.wait()
         info = self.threads.get(thread_id)
         if info is None or info.loaded_generation != self.generation:
+            self.release_relation_lease(thread_id)
             return
         info.loaded_generation = None
         if self.conn is not None:
@@ -1830,6 +2011,7 @@ class Runtime:
                 await self.conn.call("thread/unsubscribe", {"threadId": thread_id})
             except CodexError as exc:
                 log.info("thread/unsubscribe failed: %s", exc.message)
+        self.release_relation_lease(thread_id)
 
     # -- close ---------------------------------------------------------------------------
 

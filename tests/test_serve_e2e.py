@@ -184,7 +184,7 @@ class ServeProcess:
 
 def fake_cli(tmp_path: Path, scenario: str, log: Path | None = None) -> str:
     """An executable that runs the stdio fake app-server (ignores the `app-server` argument)."""
-    script = tmp_path / f"fake-codex-{scenario}"
+    script = tmp_path / f"fake-codex-{Path(scenario).stem}"
     cmd = [sys.executable, "-m", "peer_fixtures.fake_app_server", scenario]
     if log is not None:
         cmd += ["--log", str(log)]
@@ -674,3 +674,29 @@ async def test_r_op_1_respond_interaction_error(tmp_path):
         done = await sp.response(send)
         assert done["result"]["finalText"] == "The command was not run."
         assert await sp.finish() == 0
+
+
+async def test_r_d_1_release_root_drains_verified_subagent_then_retires(tmp_path):
+    """A sub-agent spawned in the root's turn (shapes recorded from the real server) is verified
+    (``threadRelationVerified``), then ``releaseThread`` of the root stops and unsubscribes the
+    child before the root, and the child process exits before the reply (R-D-1, R-H-8)."""
+    from tests.trio_layer.test_runtime_correlation import (
+        CHILD_ID, PARENT_FINISHES_CHILD_RUNS, ROOT_ID, _spawn_scenario)
+    from peer_fixtures.fake_app_server import read_log
+    scenario = tmp_path / "spawn.json"
+    scenario.write_text(json.dumps(_spawn_scenario(PARENT_FINISHES_CHILD_RUNS)))
+    log = tmp_path / "peer.jsonl"
+    async with ServeProcess.open(tmp_path, "--codex-bin", fake_cli(tmp_path, str(scenario), log)) as sp:
+        done = await sp.request("codex.send", {"channelId": "c", "message": "spawn", "threadId": ROOT_ID})
+        assert done["result"]["status"] == "completed"
+        rel = await sp.event("threadRelationVerified")
+        assert rel["payload"] == {"rootThreadId": ROOT_ID, "threadId": CHILD_ID, "parentThreadId": ROOT_ID}
+        assert rel["rootThreadId"] == ROOT_ID and rel["threadId"] == CHILD_ID
+        pid = await child_pid(sp)
+        r = (await sp.request("codex.releaseThread", {"channelId": "c", "threadId": ROOT_ID}))["result"]
+        assert r["releasedChildren"] == [{"threadId": CHILD_ID, "interrupted": True, "status": "idle", "settled": True}]
+        assert r["unsubscribe"] == "unsubscribed" and r["runtimeRetired"] is True
+        assert not pid_alive(pid)
+    calls = [(m["method"], m["params"].get("threadId")) for m in read_log(log)
+             if m.get("method") in ("turn/interrupt", "thread/unsubscribe")]
+    assert calls == [("turn/interrupt", CHILD_ID), ("thread/unsubscribe", CHILD_ID), ("thread/unsubscribe", ROOT_ID)]

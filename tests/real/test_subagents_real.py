@@ -65,3 +65,35 @@ def test_r_h_8_spawned_child_thread_on_the_real_server(spawn_raw: Callable[..., 
     assert {"spawn_agent", "wait_agent", "close_agent"} <= {t["name"] for t in ns["tools"]}
     # the child ran its own directive: a model request whose user text is the spawn message
     assert mock_model.requests_with_user_text("[[mock:text:child here]]")
+
+
+async def test_r_h_8_r_d_1_runtime_verifies_and_drains_a_real_subagent(codex_bin, real_env, real_cwd, mock_model):
+    """Through codexrt: the child of a real spawn is verified (``threadRelationVerified``), its
+    hanging turn is not the parent's (the parent's operation completes while it runs), and
+    draining the root's relation set interrupts it and waits until it is no longer active."""
+    import trio
+
+    import codexrt
+    from codexrt import RuntimeConfig, Settings
+
+    config = RuntimeConfig(codex_bin=str(codex_bin), env=real_env, cwd=str(real_cwd),
+                           settings=Settings(cwd=str(real_cwd)))
+    async with codexrt.open_runtime(config) as rt:
+        with rt.subscribe() as events, trio.fail_after(60):
+            op = rt.send("[[mock:spawn:<<mock:hang>>]]")
+            result = await op.wait()
+            assert result.status == "completed"
+            async for ev in events:
+                if ev.kind == "threadRelationVerified":
+                    break
+            root, child = result.thread_id, ev.thread_id
+            assert ev.payload == {"rootThreadId": root, "threadId": child, "parentThreadId": root}
+            while rt.relations(root)[child]["status"] != "active":  # the child's own turn/started
+                async for e in events:
+                    if e.thread_id == child:
+                        break
+            drained = await rt.drain_relations(root)
+            assert drained == [{"threadId": child, "interrupted": True, "status": "idle", "settled": True}]
+            await rt.release_thread(root)
+            assert rt.relations(root) == {} and rt.runtime_snapshot()["sessionCount"] == 0
+    assert mock_model.requests_with_user_text("[[mock:hang]]")  # the child's model request ran

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 import trio
+import trio.testing
 
 import codexrt
 from codexrt import RuntimeConfig
@@ -85,3 +86,150 @@ async def test_r_wire_4_late_turn_start_never_rebinds_a_bound_turn(peers, autoju
 async def _until_empty(stream):
     while (ev := stream.get_nowait()) is not None:
         yield ev
+
+
+# -- sub-agent relations (R-H-8, R-D-1, R-OP-6) --------------------------------------------------
+# Shapes recorded from the real 0.171.0 server (docs/real-server-notes.md, "Sub-agents"): the
+# child is announced by the parent's collabAgentToolCall item, never by thread/started; its own
+# notifications carry its threadId; thread/read of it names the parent in parentThreadId.
+
+ROOT_ID = "11111111-1111-4111-8111-111111111111"
+CHILD_ID = "22222222-2222-4222-8222-222222222222"
+CHILD_TURN = "33333333-3333-4333-8333-333333333333"
+
+
+def _spawn_item():
+    return {"item": {"type": "collabAgentToolCall", "id": "call_spawn_1", "tool": "spawnAgent",
+                     "status": "completed", "senderThreadId": ROOT_ID, "receiverThreadIds": [CHILD_ID],
+                     "prompt": "child task", "agentsStates": {CHILD_ID: {"status": "pendingInit", "message": None}}}}
+
+
+def _child_started():
+    return [{"notify": "thread/status/changed", "params": {"threadId": CHILD_ID, "status": {"type": "active", "activeFlags": []}}},
+            {"notify": "turn/started", "params": {"threadId": CHILD_ID, "turn": {
+                "id": CHILD_TURN, "rootTurnId": "$turn_id", "status": "inProgress", "items": []}}}]
+
+
+def _child_completed(status="completed"):
+    return [{"notify": "thread/status/changed", "params": {"threadId": CHILD_ID, "status": {"type": "idle"}}},
+            {"notify": "turn/completed", "params": {"threadId": CHILD_ID, "turn": {
+                "id": CHILD_TURN, "status": status, "items": []}}}]
+
+
+def _read(thread_id, parent, status=None, sleep=None):
+    thread = {"id": thread_id, "parentThreadId": parent, "threadSource": "subagent" if parent else None}
+    if status is not None:
+        thread["status"] = {"type": status}
+    return {"match": {"method": "thread/read", "params": {"threadId": thread_id}},
+            "actions": ([{"sleep": sleep}] if sleep else []) + [{"respond": {"thread": thread}}]}
+
+
+def _spawn_scenario(turn_actions, *, child_status="active", extra_rules=(), read_sleep=None):
+    return {"name": "spawn-subagent", "defaults": True, "settings": {"known_threads": [ROOT_ID]}, "rules": [
+        *extra_rules,
+        {"match": {"method": "turn/start", "nth": 1}, "actions": turn_actions},
+        _read(CHILD_ID, ROOT_ID, child_status, read_sleep),
+        _read(ROOT_ID, None, "idle"),
+        {"match": {"method": "turn/interrupt", "params": {"threadId": CHILD_ID}},
+         "actions": [{"respond": {}}, *_child_completed("interrupted")]},
+        {"match": {"method": "thread/unsubscribe"}, "actions": [{"respond": {"status": "unsubscribed"}}]},
+    ]}
+
+
+PARENT_FINISHES_CHILD_RUNS = [
+    {"turn_response": True}, {"turn_started": True}, {"item": _spawn_item()["item"]}, *_child_started(),
+    {"agent_message": "parent done"}, {"end_turn": "completed"}]
+
+
+async def _collect(events, until):
+    got = []
+    async for ev in events:
+        got.append(ev)
+        if until(ev):
+            return got
+    return got
+
+
+async def test_r_h_8_verified_child_relation_and_parent_finish_leaves_child_active(peers, autojump_clock):
+    async with _rt(peers, _spawn_scenario(PARENT_FINISHES_CHILD_RUNS)) as rt:
+        with rt.subscribe() as events:
+            op = rt.send("spawn", thread_id=ROOT_ID)
+            result = await op.wait()
+            got = await _collect(events, lambda e: e.kind == "threadRelationVerified")
+        assert result.status == "completed" and result.thread_id == ROOT_ID
+        rel = got[-1]
+        assert rel.payload == {"rootThreadId": ROOT_ID, "threadId": CHILD_ID, "parentThreadId": ROOT_ID}
+        assert rel.thread_id == CHILD_ID and rel.root_thread_id == ROOT_ID
+        # the child's turn was never owned by the parent's operation (R-OP-6)
+        child_started = [e for e in got if e.kind == "turnStarted" and e.thread_id == CHILD_ID]
+        assert child_started and all(e.client_operation_id is None for e in child_started)
+        # the parent finished; the child is still active, not shown complete (R-H-8)
+        assert rt.relations(ROOT_ID) == {CHILD_ID: {"parentThreadId": ROOT_ID, "depth": 1, "status": "active"}}
+        # verification only read: no resume/turn on the child (read-only history takes no writer)
+        assert [m["params"]["threadId"] for m in peers.received(0, "thread/resume")] == [ROOT_ID]
+        assert {m["params"]["threadId"] for m in peers.received(0, "turn/start")} == {ROOT_ID}
+
+
+async def test_r_op_6_child_terminal_neither_settles_parent_nor_frees_the_fifo(peers, autojump_clock):
+    actions = [{"hang_turn": True}, {"item": _spawn_item()["item"]}, *_child_started(), *_child_completed()]
+    async with _rt(peers, _spawn_scenario(actions, child_status="idle")) as rt:
+        with rt.subscribe() as events:
+            op = rt.send("spawn", thread_id=ROOT_ID)
+            second = rt.send("next", thread_id=ROOT_ID)
+            got = await _collect(events, lambda e: e.kind == "threadRelationVerified")
+            await trio.sleep(60)  # virtual: anything the child's terminal could have freed runs now
+        orphan = [e for e in got if e.kind == "orphanTurnTerminal"]
+        assert orphan and orphan[0].thread_id == CHILD_ID and orphan[0].client_operation_id is None
+        assert not op.terminal and not second.terminal
+        assert len(peers.received(0, "turn/start")) == 1  # the FIFO still holds the second send
+        assert rt.relations(ROOT_ID)[CHILD_ID]["status"] == "idle"
+        rt.abort(second)
+        rt.abort(op)
+        assert (await op.wait()).status == "interrupted"
+
+
+async def test_r_d_1_release_root_drains_children_first(peers, autojump_clock):
+    async with _rt(peers, _spawn_scenario(PARENT_FINISHES_CHILD_RUNS)) as rt:
+        with rt.subscribe() as events:
+            await rt.send("spawn", thread_id=ROOT_ID).wait()
+            await _collect(events, lambda e: e.kind == "threadRelationVerified")
+        await rt.release_thread(ROOT_ID)
+        calls = [(m["method"], m["params"].get("threadId")) for m in peers.received(0)
+                 if m.get("method") in ("turn/interrupt", "thread/unsubscribe")]
+        assert calls == [("turn/interrupt", CHILD_ID), ("thread/unsubscribe", CHILD_ID),
+                         ("thread/unsubscribe", ROOT_ID)]
+        assert rt.relations(ROOT_ID) == {}
+        assert rt.runtime_snapshot()["sessionCount"] == 0
+
+
+async def test_r_h_8_unknown_child_status_means_keep_querying(peers, autojump_clock):
+    """No status notification for the child and thread/read without a status: release asks
+    again (bounded) instead of guessing; it proceeds once the server says idle."""
+    actions = [{"turn_response": True}, {"turn_started": True}, {"item": _spawn_item()["item"]},
+               {"agent_message": "parent done"}, {"end_turn": "completed"}]
+    idle_on_5th = {"match": {"method": "thread/read", "nth": 5},
+                   "actions": [{"respond": {"thread": {"id": CHILD_ID, "parentThreadId": ROOT_ID,
+                                                       "status": {"type": "idle"}}}}]}
+    async with _rt(peers, _spawn_scenario(actions, child_status=None, extra_rules=[idle_on_5th])) as rt:
+        with rt.subscribe() as events:
+            await rt.send("spawn", thread_id=ROOT_ID).wait()
+            await _collect(events, lambda e: e.kind == "threadRelationVerified")
+        assert rt.relations(ROOT_ID)[CHILD_ID]["status"] is None
+        await rt.release_thread(ROOT_ID)
+        reads = [m["params"]["threadId"] for m in peers.received(0, "thread/read")]
+        assert reads == [CHILD_ID, ROOT_ID, CHILD_ID, CHILD_ID, CHILD_ID]
+        assert peers.received(0, "turn/interrupt") == []
+
+
+async def test_r_rt_2_relation_query_of_an_old_generation_never_publishes(peers, autojump_clock):
+    async with _rt(peers, _spawn_scenario(PARENT_FINISHES_CHILD_RUNS, read_sleep=5), "handshake-ok") as rt:
+        with rt.subscribe() as events:
+            await rt.send("spawn", thread_id=ROOT_ID).wait()
+            await trio.testing.wait_all_tasks_blocked()
+            assert peers.received(0, "thread/read")  # the query is in flight
+            await rt.reset(reason="test")
+            await rt.ensure_started()
+            await trio.sleep(30)
+            kinds = [e.kind async for e in _until_empty(events)]
+        assert "threadRelationVerified" not in kinds
+        assert rt.relations(ROOT_ID) == {}
