@@ -173,11 +173,14 @@ class _Answer:
     """Whether the command being handled in this task has been answered (the fault barrier
     replies only for a command that was not)."""
 
-    __slots__ = ("rid", "done")
+    __slots__ = ("rid", "done", "before_reply")
 
     def __init__(self, rid: RequestId) -> None:
         self.rid = rid
         self.done = False
+        # run once just before the reply is written (a read releases its channel's in-flight
+        # count first, so a host acting on the reply never finds the channel still busy)
+        self.before_reply: Callable[[], None] | None = None
 
 
 #: The command the current task is handling (set by the fault barrier, read by ``_reply``).
@@ -611,6 +614,9 @@ class Daemon:
         answer = _answering.get()
         if answer is not None and type(answer.rid) is type(rid) and answer.rid == rid:
             answer.done = True
+            hook, answer.before_reply = answer.before_reply, None
+            if hook is not None:
+                hook()
         await self.write(error_reply(rid, error) if error is not None else response_ok(rid, result))  # type: ignore[arg-type]
 
     # -- the fault barrier -----------------------------------------------------------------
@@ -1085,6 +1091,7 @@ class Daemon:
 
     async def _read_only(self, cmd: Command, ch: _Channel) -> None:
         """Native reads: the runtime's connection, never the FIFO, never ``thread/resume``."""
+        release = self._inflight_release(ch)
         p = dict(cmd.params)
         p.pop("channelId", None)
         method = READ_ONLY_METHODS.get(cmd.name, "")
@@ -1120,8 +1127,25 @@ class Daemon:
         except CodexError as exc:
             await self._reply(cmd.id, error=exc)
         finally:
-            ch.inflight -= 1
-            ch.touch()
+            release()
+
+    @staticmethod
+    def _inflight_release(ch: _Channel) -> Callable[[], None]:
+        """Ends this task's count in ``ch.inflight`` exactly once: just before its reply is
+        written, or when the task ends without one."""
+        done = False
+
+        def release() -> None:
+            nonlocal done
+            if not done:
+                done = True
+                ch.inflight -= 1
+                ch.touch()
+
+        answer = _answering.get()
+        if answer is not None:
+            answer.before_reply = release
+        return release
 
     async def _legacy_history(self, cmd: Command) -> None:
         """Access mode ``inactive``: thread list, transcript and counts from the rollout files
@@ -1146,6 +1170,7 @@ class Daemon:
         never a resume; each runs in its own task, so undos of different files run in parallel.
         The channel's :class:`LiveEdits` starts on the first one (history covers what came
         before) and ends with the channel's runtime."""
+        release = self._inflight_release(ch)
         try:
             live = ch.edits
             if live is None or live.closed:
@@ -1157,8 +1182,7 @@ class Daemon:
         except CodexError as exc:
             await self._reply(cmd.id, error=exc)
         finally:
-            ch.inflight -= 1
-            ch.touch()
+            release()
 
     # -- helper requests and workspace diff (R-HLP, R-DIFF) ---------------------------------
 

@@ -325,7 +325,8 @@ async def test_r_d_1_a_failed_childless_channel_is_evictable(nursery: Any) -> No
     assert failed["ok"] is False
     status = (await wire.request("status", {}))["result"]["channels"]
     assert [(s["channelId"], s["state"], s["pid"]) for s in status] == [("a", "FAILED", None)]
-    assert (await wire.request("codex.listModels", {"channelId": "b"}))["ok"]
+    second = await wire.request("codex.listModels", {"channelId": "b"})
+    assert second["ok"], second
     assert [s["channelId"] for s in (await wire.request("status", {}))["result"]["channels"]] == ["b"]
     await wire.to_send.aclose()
     await wire.read_to_end()
