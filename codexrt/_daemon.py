@@ -145,6 +145,9 @@ CONTROL_COMMANDS = frozenset(
     {"codex.updateSettings", "codex.respondInteraction", "codex.respondInteractionError", "codex.abortTurn"}
 )
 LIFECYCLE_COMMANDS = frozenset({"codex.releaseThread", "codex.resetRuntime"})
+#: Launch configuration (R-LC-1..3): answered at once; the rebuild it causes runs on the channel's
+#: FIFO worker (``Runtime.update_launch``).
+LAUNCH_COMMANDS = frozenset({"codex.configureLaunch"})
 #: Read-only command → native method (``codex.readHistoryPage`` picks one by ``scope``).
 READ_ONLY_METHODS: dict[str, str] = {
     "codex.listThreads": "thread/list",
@@ -164,7 +167,8 @@ HELPER_COMMANDS = frozenset({"codex.generateTitle", "codex.enhancePrompt", "code
 #: Git only, no Codex process: works in access mode ``inactive`` too (R-DIFF-1).
 WORKSPACE_COMMANDS = frozenset({"codex.readWorkspaceDiff"})
 ALL_COMMANDS = frozenset({*LONG_COMMANDS, *CONTROL_COMMANDS, *LIFECYCLE_COMMANDS, *READ_ONLY_COMMANDS,
-                          *EDIT_COMMANDS, *HELPER_COMMANDS, *WORKSPACE_COMMANDS, *INTERACTION_COMMANDS, "status"})
+                          *EDIT_COMMANDS, *HELPER_COMMANDS, *WORKSPACE_COMMANDS, *INTERACTION_COMMANDS,
+                          *LAUNCH_COMMANDS, "status"})
 
 RequestId = Union[str, int, float]
 
@@ -243,13 +247,14 @@ def validate(instance: Any, schema: dict[str, Any], root: dict[str, Any] | None 
     ``"<json path>: <reason>"``. Supports the keywords the daemon schema uses: ``type``,
     ``enum``, ``const``, ``properties``, ``required``, ``additionalProperties``, ``items``,
     ``anyOf``, ``oneOf``, ``$ref`` (local), ``minLength``, ``minimum``, ``exclusiveMinimum``,
-    ``maximum``, ``pattern``. Any other keyword is an error in the schema,
-    not silently ignored."""
+    ``maximum``, ``pattern``; annotations (``description``, ``title``, ``examples``,
+    ``writeOnly``, ``x-secret`` — a secret field) are allowed and checked by nothing. Any other
+    keyword is an error in the schema, not silently ignored."""
     root = root if root is not None else schema
     known = {"type", "enum", "const", "properties", "required", "additionalProperties", "items", "anyOf",
              "oneOf", "$ref", "minLength", "minimum", "exclusiveMinimum", "maximum", "pattern",
              "description", "title", "$schema", "$id",
-             "$defs", "x-protocolVersion", "examples"}
+             "$defs", "x-protocolVersion", "examples", "writeOnly", "x-secret"}
     unknown = set(schema) - known
     if unknown:
         raise ValueError(f"schema keyword(s) {sorted(unknown)} not supported by codexrt's validator")
@@ -759,6 +764,9 @@ class Daemon:
         if name in CONTROL_COMMANDS:
             await self._control(cmd)
             return
+        if name in LAUNCH_COMMANDS:  # before the inactive check: it may leave inactive mode
+            await self._configure_launch(cmd)
+            return
         if name in WORKSPACE_COMMANDS:
             self._spawn(self._workspace_diff, cmd)
             return
@@ -986,6 +994,56 @@ class Daemon:
                 if key in ch.rt.interactions:
                     return ch
         raise InteractionError(f"unknown interaction {key!r}", code="INTERACTION_UNKNOWN")
+
+    async def _configure_launch(self, cmd: Command) -> None:
+        """``codex.configureLaunch`` (R-LC-1..3): a new launch configuration for one channel
+        (``channelId``) or, without one, for channels created later and every live one. Every
+        target is validated before any changes; each live runtime applies it through
+        :meth:`Runtime.update_launch` (rebuild at once when idle, after the active operation
+        otherwise; a ``runtimeReset`` event when the child is retired). ``model`` is a per-turn
+        setting (desired settings), never part of the fingerprint. The API key and header values
+        are registered as secrets before anything else happens."""
+        from codexrt._launch import launch_fingerprint
+
+        p = cmd.params
+        provider = p.get("provider")
+        register_process_secrets([p.get("apiKey"), *((provider or {}).get("headers") or {}).values()])
+        changes: dict[str, Any] = {"access_mode": p["accessMode"], "provider": provider, "api_key": p.get("apiKey")}
+        if "codexHome" in p:
+            changes["codex_home"] = p["codexHome"]
+        if "codexBin" in p:
+            changes["codex_bin"] = p["codexBin"]
+        model = p.get("model")
+        cid = p.get("channelId")
+        if cid is not None:
+            targets = [await self._channel(cid)]
+        else:
+            targets = list(self._channels.values())
+        # Validate everything first: an invalid configuration changes nothing anywhere.
+        template = attrs.evolve(self.config.runtime, **changes)
+        if model is not None:
+            template.settings = attrs.evolve(template.settings, model=model)
+        fingerprint = launch_fingerprint(template.launch_config())
+        for ch in targets:
+            attrs.evolve(ch.rt.config, **changes).launch_config()
+        rebuilds: dict[str, str] = {}
+        if cid is None:
+            before = launch_fingerprint(self.config.runtime.launch_config())
+            self.config.runtime = template
+            self.config.inactive = p["accessMode"] == "inactive"
+            if before != fingerprint and not targets:
+                rebuilds["*"] = "immediate"  # nothing running: channels created later use it
+        for ch in targets:
+            rebuilds[ch.id] = ch.rt.update_launch(**changes)
+            if model is not None:
+                ch.rt.update_settings(model=model)
+            ch.touch()
+            if cid is not None:
+                fingerprint = ch.rt.launch_fingerprint()
+        kinds = set(rebuilds.values())
+        rebuild = "deferred" if "deferred" in kinds else "immediate" if "immediate" in kinds else "unchanged"
+        await self._reply(cmd.id, {"fingerprint": fingerprint, "rebuild": rebuild,
+                                   "channels": {k: v for k, v in rebuilds.items() if k != "*"}})
 
     async def _control(self, cmd: Command) -> None:
         p = cmd.params

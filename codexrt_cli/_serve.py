@@ -63,9 +63,24 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="argument passed to the CLI instead of the default `app-server` (repeatable)")
     p.add_argument("--codex-home", metavar="DIR", help="CODEX_HOME of the children (default: inherited)")
     p.add_argument("--cwd", metavar="DIR", help="working directory of the children (default: ours)")
-    p.add_argument("--access-mode", choices=["cli_login", "inactive"], default="cli_login",
-                   help="cli_login (default): the CLI's own auth under CODEX_HOME; inactive: never spawn "
-                        "a process, refuse commands that need one (R-LC-3)")
+    p.add_argument("--access-mode", choices=["cli_login", "managed", "inactive"], default="cli_login",
+                   help="cli_login (default): the CLI's own auth under CODEX_HOME; managed: the provider "
+                        "given by the --provider-* flags and the key from --api-key-env/--api-key-file; "
+                        "inactive: never spawn a process, refuse commands that need one")
+    p.add_argument("--provider-id", metavar="ID", help="managed: the model provider's id")
+    p.add_argument("--provider-name", metavar="NAME", help="managed: its display name (default: the id)")
+    p.add_argument("--base-url", metavar="URL", help="managed: the provider's base URL")
+    p.add_argument("--env-key", metavar="NAME", default="CODEXRT_API_KEY",
+                   help="managed: the variable the child reads the key from (default: CODEXRT_API_KEY)")
+    p.add_argument("--wire-api", metavar="API", help="managed: the provider's wire API (default: responses)")
+    p.add_argument("--provider-header", metavar="NAME=ENVVAR", action="append", default=[],
+                   help="managed: send header NAME with the value of our environment variable ENVVAR "
+                        "(repeatable; values never on a command line)")
+    p.add_argument("--query-param", metavar="KEY=VALUE", action="append", default=[],
+                   help="managed: URL query parameter (repeatable; not secret)")
+    p.add_argument("--api-key-env", metavar="NAME",
+                   help="managed: our environment variable holding the API key (never printed)")
+    p.add_argument("--api-key-file", metavar="PATH", help="managed: file holding the API key (never printed)")
     p.add_argument("--connect", metavar="ENDPOINT",
                    help="attach to a running app-server (ws://127.0.0.1:PORT or unix:///path) instead of "
                         "spawning one; codexrt never stops a server it did not start (docs/transports.md)")
@@ -115,12 +130,65 @@ def config_from_args(args: argparse.Namespace) -> DaemonConfig:
         token_file=getattr(args, "token_file", None),
         token_env=getattr(args, "token_env", None),
         allow_remote=getattr(args, "allow_remote", False),
+        access_mode="managed" if args.access_mode == "managed" else "cli_login",
+        **_managed_from_args(args),
     )
+    if runtime.access_mode == "managed":
+        runtime.launch_config()  # a bad provider is a configuration error now, not at the first turn
     return DaemonConfig(runtime=runtime, inactive=args.access_mode == "inactive",
                         idle_timeout=args.idle_timeout if args.idle_timeout > 0 else None,
                         max_line=args.max_line_bytes, auto_title=getattr(args, "auto_title", False),
                         drain_timeout=max(0.0, getattr(args, "drain_timeout", DEFAULT_DRAIN_TIMEOUT)),
                         max_channels=max(1, getattr(args, "max_channels", DEFAULT_MAX_CHANNELS)))
+
+
+def _pairs(values: list[str], flag: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in values:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ConfigError(f"{flag} takes NAME=VALUE, got {name or item!r}")
+        out[name] = value
+    return out
+
+
+def _managed_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """``provider`` and ``api_key`` for ``--access-mode managed`` (the key and header values
+    are read from our environment or a file: they are never on serve's own command line)."""
+    if getattr(args, "access_mode", None) != "managed":
+        return {}
+    if not args.provider_id or not args.base_url:
+        raise ConfigError("--access-mode managed needs --provider-id and --base-url")
+    headers = {}
+    for name, var in _pairs(args.provider_header, "--provider-header").items():
+        if var not in os.environ:
+            raise ConfigError(f"--provider-header {name}: environment variable {var} is not set")
+        headers[name] = os.environ[var]
+    key: str | None = None
+    if args.api_key_env and args.api_key_file:
+        raise ConfigError("give the API key either with --api-key-env or with --api-key-file")
+    if args.api_key_env:
+        key = os.environ.get(args.api_key_env) or None
+        if key is None:
+            raise ConfigError(f"environment variable {args.api_key_env} (the API key) is not set or empty")
+    elif args.api_key_file:
+        try:
+            with open(args.api_key_file, encoding="utf-8") as fh:
+                key = fh.read().strip() or None
+        except OSError as exc:
+            raise ConfigError(f"cannot read API key file {args.api_key_file!r}: {exc.strerror or exc}") from None
+        if key is None:
+            raise ConfigError(f"API key file {args.api_key_file!r} is empty")
+    provider: dict[str, Any] = {"id": args.provider_id, "baseUrl": args.base_url, "envKey": args.env_key}
+    if args.provider_name:
+        provider["name"] = args.provider_name
+    if args.wire_api:
+        provider["wireApi"] = args.wire_api
+    if headers:
+        provider["headers"] = headers
+    if args.query_param:
+        provider["queryParams"] = _pairs(args.query_param, "--query-param")
+    return {"provider": provider, "api_key": key}
 
 
 def _main(args: argparse.Namespace) -> int:
