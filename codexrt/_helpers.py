@@ -538,7 +538,10 @@ class TitleManager:
 
     async def _watch(self, events: AsyncIterator[CodexEvent]) -> None:
         async for ev in events:
-            self._on_event(ev)
+            try:
+                self._on_event(ev)
+            except Exception as exc:  # an event of unexpected shape never stops titling (nor the channel)
+                log.warning("auto-title: %s event skipped: %s", ev.kind, type(exc).__name__)
 
     def _source_text(self, thread_id: str) -> str | None:
         op = self.rt.active
@@ -599,10 +602,14 @@ class TitleManager:
                 async with self._limiter:
                     try:
                         title = await generate_title(self.config, text, timeout=self.timeout)
+                        outcome = await self._save(tid, title)
                     except CodexError as exc:
                         outcome = TitleOutcome(tid, "failed", error=exc.to_dict())
                         return
-                    outcome = await self._save(tid, title)
+                    except Exception as exc:  # a helper's odd answer fails this title, not the channel
+                        outcome = TitleOutcome(tid, "failed", error={
+                            "code": "PROTOCOL_ERROR", "message": f"title failed on unexpected data ({type(exc).__name__})"})
+                        return
         finally:
             if outcome is None:
                 outcome = TitleOutcome(tid, "cancelled", reason=self._cancel_reason.get(tid, "cancelled"))
