@@ -297,7 +297,7 @@ def test_r_wire_5_fuzz_deep_lines_never_crash_the_core(depth, where, kind, mid):
             "result": f'{{"id":{call.id},"result":{{"v":{nested}}}}}',
             "error.data": f'{{"id":{call.id},"error":{{"code":1,"message":"m","data":{nested}}}}}'}[where]
     events = core.receive_line(line.encode())
-    total = depth + 2 + (1 if where == "error.data" else 0)
+    total = depth + 2  # the line object and the one holding the nested value
     if total > MAX_JSON_DEPTH:
         assert [type(e) for e in events] == [ProtocolViolation]
         assert call.id in core.outbound  # still waiting: a bad line answers nobody
