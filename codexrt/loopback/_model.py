@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import http.server
 import itertools
 import json
@@ -285,6 +286,11 @@ class RecordedRequest:
     def model(self) -> str | None:
         return self.body.get("model") if isinstance(self.body, dict) else None
 
+    @property
+    def bearer_sha256(self) -> str | None:
+        """sha256 hex of the bearer credential the request carried (the value itself is not kept)."""
+        return self.headers.get("authorization-sha256")
+
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
@@ -305,6 +311,19 @@ def _output_text(output: Any) -> str:
     if isinstance(output, list):
         return "".join(str(p.get("text", "")) for p in output if isinstance(p, dict))
     return json.dumps(output)
+
+
+def _recorded_headers(headers: Any) -> dict[str, str]:
+    """Request headers as recorded: lower-case names; ``authorization`` replaced by
+    ``authorization-sha256`` (of its credential after ``Bearer ``), so a log file never holds a key."""
+    out: dict[str, str] = {}
+    for k, v in headers.items():
+        if k.lower() == "authorization":
+            cred = v[7:] if v[:7].lower() == "bearer " else v
+            out["authorization-sha256"] = hashlib.sha256(cred.encode("utf-8", "surrogateescape")).hexdigest()
+        else:
+            out[k.lower()] = v
+    return out
 
 
 class _ClientGone(Exception):
@@ -347,6 +366,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                 err = f"{type(exc).__name__}: {exc}"
         rec = self.server.mock._record(self, body, err)
+        want = self.server.mock.require_bearer
+        if want is not None and rec.is_model_request and self.headers.get("authorization") != f"Bearer {want}":
+            # A provider that needs a key: 401 without the exact bearer (nothing is played).
+            self._send_json(401, {"error": {"message": "mock: missing or wrong bearer token",
+                                            "type": "invalid_request_error", "code": "invalid_api_key"}})
+            rec.outcome = "401"
+            self.server.mock._changed()
+            return
         if not rec.is_model_request:
             self._send_json(404, {"error": {"message": f"mock: no POST {self.path}", "type": "not_found"}})
             rec.outcome = "404"
@@ -548,9 +575,12 @@ class MockResponsesServer:
     """
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0, log_path: str | os.PathLike[str] | None = None,
-                 hang_cap: float = HANG_CAP_S) -> None:
+                 hang_cap: float = HANG_CAP_S, require_bearer: str | None = None) -> None:
         if host not in ("127.0.0.1", "localhost", "::1"):
             raise ValueError("the mock only binds to loopback")
+        #: When set, a model request without ``Authorization: Bearer <require_bearer>`` gets 401
+        #: (a provider that needs an API key). Recorded headers never keep the authorization value.
+        self.require_bearer = require_bearer
         self.hang_cap = hang_cap
         self._host = host
         self._port = port
@@ -665,7 +695,7 @@ class MockResponsesServer:
 
     def _record(self, h: _Handler, body: Any, err: str | None) -> RecordedRequest:
         rec = RecordedRequest(seq=next(self._seq), time=time.time(), method=h.command, path=h.path,
-                              headers={k.lower(): v for k, v in h.headers.items()}, body=body, body_error=err)
+                              headers=_recorded_headers(h.headers), body=body, body_error=err)
         with self._lock:
             self._requests.append(rec)
             self._lock.notify_all()
