@@ -297,3 +297,26 @@ async def test_r_op_5_interrupt_during_flood_is_acknowledged_while_consumer_slee
     assert res.status == "interrupted"
     assert "".join(parts) == res.final_text
     assert 0 < len(res.final_text or "") < len(expected_text(2_000_000)) // 10
+
+
+_json_values = st.recursive(
+    st.none() | st.integers() | st.text(alphabet=st.sampled_from('ab[]{}"\\\n/é'), max_size=8),
+    lambda children: st.lists(children, max_size=3)
+    | st.dictionaries(st.text(alphabet=st.sampled_from('k[]{}"\\'), max_size=4), children, max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_json_values, st.booleans())
+def test_r_wire_5_strings_cut_out_in_c_passes_equal_the_string_regex(value: Any, ascii_only: bool) -> None:
+    """R-WIRE-5: the depth check's C-level string removal (escaped backslashes, then escaped
+    quotes, then every other piece between quotes) leaves exactly what removing every JSON
+    string literal with a regex leaves, for strings full of quotes, backslashes and brackets."""
+    import json
+    import re
+
+    from codexrt._sansio._wire import _without_strings
+
+    data = json.dumps(value, ensure_ascii=ascii_only).encode("utf-8")
+    assert _without_strings(data) == re.sub(rb'"[^"\\]*(?:\\.[^"\\]*)*"', b"", data)

@@ -85,7 +85,18 @@ _any_decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
 
 
-_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+def _without_strings(data: bytes) -> bytes:
+    """Valid JSON text with every string literal cut out, in C-level passes (a regex over the
+    strings cost ~0.3 ms per 30 KB page). In valid JSON a backslash only occurs inside a string
+    and starts a two-character escape; dropping ``\\\\`` pairs left to right (what
+    ``bytes.replace`` does) pairs every run of backslashes exactly as the escapes do, after
+    which dropping ``\\"`` removes exactly the escaped quotes. Every quote left delimits a
+    string, so the text outside strings is every other piece between quotes."""
+    if b"\\" in data:
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    return b"".join(data.split(b'"')[::2])
+
+
 _BRACKETS_ONLY = bytes.maketrans(b"{}", b"[]")
 _NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
 _BRACKET_RUN = re.compile(rb"\[+|\]+")
@@ -94,13 +105,14 @@ _BRACKET_RUN = re.compile(rb"\[+|\]+")
 def json_depth_exceeds(data: bytes, limit: int) -> bool:
     """True when the JSON text ``data`` nests arrays/objects deeper than ``limit``.
 
-    Meant for text that already decoded (valid JSON): brackets inside strings are skipped by a
-    linear regex that assumes well-formed strings. A line with at most ``limit`` brackets in
-    all cannot be too deep, which two C-level counts decide; otherwise the strings are cut
-    out, the rest reduced to ``[``/``]``, its leaves peeled off and what is left walked run by run."""
+    Meant for text that already decoded (valid JSON): brackets inside strings are skipped
+    (:func:`_without_strings`, which assumes well-formed strings). A line with at most
+    ``limit`` brackets in all cannot be too deep, which two C-level counts decide; otherwise the
+    strings are cut out, the rest reduced to ``[``/``]``, its leaves peeled off and what is left
+    walked run by run."""
     if data.count(b"[") + data.count(b"{") <= limit:
         return False
-    shape = _JSON_STRING.sub(b"", data).translate(_BRACKETS_ONLY, _NOT_BRACKETS)
+    shape = _without_strings(data).translate(_BRACKETS_ONLY, _NOT_BRACKETS)
     # Each pass drops every innermost "[]" pair, which lowers the maximum depth by exactly one;
     # ordinary (wide, shallow) data is gone after a few C-level passes.
     for _ in range(16):
