@@ -424,9 +424,11 @@ class Operation:
     def discard_events(self) -> None:
         """Stop buffering this operation's events: what is buffered is dropped and later
         events are not kept (they still reach ``rt.subscribe()`` subscribers). For callers
-        that never read :meth:`events`; ``wait()`` and the result are unaffected."""
+        that never read :meth:`events`; ``wait()`` and the result are unaffected. A task
+        already iterating the stream gets what was buffered, then its iteration ends."""
         self._events_discarded = True
-        self.stream = _DiscardStream()
+        old, self.stream = self.stream, _DiscardStream()
+        old.close()  # a reader already iterating ends after what was buffered, instead of hanging
 
     async def wait(self) -> OperationResult:
         """Wait for the terminal. No bound of its own: a turn may run for hours; ``abort``
@@ -1814,7 +1816,11 @@ class Runtime:
             await self.reset(reason=reason)
             if root_thread_id is not None and not self._closing:
                 # Cold resume of the root thread, ahead of anything queued meanwhile.
-                op = self.preconnect(root_thread_id)
+                try:
+                    op = self.preconnect(root_thread_id)
+                except CodexError as exc:  # QUEUE_FULL: the next send on it resumes it anyway
+                    log.info("no cold resume after the rebuild: %s", exc.message)
+                    return
                 op.discard_events()
                 self._queue.remove(op)
                 self._queue.insert(0, op)

@@ -330,3 +330,40 @@ async def test_r_d_1_a_failed_childless_channel_is_evictable(nursery: Any) -> No
     assert [s["channelId"] for s in (await wire.request("status", {}))["result"]["channels"]] == ["b"]
     await wire.to_send.aclose()
     await wire.read_to_end()
+
+
+async def test_r_op_4_discard_events_ends_a_running_iteration(nursery: Any) -> None:
+    """``op.discard_events()`` while a task iterates ``op.events()``: that iteration ends (it
+    does not hang on a stream nobody feeds); ``wait()`` still gives the terminal; ``events()``
+    afterwards is refused."""
+    from codexrt import open_runtime
+    from codexrt._errors import ClosedError
+
+    peers = MemoryPeers(nursery)
+    async with open_runtime(RuntimeConfig(transports=[peers.factory("hang-turn")])) as rt:
+        op = rt.send("hang")
+        seen: list[str] = []
+        ended = trio.Event()
+
+        async def read() -> None:
+            async for ev in op.events():
+                seen.append(ev.kind)
+            ended.set()
+
+        nursery.start_soon(read)
+        with trio.fail_after(20):
+            while "turnStarted" not in seen:
+                await trio.testing.wait_all_tasks_blocked()
+        op.discard_events()
+        with trio.fail_after(20):
+            await ended.wait()
+        assert "operationDone" not in seen
+        try:
+            op.events()
+        except ClosedError:
+            pass
+        else:
+            raise AssertionError("events() after discard_events() must be refused")
+        rt.abort(op)
+        with trio.fail_after(20):
+            assert (await op.wait()).status == "interrupted"
