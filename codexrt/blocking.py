@@ -502,7 +502,9 @@ class _EventPump:
     the next event costs none. Bounded: with more than :data:`_HIGH_WATER` events waiting on
     the caller's side the task pauses (the stream keeps coalescing text meanwhile) until the
     caller has taken them down to :data:`_LOW_WATER`. The lock is only held for deque
-    operations, never while waiting, so the Trio thread never waits on the caller."""
+    operations, never while waiting, so the Trio thread never waits on the caller. A caller
+    that stops iterating early leaves the task paused (holding at most that bound) until the
+    runtime closes."""
 
     def __init__(self, stream: Any, portal: _Portal) -> None:
         self._stream = stream
