@@ -17,6 +17,7 @@ from __future__ import annotations
 import gc
 import os
 import random
+from collections.abc import Collection
 from typing import Any
 
 import trio
@@ -111,9 +112,16 @@ class Soak:
         return make
 
 
-def alive(type_name: str) -> list[Any]:
+def alive(type_name: str, *, besides: Collection[int] = ()) -> list[Any]:
+    """Live objects of ``type_name``, leaving out those in ``besides`` (ids of objects that
+    were alive before this test began: other tests' leftovers are not this runtime's)."""
     gc.collect()
-    return [o for o in gc.get_objects() if type(o).__name__ == type_name]
+    return [o for o in gc.get_objects() if type(o).__name__ == type_name and id(o) not in besides]
+
+
+def alive_ids(*type_names: str) -> set[int]:
+    gc.collect()
+    return {id(o) for o in gc.get_objects() if type(o).__name__ in type_names}
 
 
 async def run_soak(rt: Any, soak: Soak, turns: int, *, check_memory: bool, peers: Any = None) -> list[int]:
@@ -145,6 +153,7 @@ async def test_soak_many_turns_one_terminal_each_memory_flat(autojump_clock: Any
     objects after a third of the turns vs at the end do not grow with the turns."""
     rng = random.Random(SEED)
     soak = Soak(rng)
+    before = alive_ids("Operation", "EventStream", "Interaction")  # earlier tests' objects
     async with trio.open_nursery() as nursery:
         peers = MemoryPeers(nursery)
         async with open_runtime(RuntimeConfig(transports=[soak.factory(peers)], stop_budget=5.0,
@@ -156,11 +165,11 @@ async def test_soak_many_turns_one_terminal_each_memory_flat(autojump_clock: Any
             # unsettled one or in the recent table (capped at MAX_RECENT_OPS), every live event
             # stream is an operation's, every live interaction is in the interaction table
             # (capped at 1000).
-            ops = alive("Operation")
+            ops = alive("Operation", besides=before)
             assert all(rt.operation(op.id) is op for op in ops), len(ops)
             streams = {id(op.stream) for op in ops} | {id(s) for s in rt._subscribers}
-            assert all(id(s) in streams for s in alive("EventStream"))
-            assert all(rt.interactions.get(i.key) is i for i in alive("Interaction"))
+            assert all(id(s) in streams for s in alive("EventStream", besides=before))
+            assert all(rt.interactions.get(i.key) is i for i in alive("Interaction", besides=before))
             per_op = (counts[1] - counts[0]) / max(1, TURNS - 1 - TURNS // 3)
         nursery.cancel_scope.cancel()
     ctx = f"seed={SEED} turns={TURNS} statuses={soak.statuses} launches={len(soak.launches)}"
