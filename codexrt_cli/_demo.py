@@ -161,28 +161,34 @@ def run_demo(*, yes: bool = False, codex_bin: str | None = None) -> int:
             p.say(f"  CODEX_HOME: {lb.codex_home} (throw-away)")
             p.say(f"  workspace:  {lb.workspace}")
             settings = Settings(approval_policy="untrusted", sandbox="read-only")
-            with codexrt.blocking.connect(lb.config, approvals=approve, settings=settings) as rt:
+            # start=True: a missing or broken CLI is reported here, before any turn is shown.
+            with codexrt.blocking.connect(lb.config, approvals=approve, settings=settings, start=True) as rt:
+                pid = rt.snapshot()["pid"]
                 # Turn 1: a streamed answer.
                 lb.mock.enqueue(Script.reply(ANSWER, deltas=16, delta_interval=0.04))
                 p.say(f"\n[1/2] you:   {QUESTION}")
                 first = _stream_turn(rt, p, QUESTION)
-                # Turn 2: the model asks to run a command; the approval is answered above.
-                lb.mock.enqueue(Script.exec_command(DEMO_COMMAND))
-                p.say(f"\n[2/2] you:   {TASK}")
-                second = _stream_turn(rt, p, TASK, thread_id=first.thread_id)
-                pid = rt.snapshot()["pid"]
+                second = None
+                if first.status == "completed":
+                    # Turn 2: the model asks to run a command; the approval is answered above.
+                    lb.mock.enqueue(Script.exec_command(DEMO_COMMAND))
+                    p.say(f"\n[2/2] you:   {TASK}")
+                    second = _stream_turn(rt, p, TASK, thread_id=first.thread_id)
             p.say(f"\ncodex app-server (pid {pid}) stopped and reaped; loopback model and CODEX_HOME removed.")
     except CodexError as exc:
         print(f"codexrt demo: {exc.message}", file=sys.stderr)
-        if "codexCliUnavailable" in exc.details or exc.code == "CODEX_CLI_UNAVAILABLE":
-            print("hint: run `bash .ci/setup` (installs the pinned @openai/codex), or pass --codex-bin",
-                  file=sys.stderr)
+        if exc.code in ("CODEX_CLI_UNAVAILABLE", "CODEX_CLI_OVERRIDE_INVALID"):
+            print("(pip install 'codexrt[cli]' installs the official CLI binary; in a source checkout, "
+                  "bash .ci/setup installs the pinned one)", file=sys.stderr)
         return 1
-    ok = first.status == "completed" and second.status == "completed" and bool(decided)
+    ok = first.status == "completed" and second is not None and second.status == "completed" and bool(decided)
     if ok:
-        p.say("demo OK: one streamed turn and one approval, through codexrt. Next: docs/quickstart.md")
+        p.say("demo OK: one streamed turn and one approval, through codexrt. "
+              'Next: codexrt run --loopback "…", or the Python examples in the README.')
     else:
-        p.say(f"demo did not complete: turns {first.status}/{second.status}, approval {decided or 'not asked'}")
+        failed = second if second is not None and second.status != "completed" else first
+        p.say(f"demo did not complete: {failed}" if failed.status != "completed"
+              else f"demo did not complete: the approval was {decided or 'not asked'}")
     return 0 if ok else 1
 
 

@@ -207,3 +207,12 @@ async def test_r_int_3_status_never_draws_over_an_approval_prompt(autojump_clock
         await trio.sleep(1.5)
         assert err.written != before and "running: touch marker" in err.written[len(before):]
         n.cancel_scope.cancel()
+
+
+def test_demo_without_a_usable_cli_says_why_and_shows_no_empty_turns(tmp_path):
+    """No "(failed · thread None)" twice and no "pid None": the reason and a hint (issue 22)."""
+    argv = [sys.executable, "-m", "codexrt_cli", "demo", "--yes", "--codex-bin", str(tmp_path / "missing")]
+    proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=WAIT, cwd=ROOT)
+    assert proc.returncode == 1
+    assert "does not exist" in proc.stderr and "codexrt[cli]" in proc.stderr
+    assert "thread None" not in proc.stdout and "pid None" not in proc.stdout and "[1/2]" not in proc.stdout
