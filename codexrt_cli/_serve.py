@@ -33,6 +33,7 @@ import stat
 import sys
 from typing import Any
 
+import attrs
 import trio
 
 from codexrt._daemon import DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_CHANNELS, DaemonConfig, serve_daemon
@@ -53,7 +54,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "stdout (protocol lines only; logs go to stderr). One app-server child per channelId, "
             "started on first use. EOF on stdin finishes the accepted commands (at most --drain-timeout "
             "seconds), then exits 0; SIGTERM/SIGINT abort the running work, reply to every pending command, "
-            "reap every child and exit 0. Protocol: docs/daemon-protocol.md."
+            "reap every child and exit 0. The wire's JSON Schema ships in the package "
+            "(codexrt/_schema/daemon-protocol.schema.json); docs/daemon-protocol.md in the source explains it."
         ),
     )
     p.add_argument("--codex-bin", metavar="PATH",
@@ -83,7 +85,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--api-key-file", metavar="PATH", help="managed: file holding the API key (never printed)")
     p.add_argument("--connect", metavar="ENDPOINT",
                    help="attach to a running app-server (ws://127.0.0.1:PORT or unix:///path) instead of "
-                        "spawning one; codexrt never stops a server it did not start (docs/transports.md)")
+                        "spawning one; codexrt never stops a server it did not start")
     p.add_argument("--token-file", metavar="PATH",
                    help="file holding the bearer token for --connect (never printed or logged)")
     p.add_argument("--token-env", metavar="NAME",
@@ -95,14 +97,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--handshake-timeout", type=float, default=30.0, metavar="SECONDS",
                    help="budget of the initialize handshake (default 30)")
     p.add_argument("--stop-budget", type=float, default=10.0, metavar="SECONDS",
-                   help="time an abort may take before the child is killed (default 10, R-OP-5)")
+                   help="time an abort may take before the child is killed (default 10)")
     p.add_argument("--idle-timeout", type=float, default=600.0, metavar="SECONDS",
                    help="retire a channel's child after this long with no session and no work "
-                        "(default 600; 0 = never, R-RT-6)")
+                        "(default 600; 0 = never)")
     p.add_argument("--auto-title", action="store_true",
                    help="give every thread a channel creates an automatic title, generated on a separate "
                         "helper child when the thread starts and saved with thread/name/set; a manual name "
-                        "wins; outcomes are threadTitle events (default off, R-HLP-3)")
+                        "wins; outcomes are threadTitle events (default off)")
     p.add_argument("--drain-timeout", type=float, default=DEFAULT_DRAIN_TIMEOUT, metavar="SECONDS",
                    help="on stdin EOF, how long the commands already accepted may take to finish before what "
                         f"is left is aborted as on SIGTERM (default {DEFAULT_DRAIN_TIMEOUT:g}; 0 = abort at once)")
@@ -111,6 +113,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         f"child is forgotten, else TOO_MANY_CHANNELS (default {DEFAULT_MAX_CHANNELS})")
     p.add_argument("--max-line-bytes", type=int, default=16 * 1024 * 1024, metavar="N",
                    help="longest accepted command line; longer ones get a LINE_TOO_LONG reply (default 16 MiB)")
+    p.add_argument("--loopback", action="store_true",
+                   help="try the wire offline: every channel's app-server talks to the bundled loopback model "
+                        "on 127.0.0.1 with a throw-away CODEX_HOME (no account, no internet)")
     p.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default=argparse.SUPPRESS,
                    help="log level on stderr (same as `codexrt --log-level`)")
     p.set_defaults(func=_main)
@@ -205,6 +210,19 @@ def _main(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"codexrt serve: {exc.message}", file=sys.stderr)
         return 2
+    if getattr(args, "loopback", False):
+        if config.inactive or config.runtime.connect or config.runtime.access_mode == "managed":
+            print("codexrt serve: --loopback cannot be combined with --connect, --access-mode managed or inactive",
+                  file=sys.stderr)
+            return 2
+        from codexrt_cli._demo import loopback_environment
+
+        with loopback_environment(codex_bin=args.codex_bin, cwd=args.cwd) as lb:
+            print(f"codexrt serve: loopback model at {lb.model.base_url}, throw-away CODEX_HOME {lb.codex_home}",
+                  file=sys.stderr)
+            runtime = attrs.evolve(config.runtime, codex_bin=lb.codex_bin, codex_home=str(lb.codex_home),
+                                   env=lb.config.env, cwd=lb.config.cwd)
+            return trio.run(run_serve, attrs.evolve(config, runtime=runtime))
     return trio.run(run_serve, config)
 
 

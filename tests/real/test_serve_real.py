@@ -8,11 +8,13 @@ directives (``peer_fixtures/mock_responses.py``).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 
 import trio
 
+from tests._support import ROOT
 from tests.test_serve_e2e import WAIT, ServeProcess, child_pid, for_op, pid_alive
 
 
@@ -111,3 +113,27 @@ async def test_r_rt_4_real_sigkill_mid_turn_fails_once_and_next_send_resumes_wit
     assert after and all(r.last_user_text.startswith("after the crash") for r in after)
     # the next turn carries the lost message once, as history — never re-sent as a new prompt
     assert sum("lost-turn-7f3a" in t for t in after[0].user_texts) == 1
+
+
+def test_serve_loopback_runs_a_turn_offline(tmp_path, codex_bin):
+    """``codexrt serve --loopback``: a host can try the wire with no account and no internet
+    (issue 22). The CLI is chosen as for ``codexrt demo`` (in a checkout its pinned binary;
+    from a wheel, discovery — the wheel path is what test_notebook_real checks)."""
+    import subprocess
+    import sys
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "codex").symlink_to(codex_bin)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEX")}
+    env["PATH"] = os.pathsep.join([str(bindir), "/usr/bin", "/bin"])
+    env["PYTHONPATH"] = str(ROOT)
+    line = json.dumps({"id": 1, "command": "codex.send", "params": {"channelId": "c", "message": "hi [[mock:deltas:5]]"}})
+    proc = subprocess.run([sys.executable, "-m", "codexrt_cli", "serve", "--loopback"], input=line + "\n",
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    replies = [json.loads(l) for l in proc.stdout.splitlines() if '"id"' in l]
+    reply = next(r for r in replies if r.get("id") == 1)
+    assert reply["result"]["status"] == "completed", reply
+    assert reply["result"]["finalText"] == "d0 d1 d2 d3 d4 "
+    assert "loopback model at http://127.0.0.1:" in proc.stderr
