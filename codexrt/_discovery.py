@@ -970,6 +970,12 @@ def _hint(result: DiscoveryResult, attempts: Sequence[Attempt], platform: str) -
             f"The npm package is missing its platform binary: reinstall it with {INSTALL_COMMAND}@latest "
             f"(no need to uninstall first), or point CODEX_BIN at a working `codex` executable ({set_bin})."
         )
+    return update_hint(platform)
+
+
+def update_hint(platform: str | None = None) -> str:
+    """The hint when CLIs were found but none started: update, or point ``CODEX_BIN`` elsewhere."""
+    set_bin = _set_codex_bin_help(_norm_platform(platform))
     return (
         f"Update the Codex CLI ({INSTALL_COMMAND}@latest or the standalone installer: {INSTALL_URL}; "
         f"no need to uninstall the npm package), or point CODEX_BIN at a working `codex` executable ({set_bin})."
@@ -985,15 +991,16 @@ def format_unavailable(
     """The R-CLI-6 failure text and its machine-readable diagnostic.
 
     The message starts with the canonical ``codex app-server exited (code=…, signal=…)`` of
-    the last attempt only when a child really ran and exited; when nothing could be spawned it
+    the last attempt whose child really ran and exited, and only then; when nothing could be spawned it
     says so (``codex app-server could not be started`` / ``no Codex CLI found``) — the error's
     type, ``CliUnavailable``, is what callers match. Then one line per candidate with its outcome (candidates not tried say so), one
     line per rejected path, and one actionable hint. The diagnostic is
     ``{"codexCliUnavailable": {...}}`` for ``CodexError.details``.
     """
     plat = _norm_platform(platform or (result.candidates[0].platform if result.candidates else None))
-    last = attempts[-1] if attempts else None
-    if last is not None and (last.returncode is not None or last.signal is not None):
+    exited = [a for a in attempts if a.returncode is not None or a.signal is not None]
+    last = exited[-1] if exited else None
+    if last is not None:
         head = child_exited_message(last.returncode, last.signal)  # a child really ran and exited
     else:
         head = "codex app-server could not be started"

@@ -265,15 +265,20 @@ class RuntimeConfig:
         CLI that discovery finds on the filesystem (no process is spawned to find them).
         Raises :class:`CliUnavailable` when there is none or an explicit override is stale,
         and :class:`ConfigError` (``ACCESS_INACTIVE``) in inactive mode, which never spawns."""
+        return self._startup_candidates()[0]
+
+    def _startup_candidates(self) -> tuple[list[tuple[str, TransportFactory]], Any]:
+        """:meth:`candidate_factories` and the discovery result behind them (None for given
+        transports or ``connect``), for the startup diagnostic (R-CLI-6)."""
         if self.access_mode == "inactive":
             raise ConfigError("access mode is inactive: codexrt starts no app-server",
                               code="ACCESS_INACTIVE")
         if self.connect is not None:
             if self.transports is not None:
                 raise ConfigError("give either transports or connect, not both", code="BAD_ENDPOINT")
-            return [self._attached_candidate()]
+            return [self._attached_candidate()], None
         if self.transports is not None:
-            return [(f"transport#{i}", f) for i, f in enumerate(self.transports)]
+            return [(f"transport#{i}", f) for i, f in enumerate(self.transports)], None
         from codexrt._discovery import discover_cli, spawn_command, unavailable_error
         from codexrt._launch import prepare_launch_env, provider_overrides
 
@@ -305,7 +310,7 @@ class RuntimeConfig:
         for cand in result.candidates:
             # Windows .cmd/.bat shims: one command line quoted for cmd.exe (R-CLI-8).
             out.append((str(cand.path), make(spawn_command(cand, args))))
-        return out
+        return out, result
 
     def _attached_candidate(self) -> tuple[str, TransportFactory]:
         """The single candidate of an attached runtime. The endpoint, the token source and the
@@ -674,7 +679,7 @@ class Runtime:
 
     async def _start(self) -> Connection:
         try:
-            candidates = self.config.candidate_factories()
+            candidates, discovery = self.config._startup_candidates()
         except CodexError as exc:
             self.last_error = exc
             raise
@@ -697,7 +702,8 @@ class Runtime:
                 text = self._redactor(f"{type(exc).__name__}: {exc}")
                 last_exc = ChildExited(None, None, details={"startupFailure": f"{verb} failed",
                                                             "command": self._redactor(label), "error": text})
-                attempts.append({"candidate": self._redactor(label), "outcome": f"{verb} failed: {text}"})
+                attempts.append({"candidate": self._redactor(label), "outcome": f"{verb} failed: {text}",
+                                 "code": getattr(exc, "code", None) or type(exc).__name__})
                 continue
             except BaseException:
                 # Anything else is a bug or a cancellation: leave a consistent state behind.
@@ -716,8 +722,9 @@ class Runtime:
                 await conn.initialize()
             except CodexError as exc:
                 last_exc = exc
-                attempts.append({"candidate": self._redactor(label), "outcome": exc.message,
-                                 "code": exc.code})
+                attempts.append({"candidate": self._redactor(label), "outcome": self._redactor(exc.message),
+                                 "code": exc.code, "exitCode": getattr(exc, "returncode", None),
+                                 "signal": getattr(exc, "signal", None)})
                 await conn.aclose()
                 continue
             except BaseException:
@@ -734,19 +741,39 @@ class Runtime:
             return conn
         self._transition(RuntimeEvent.FAULT, reason="startup failed")
         assert last_exc is not None
-        if len(candidates) == 1:
+        if self.config.connect is not None:
+            # An attached runtime has one endpoint, not CLI candidates: its own error says why.
             last_exc.details.setdefault("attempts", attempts)
             self.last_error = last_exc
             raise last_exc
-        lines = [f"  - {a['candidate']}: {a['outcome']}" for a in attempts]
-        err = CliUnavailable(
-            f"{child_exited_message(getattr(last_exc, 'returncode', None), getattr(last_exc, 'signal', None))}; "
-            "every Codex CLI candidate failed to start:\n" + "\n".join(lines)
-            + "\nhint: update the CLI (`npm install -g @openai/codex@latest`) or set CODEX_BIN to a working binary",
-            details={"codexCliUnavailable": {"attempts": attempts}},
-        )
+        err = self._startup_error(candidates, discovery, attempts, last_exc)
         self.last_error = err
         raise err
+
+    def _startup_error(self, candidates: list[tuple[str, TransportFactory]], discovery: Any,
+                       attempts: list[dict[str, Any]], last_exc: CodexError) -> CliUnavailable:
+        """R-CLI-6, one candidate or many: each candidate's attempt and result, one actionable
+        hint and the ``codexCliUnavailable`` diagnostic; the canonical ``codex app-server exited``
+        prefix only when a child really exited. ``details["cause"]`` is the last failure."""
+        from codexrt._discovery import Attempt, format_unavailable, update_hint
+
+        if discovery is not None:
+            tried = [Attempt(cand, a["outcome"], a.get("exitCode"), a.get("signal"), a.get("code"))
+                     for cand, a in zip(discovery.candidates, attempts)]
+            message, diag = format_unavailable(discovery, tried)
+        else:
+            exited = [a for a in attempts if a.get("exitCode") is not None or a.get("signal") is not None]
+            head = (child_exited_message(exited[-1].get("exitCode"), exited[-1].get("signal")) if exited
+                    else "codex app-server could not be started")
+            hint = update_hint()
+            lines = [f"{head}: no usable Codex CLI ({len(attempts)} of {len(candidates)} candidates tried)"]
+            lines += [f"  - {a['candidate']}: {a['outcome']}" for a in attempts]
+            lines.append(f"Hint: {hint}")
+            message = "\n".join(lines)
+            diag = {"codexCliUnavailable": {"mode": "allCandidatesFailed", "candidates": [], "hint": hint}}
+        diag["codexCliUnavailable"]["attempts"] = attempts
+        diag["cause"] = last_exc.to_dict()
+        return CliUnavailable(self._redactor(message), details=diag)
 
     def _start_cancelled(self) -> None:
         """A start left half-way (cancelled, or a bug): back to STOPPED, nothing running."""
