@@ -108,6 +108,11 @@ log = logging.getLogger("codexrt.discovery")
 #: Environment variables naming an explicit CLI, highest precedence first (R-CLI-1).
 OVERRIDE_ENV_VARS: tuple[str, ...] = ("CODEX_BIN", "CODEX_PATH", "CODEX_CLI_PATH")
 INSTALL_COMMAND = "npm install -g @openai/codex"
+#: The tested range of Codex CLI releases: the oldest one the real-binary tests run against and
+#: the pinned (newest tested) one. Kept here, not read from the checkout's ``.ci`` files, so an
+#: installed wheel knows it; a test checks they match ``.ci/codex-version-old`` / ``.ci/codex-version``.
+OLDEST_TESTED_CLI = "0.147.0"
+NEWEST_TESTED_CLI = "0.171.0"
 INSTALL_URL = "https://developers.openai.com/codex/cli"
 
 _HEAD_BYTES = 16384
@@ -971,6 +976,26 @@ def _hint(result: DiscoveryResult, attempts: Sequence[Attempt], platform: str) -
             f"(no need to uninstall first), or point CODEX_BIN at a working `codex` executable ({set_bin})."
         )
     return update_hint(platform)
+
+
+def _version_tuple(version: str) -> tuple[int, ...] | None:
+    m = re.match(r"^(\d+)\.(\d+)\.(\d+)", version)
+    return tuple(int(x) for x in m.groups()) if m else None
+
+
+def tested_range_warning(version: str | None) -> str | None:
+    """A warning when ``version`` is outside the tested range (older than
+    :data:`OLDEST_TESTED_CLI` or newer than :data:`NEWEST_TESTED_CLI`), else None."""
+    v = _version_tuple(version) if version else None
+    if v is None:
+        return None
+    if v < (_version_tuple(OLDEST_TESTED_CLI) or ()):
+        return (f"codex-cli {version} is older than the oldest release codexrt is tested with ({OLDEST_TESTED_CLI}); "
+                f"update it ({INSTALL_COMMAND}@latest)")
+    if v > (_version_tuple(NEWEST_TESTED_CLI) or ()):
+        return (f"codex-cli {version} is newer than the newest release codexrt is tested with ({NEWEST_TESTED_CLI}); "
+                "it will probably work, but its protocol may have changed")
+    return None
 
 
 def update_hint(platform: str | None = None) -> str:

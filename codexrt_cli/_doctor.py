@@ -19,6 +19,7 @@ import io
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any, TextIO
 
 import trio
@@ -27,12 +28,15 @@ from codexrt._discovery import (
     OVERRIDE_ENV_VARS,
     Attempt,
     Candidate,
+    NEWEST_TESTED_CLI,
+    OLDEST_TESTED_CLI,
     DiscoveryResult,
     ProbeResult,
     discover_cli,
     format_unavailable,
     probe_version_detailed,
     read_login_shell_path,
+    tested_range_warning,
 )
 from codexrt._errors import CliUnavailable
 from codexrt._sansio._redact import process_redactor, register_process_secrets, secret_env_values
@@ -135,6 +139,7 @@ def run_doctor(
     if override_error is None:
         chosen = next((i for i, p in enumerate(probes) if p.version is not None), None)
     report = _report(result, probes, chosen, override_error)
+    _add_range_and_login(report, env)
     _emit(report, as_json, _print_table, out)
     return 0 if chosen is not None else 1
 
@@ -182,6 +187,43 @@ def run_doctor_connect(endpoint: str, *, token_file: str | None = None, token_en
 
     _emit(report, as_json, table, out)
     return 0 if report["ok"] else status
+
+
+def login_state(env: dict[str, str]) -> dict[str, Any]:
+    """Whether the user looks logged in, from the filesystem and the environment only (no CLI is
+    run, no credential is read out): ``CODEX_HOME/auth.json`` holding ChatGPT tokens or an API
+    key, or an ``OPENAI_API_KEY`` / ``CODEX_API_KEY`` variable. Only the kind is reported."""
+    home = Path(env.get("CODEX_HOME") or Path(env.get("HOME") or Path.home()) / ".codex")
+    state: dict[str, Any] = {"loggedIn": False, "method": None, "source": None, "codexHome": str(home)}
+    try:
+        with open(home / "auth.json", "rb") as fh:
+            auth = json.loads(fh.read(1 << 20))
+    except (OSError, ValueError):
+        auth = None
+    if isinstance(auth, dict):
+        if isinstance(auth.get("tokens"), dict) and auth["tokens"]:
+            state.update(loggedIn=True, method="chatgpt", source="auth.json")
+        elif isinstance(auth.get("OPENAI_API_KEY"), str) and auth["OPENAI_API_KEY"]:
+            state.update(loggedIn=True, method="apiKey", source="auth.json")
+    if not state["loggedIn"]:
+        for name in ("CODEX_API_KEY", "OPENAI_API_KEY"):
+            if env.get(name):
+                state.update(loggedIn=True, method="apiKey", source=f"env:{name}")
+                break
+    return state
+
+
+def _add_range_and_login(report: dict[str, Any], env: dict[str, str]) -> None:
+    """Warnings for a chosen CLI outside the tested range, and the login state (R-CLI-7)."""
+    warnings = []
+    chosen = report.get("chosen")
+    if chosen is not None:
+        w = tested_range_warning(chosen.get("version"))
+        if w:
+            warnings.append(w)
+    report["testedRange"] = {"oldest": OLDEST_TESTED_CLI, "newest": NEWEST_TESTED_CLI}
+    report["warnings"] = warnings
+    report["login"] = login_state(env)
 
 
 def _report(
@@ -251,3 +293,10 @@ def _print_table(report: dict[str, Any], out: TextIO) -> None:
         out.write(f"Using {c['path']} (codex-cli {c['version']}, from {c['source']}).\n")
     elif "error" in report:
         out.write(report["error"]["message"] + "\n")
+    for w in report.get("warnings", []):
+        out.write(f"warning: {w}\n")
+    login = report.get("login")
+    if login is not None:
+        how = {"chatgpt": "with ChatGPT", "apiKey": "with an API key"}.get(login["method"] or "", "")
+        out.write(f"Logged in: {'yes ' + how + ' (' + login['source'] + ')' if login['loggedIn'] else 'no'}"
+                  f" — CODEX_HOME {login['codexHome']}\n")

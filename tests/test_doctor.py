@@ -144,3 +144,114 @@ def test_doctor_through_codexrt_main(
     assert _main.main(["doctor", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["chosen"]["version"] == "2.0.0" and report["chosen"]["source"] == "env:CODEX_BIN"
+
+
+# ---------------------------------------------- issue 19: tested range, login, broken candidates
+
+
+def test_r_cli_7_tested_range_constants_match_ci() -> None:
+    """The installed wheel carries the tested range as constants; they must match .ci."""
+    from codexrt._discovery import NEWEST_TESTED_CLI, OLDEST_TESTED_CLI
+
+    ci = Path(__file__).resolve().parent.parent / ".ci"
+    assert (ci / "codex-version").read_text().strip() == NEWEST_TESTED_CLI
+    assert (ci / "codex-version-old").read_text().strip() == OLDEST_TESTED_CLI
+
+
+@pytest.mark.parametrize("version, warned", [("0.100.0", "older"), ("99.0.0", "newer"), (None, None)])
+def test_r_cli_7_warns_outside_the_tested_range(tmp_path: Path, isolated: dict[str, str], version: str | None,
+                                                warned: str | None) -> None:
+    from codexrt._discovery import NEWEST_TESTED_CLI, OLDEST_TESTED_CLI
+
+    version = version or OLDEST_TESTED_CLI  # the oldest tested one itself: no warning
+    good = fake_cli(tmp_path / "b" / "codex", f"codex-cli {version}")
+    out = io.StringIO()
+    assert _doctor.run_doctor(env={**isolated, "PATH": str(good.parent)}, out=out, timeout=10) == 0
+    text = out.getvalue()
+    warnings = [l for l in text.splitlines() if l.startswith("warning:")]
+    if warned is None:
+        assert warnings == []
+    else:
+        assert len(warnings) == 1 and f"is {warned} than" in warnings[0]
+        assert (OLDEST_TESTED_CLI if warned == "older" else NEWEST_TESTED_CLI) in warnings[0]
+
+
+def test_r_cli_7_login_state_without_printing_credentials(tmp_path: Path, isolated: dict[str, str]) -> None:
+    good = fake_cli(tmp_path / "b" / "codex", "codex-cli 0.171.0")
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    env = {**isolated, "PATH": str(good.parent), "CODEX_HOME": str(home)}
+    out = io.StringIO()
+    _doctor.run_doctor(env=env, out=out, as_json=True)
+    assert json.loads(out.getvalue())["login"]["loggedIn"] is False
+    secret = "sk-doctor-login-secret-42424242"
+    (home / "auth.json").write_text(json.dumps({"OPENAI_API_KEY": secret, "tokens": None}))
+    for as_json in (True, False):
+        out = io.StringIO()
+        _doctor.run_doctor(env=env, out=out, as_json=as_json)
+        text = out.getvalue()
+        assert secret not in text
+        if as_json:
+            login = json.loads(text)["login"]
+            assert login["loggedIn"] is True and login["method"] == "apiKey" and login["source"] == "auth.json"
+        else:
+            assert "Logged in: yes with an API key (auth.json)" in text
+    (home / "auth.json").write_text(json.dumps({"tokens": {"access_token": "eyJ.secret.token", "id_token": "x"}}))
+    out = io.StringIO()
+    _doctor.run_doctor(env=env, out=out)
+    assert "Logged in: yes with ChatGPT (auth.json)" in out.getvalue() and "eyJ.secret" not in out.getvalue()
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_r_cli_6_each_broken_candidate_attempt_is_reported(tmp_path: Path, isolated: dict[str, str],
+                                                           count: int) -> None:
+    """One and two planted broken candidates: the doctor reports each one's --version attempt, no
+    'exited' prefix (no app-server ran), a hint and the codexCliUnavailable diagnostic."""
+    dirs = []
+    for i in range(count):
+        fake_cli(tmp_path / f"d{i}" / "codex", f"broken-{i}", exit_code=3 + i)
+        dirs.append(str(tmp_path / f"d{i}"))
+    out = io.StringIO()
+    assert _doctor.run_doctor(env={**isolated, "PATH": ":".join(dirs)}, out=out, as_json=True, timeout=10) == 1
+    report = json.loads(out.getvalue())
+    message = report["error"]["message"]
+    assert not message.startswith("codex app-server exited") and "Hint:" in message
+    rows = report["error"]["details"]["codexCliUnavailable"]["candidates"]
+    assert len(rows) == count
+    for i, row in enumerate(rows):
+        assert row["path"] == str(tmp_path / f"d{i}" / "codex")
+        assert f"--version exited with status {3 + i}: broken-{i}" in row["outcome"]
+        assert f"d{i}/codex" in message
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_r_cli_6_runtime_startup_reports_each_candidate(tmp_path: Path, count: int) -> None:
+    """The runtime, one and two planted broken CLIs (each exits before READY): one
+    CliUnavailable with each candidate's attempt (exit code), a hint and the diagnostic."""
+    import trio
+
+    import codexrt
+
+    dirs = []
+    for i in range(count):
+        d = tmp_path / f"r{i}"
+        d.mkdir()
+        (d / "codex").write_text(f"#!/bin/sh\necho 'broken {i}' >&2\nexit {5 + i}\n")
+        (d / "codex").chmod(0o755)
+        dirs.append(str(d))
+    env = {"PATH": ":".join(dirs), "HOME": str(tmp_path / "home")}
+
+    async def main() -> codexrt.OperationResult:
+        async with codexrt.open_runtime(env=env, handshake_timeout=20) as rt:
+            return await rt.send("hi").wait()
+
+    result = trio.run(main)
+    err = result.error
+    assert result.status == "failed" and err is not None and err.code == "CODEX_CLI_UNAVAILABLE"
+    assert err.message.startswith(f"codex app-server exited (code={5 + count - 1}")
+    assert "Hint:" in err.message and err.details["cause"]["code"] == "CHILD_EXITED"
+    diag = err.details["codexCliUnavailable"]
+    attempts = diag["attempts"]
+    assert [a["exitCode"] for a in attempts[:count]] == [5 + i for i in range(count)]
+    for i in range(count):
+        assert f"r{i}/codex" in err.message
