@@ -48,6 +48,7 @@ from codexrt._runtime import (  # noqa: E402
 )
 from codexrt._sansio._states import OpPhase, RuntimeState  # noqa: E402
 from codexrt._settings import Settings  # noqa: E402
+from codexrt._payloads import AGENT_TEXT, payload  # noqa: E402
 from codexrt._transport import ExitStatus, ProcessTransport, StreamTransport, spawn_process_transport  # noqa: E402
 
 if TYPE_CHECKING:  # the lazy names, for type checkers (``X as X``: explicitly re-exported)
@@ -209,6 +210,8 @@ __all__ = [
     "StreamTransport",
     "open_connection",
     "open_runtime",
+    "payload",
+    "AGENT_TEXT",
     "spawn_process_transport",
     "BusyResourceError",
     "ChildExited",

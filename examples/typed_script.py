@@ -18,15 +18,11 @@ async def ask(text: str) -> codexrt.OperationResult:
     async with codexrt.aio.open_runtime(cwd=".", settings=settings) as rt:
         op: codexrt.aio.AioOperation = rt.send(text)
         async for ev in op.events():
-            if ev.kind == "itemUpdated" and ev.payload.get("stream") == "item/agentMessage/delta":
-                delta = ev.payload["delta"]
-                assert isinstance(delta, str)
-                print(delta, end="", flush=True)
-            elif ev.kind == "interactionRequested":  # nothing is approved unless you say so
-                key = ev.payload["interactionKey"]
-                token = ev.payload["dialogToken"]
-                assert isinstance(key, str) and isinstance(token, str)
-                await rt.respond_interaction(key, token, {"decision": "decline"})
+            if (chunk := codexrt.payload(ev, "itemUpdated")) is not None and chunk["stream"] == codexrt.AGENT_TEXT:
+                print(chunk["delta"], end="", flush=True)
+            elif (request := codexrt.payload(ev, "interactionRequested")) is not None:
+                # nothing is approved unless you say so
+                await rt.respond_interaction(request["interactionKey"], request["dialogToken"], {"decision": "decline"})
         return await op.wait()
 
 
