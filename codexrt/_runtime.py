@@ -140,6 +140,33 @@ STATUS_FAILED = "failed"
 STATUS_INTERRUPTED = "interrupted"
 STATUS_CANCELLED = "cancelled"
 _NATIVE_TERMINALS = {STATUS_COMPLETED, STATUS_FAILED, STATUS_INTERRUPTED}
+
+
+def _settings_match(sent: Any, effective: Any) -> bool:
+    """True when ``effective`` carries every value of ``sent`` (R-SET-2): objects by the keys
+    sent (the server adds fields such as ``sandboxPolicy.writableRoots``); a None sent is
+    "the server's choice" and matches anything."""
+    if sent is None:
+        return True
+    if isinstance(sent, dict):
+        return isinstance(effective, dict) and all(_settings_match(v, effective.get(k)) for k, v in sent.items())
+    return bool(sent == effective)
+
+
+def _effective_from_thread_result(result: Any) -> dict[str, Any]:
+    """The effective settings a ``thread/start`` / ``thread/resume`` result reports, in the
+    ``thread/settings/updated`` shape (``sandbox`` → ``sandboxPolicy``, ``reasoningEffort`` →
+    ``effort``); only fields the result has."""
+    if not isinstance(result, dict):
+        return {}
+    out: dict[str, Any] = {}
+    for src, dst in (("model", "model"), ("approvalPolicy", "approvalPolicy"), ("sandbox", "sandboxPolicy"),
+                     ("reasoningEffort", "effort"), ("cwd", "cwd")):
+        if src in result and result[src] is not None:
+            out[dst] = result[src]
+    return out
+
+
 _STATUS_METHODS = frozenset({"thread/status/changed", "turn/started", "turn/completed"})
 
 
@@ -501,6 +528,9 @@ class _ThreadInfo:
     root: bool = True
     effective: dict[str, Any] = attrs.field(factory=dict)
     settings_event: trio.Event = attrs.field(factory=trio.Event)
+    settings_seq: int = 0  # thread/settings/updated notifications seen (R-SET-2 gate)
+    # what the last thread/start or thread/resume result reported as in effect (gate only)
+    started_effective: dict[str, Any] = attrs.field(factory=dict)
     # Sub-agent relations (R-H-8): set once the parentThreadId ancestry was verified.
     parent_id: str | None = None
     root_id: str | None = None
@@ -987,6 +1017,7 @@ class Runtime:
         if method == "thread/settings/updated" and thread_id:
             info = self._thread_info(thread_id)
             info.effective = params.get("threadSettings") or {}
+            info.settings_seq += 1
             info.settings_event.set()
             info.settings_event = trio.Event()
             self._publish(self._event("thread/settings/updated", params, thread_id=thread_id))
@@ -1400,8 +1431,12 @@ class Runtime:
             new = new.merged(Settings(**changes))
         self.desired = new
         self.settings_revision += 1
-        self._publish(self._event("settingsUpdated", {"revision": self.settings_revision,
-                                                      "desired": new.to_wire()}))
+        payload: dict[str, Any] = {"revision": self.settings_revision, "desired": new.to_wire()}
+        chosen = changes.get("sandbox") or (settings.sandbox if settings is not None else None)
+        if chosen is not None:
+            # R-SET-4: a sandbox chosen here is the user's selection (plan/approval never set it)
+            payload["sandboxSelection"] = {"mode": chosen, "source": "user"}
+        self._publish(self._event("settingsUpdated", payload))
         return self.settings_revision
 
     def abort(self, op: Operation | str | None = None) -> str:
@@ -1639,6 +1674,7 @@ class Runtime:
             op.thread_id = tid
             info = self._thread_info(tid)
             info.loaded_generation = self.generation
+            info.started_effective = _effective_from_thread_result(result)
             return
         info = self._thread_info(op.thread_id)
         if info.loaded_generation == self.generation:
@@ -1662,6 +1698,7 @@ class Runtime:
                                     details={"threadId": op.thread_id, "rpcCode": exc.rpc_code,
                                              **({"hint": hint} if hint else {})}) from None
         info.loaded_generation = self.generation
+        info.started_effective = _effective_from_thread_result(result)  # what this resume made effective
         ev = self._event("threadResumed", {"cold": True, "thread": (result or {}).get("thread", {}).get("id")}, op=op)
         self._deliver(ev, op)
         # R-SET-3: a cold resume clears session-scoped grants (acceptForSession) on the host.
@@ -1784,19 +1821,38 @@ class Runtime:
         self._deliver(self._event("operationAcked", {"result": result}, op=op), op)
 
     async def _settings_gate(self, op: Operation, conn: Connection) -> None:
-        """R-SET-2: compact/review carry no settings, so push the frozen revision first and
-        wait for the matching ``thread/settings/updated``; unconfirmed, they do not start."""
+        """R-SET-2: compact/review carry no settings, so the revision frozen at dispatch is pushed
+        with ``thread/settings/update`` first, and the gate opens only on a
+        ``thread/settings/updated`` whose effective settings match it (every field sent; objects
+        by the fields sent, e.g. ``sandboxPolicy.type``). A confirmation that does not match
+        fails the operation (``SETTINGS_MISMATCH``), none within ``settings_confirm_timeout``
+        too (``SETTINGS_UNCONFIRMED``); nothing is started either way. When the thread's known
+        effective settings already match, nothing is sent: the real server (0.171.0) sends no
+        notification for an update that changes nothing."""
         params = (op.settings or Settings()).turn_params()
         if not params:
             return
         info = self._thread_info(op.thread_id or "")
-        waiter = info.settings_event
+        revision = op.payload.get("settingsRevision")
+        known = info.effective or info.started_effective
+        if known and _settings_match(params, known):
+            return
+        seen = info.settings_seq
         await conn.call("thread/settings/update", {"threadId": op.thread_id, **params})
         with trio.move_on_after(self.config.settings_confirm_timeout):
-            await waiter.wait()
-            return
+            while True:
+                if info.settings_seq != seen:
+                    if _settings_match(params, info.effective):
+                        return
+                    raise OperationFailed(
+                        "thread/settings/updated does not match the settings revision frozen for this "
+                        "operation; not starting", code="SETTINGS_MISMATCH",
+                        details={"revision": revision, "expected": params,
+                                 "effective": {k: info.effective.get(k) for k in params}})
+                waiter = info.settings_event
+                await waiter.wait()
         raise OperationFailed("settings were not confirmed by thread/settings/updated; not starting",
-                              code="SETTINGS_UNCONFIRMED", details={"revision": op.payload.get("settingsRevision")})
+                              code="SETTINGS_UNCONFIRMED", details={"revision": revision})
 
     # -- launch-config rebuild (R-LC-2) --------------------------------------------------
 

@@ -233,3 +233,92 @@ async def test_r_rt_2_relation_query_of_an_old_generation_never_publishes(peers,
             kinds = [e.kind async for e in _until_empty(events)]
         assert "threadRelationVerified" not in kinds
         assert rt.relations(ROOT_ID) == {}
+
+
+# -- settings gate keyed by revision (R-SET-2), R-SET-3, R-SET-4 -----------------------------------
+
+
+async def test_r_set_2_gate_freezes_the_revision_and_opens_on_its_match(peers, autojump_clock):
+    async with _rt(peers, "settings-gate") as rt:
+        first = rt.send("x")
+        await first.wait()
+        rev = rt.update_settings(model="m-2", effort="high")
+        op = rt.compact(first.thread_id)
+        while not peers.received(0, "thread/settings/update"):
+            await trio.sleep(0.1)
+        rt.update_settings(model="m-3")  # after the freeze: not this operation's revision
+        while not peers.received(0, "thread/compact/start") and not op.terminal:
+            await trio.sleep(0.1)
+        (update,) = peers.received(0, "thread/settings/update")
+        assert update["params"]["model"] == "m-2" and update["params"]["effort"] == "high"
+        assert op.payload["settingsRevision"] == rev
+        assert rt.threads[first.thread_id].effective["model"] == "m-2"
+        rt.abort(op)
+        await op.wait()
+        # the same revision again: already effective, nothing to confirm, nothing sent
+        rt.update_settings(model="m-2")
+        again = rt.compact(first.thread_id)
+        while len(peers.received(0, "thread/compact/start")) < 2 and not again.terminal:
+            await trio.sleep(0.1)
+        assert len(peers.received(0, "thread/settings/update")) == 1
+        rt.abort(again)
+
+
+MISMATCH = {"name": "settings-mismatch", "defaults": True, "rules": [
+    {"match": {"method": "thread/settings/update"}, "actions": [
+        {"respond": {}}, {"sleep": 1},
+        {"notify": "thread/settings/updated", "params": {"threadId": "$thread_id", "threadSettings": {
+            "model": "server-chose-another", "sandboxPolicy": {"type": "readOnly", "networkAccess": False}}}}]},
+]}
+
+
+async def test_r_set_2_mismatching_confirmation_fails_typed_and_starts_nothing(peers, autojump_clock):
+    async with _rt(peers, MISMATCH) as rt:
+        first = rt.send("x")
+        await first.wait()
+        rev = rt.update_settings(model="m-2")
+        result = await rt.compact(first.thread_id).wait()
+    assert result.status == "failed" and result.error.code == "SETTINGS_MISMATCH"
+    assert result.error.details["revision"] == rev
+    assert result.error.details["expected"]["model"] == "m-2"
+    assert result.error.details["effective"]["model"] == "server-chose-another"
+    assert peers.received(0, "thread/compact/start") == []
+
+
+def test_r_set_2_match_is_by_the_fields_sent():
+    from codexrt._runtime import _settings_match
+    eff = {"model": "m", "sandboxPolicy": {"type": "workspaceWrite", "writableRoots": [], "networkAccess": False},
+           "collaborationMode": {"mode": "plan", "settings": {"model": "m", "developer_instructions": "long"}}}
+    assert _settings_match({"model": "m", "sandboxPolicy": {"type": "workspaceWrite"}}, eff)
+    assert _settings_match({"collaborationMode": {"mode": "plan", "settings": {"model": "m",
+                                                                            "developer_instructions": None}}}, eff)
+    assert not _settings_match({"sandboxPolicy": {"type": "readOnly"}}, eff)
+    assert not _settings_match({"effort": "high"}, eff)  # a field the server did not confirm
+
+
+async def test_r_set_3_cold_resume_applies_new_developer_instructions_and_resets_grants(peers, autojump_clock):
+    async with _rt(peers, {"name": "known", "defaults": True, "settings": {"known_threads": [ROOT_ID]}},
+                   {"name": "known", "defaults": True, "settings": {"known_threads": [ROOT_ID]}}) as rt:
+        with rt.subscribe() as events:
+            rt.update_settings(developer_instructions="be brief")
+            await rt.send("one", thread_id=ROOT_ID).wait()
+            await rt.reset(reason="disconnect")  # only the thread is restored afterwards
+            rt.update_settings(developer_instructions="be thorough")
+            await rt.send("two", thread_id=ROOT_ID).wait()
+            got = [e async for e in _until_empty(events)]
+    resumes = [peers.received(i, "thread/resume")[0]["params"] for i in (0, 1)]
+    assert [r["developerInstructions"] for r in resumes] == ["be brief", "be thorough"]
+    assert [e.kind for e in got if e.kind in ("threadResumed", "sessionGrantsReset")] == [
+        "threadResumed", "sessionGrantsReset", "threadResumed", "sessionGrantsReset"]
+    assert all(e.thread_id == ROOT_ID for e in got if e.kind == "sessionGrantsReset")
+
+
+async def test_r_set_4_sandbox_selection_has_source_user_and_plan_never_rewrites_it(peers):
+    async with _rt(peers, "handshake-ok") as rt:
+        with rt.subscribe() as events:
+            rt.update_settings(sandbox="workspace-write")
+            rt.update_settings(approval_policy="untrusted")
+            got = [e for e in [events.get_nowait(), events.get_nowait()]]
+    assert got[0].payload["sandboxSelection"] == {"mode": "workspace-write", "source": "user"}
+    assert "sandboxSelection" not in got[1].payload
+    assert got[1].payload["desired"]["sandbox"] == "workspace-write"

@@ -1,0 +1,67 @@
+"""Exact correlation on the real ``codex app-server`` (issue 24): compact gated on the settings
+revision it froze (R-SET-2), and a ``turn/start`` answered after its RPC budget, tied to its
+operation by ``clientOperationId`` (R-WIRE-4). Loopback model only; every wait is bounded."""
+
+from __future__ import annotations
+
+import trio
+
+import codexrt
+from codexrt import RuntimeConfig, Settings
+
+WAIT = 60
+
+
+def _config(codex_bin, env, cwd, **kw):
+    return RuntimeConfig(codex_bin=str(codex_bin), env=env, cwd=str(cwd), settings=Settings(cwd=str(cwd)), **kw)
+
+
+async def test_r_set_2_compact_runs_under_the_confirmed_revision(codex_bin, real_env, real_cwd, mock_model):
+    async with codexrt.open_runtime(_config(codex_bin, real_env, real_cwd)) as rt:
+        with trio.fail_after(WAIT):
+            first = await rt.send("hello").wait()
+            assert first.status == "completed"
+            rev = rt.update_settings(model="mock-model-b", effort="high")
+            op = rt.compact(first.thread_id)
+            result = await op.wait()
+        assert result.status == "completed", result
+        assert op.payload["settingsRevision"] == rev
+        eff = rt.threads[first.thread_id].effective
+        assert eff["model"] == "mock-model-b" and eff["effort"] == "high"
+    # the compaction's model request ran under the confirmed revision
+    assert mock_model.model_requests()[-1].model == "mock-model-b"
+
+
+async def test_r_wire_4_late_turn_start_correlated_by_client_operation_id(codex_bin, real_env, real_cwd, mock_model):
+    async with codexrt.open_runtime(_config(codex_bin, real_env, real_cwd)) as rt:
+        with rt.subscribe() as events, trio.fail_after(WAIT):
+            first = await rt.send("hello").wait()
+            conn = rt.conn
+            budget = conn.rpc_timeout
+            conn.rpc_timeout = 0.002  # the next request's wait runs out once it is written
+            op = rt.send("[[mock:hang]]", thread_id=first.thread_id)
+            late = timeout_err = None
+            seen = []
+            async for ev in events:
+                seen.append((ev.kind, ev.client_operation_id == op.id, ev.payload.get("phase")))
+                if ev.kind == "error" and ev.client_operation_id == op.id:
+                    timeout_err = ev
+                    conn.rpc_timeout = budget  # everything after (interrupt, unsubscribe) as usual
+                if ev.kind == "lateResponse":
+                    late = ev
+                if (timeout_err and late) or (ev.kind == "operationDone" and ev.client_operation_id == op.id):
+                    break
+            assert late is not None, seen
+            assert timeout_err is not None and timeout_err.payload["phase"] == "writtenUnconfirmed"
+            assert late.client_operation_id == op.id
+            assert late.payload["method"] == "turn/start" and late.payload["ok"] is True
+            assert late.payload["requestId"] == timeout_err.payload["requestId"]
+            async for ev in events:  # bound by turn/started or by the late result, whichever first
+                if op.turn_id is not None:
+                    break
+            while not mock_model.requests_with_user_text("[[mock:hang]]"):  # the turn reached the model
+                await trio.sleep(0.05)
+            rt.abort(op)
+            result = await op.wait()
+        assert result.status == "interrupted" and result.turn_id == op.turn_id
+    assert len(mock_model.requests_with_user_text("[[mock:hang]]")) == 1  # never re-sent
