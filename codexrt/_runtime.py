@@ -329,7 +329,11 @@ class RuntimeConfig:
 
         def make(command: list[str] | str) -> TransportFactory:
             async def factory() -> Transport:
-                return await spawn_process_transport(command, env=await child_env(), cwd=self.cwd)
+                env = await child_env()
+                # R-RT-2: a preparation that finished after a reset/release cancelled this start
+                # (a lookup that ignored the cancellation) never starts a child.
+                await trio.lowlevel.checkpoint_if_cancelled()
+                return await spawn_process_transport(command, env=env, cwd=self.cwd)
 
             return factory
 

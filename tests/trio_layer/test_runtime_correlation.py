@@ -322,3 +322,49 @@ async def test_r_set_4_sandbox_selection_has_source_user_and_plan_never_rewrites
     assert got[0].payload["sandboxSelection"] == {"mode": "workspace-write", "source": "user"}
     assert "sandboxSelection" not in got[1].payload
     assert got[1].payload["desired"]["sandbox"] == "workspace-write"
+
+
+# -- launch preparation carries its generation (R-RT-2) ------------------------------------------
+
+
+async def test_r_rt_2_launch_preparation_finishing_after_a_reset_never_starts_a_child(tmp_path, monkeypatch):
+    """The env preparation (a login-shell lookup) ignores cancellation and returns only after
+    ``reset()`` cancelled the start: its result is discarded, the CLI is never run."""
+    import shlex
+
+    import codexrt._launch
+    from codexrt import ClosedError
+
+    marker = tmp_path / "spawned"
+    cli = tmp_path / "codex"
+    cli.write_text(f'#!/bin/sh\n[ "$1" = "app-server" ] && touch {shlex.quote(str(marker))}\n'
+                   'echo "codex-cli 0.171.0"\n')
+    cli.chmod(0o755)
+    lookup_started, lookup_may_end = trio.Event(), trio.Event()
+
+    async def slow_prepare(launch, base_env, **kw):
+        lookup_started.set()
+        with trio.CancelScope(shield=True):  # a lookup that does not honour cancellation
+            await lookup_may_end.wait()
+        return dict(base_env)
+
+    monkeypatch.setattr(codexrt._launch, "prepare_launch_env", slow_prepare)
+    outcome = []
+    async with codexrt.open_runtime(RuntimeConfig(codex_bin=str(cli), env={"PATH": "/usr/bin:/bin"})) as rt:
+        async def start():
+            try:
+                await rt.ensure_started()
+                outcome.append("started")
+            except ClosedError as exc:
+                outcome.append(exc.details.get("startupCancelled"))
+
+        async with trio.open_nursery() as n:
+            n.start_soon(start)
+            await lookup_started.wait()
+            async with trio.open_nursery() as r:
+                r.start_soon(rt.reset)
+                await trio.testing.wait_all_tasks_blocked()
+                lookup_may_end.set()  # the preparation's result arrives after the reset
+        assert rt.state.value == "STOPPED"
+    assert outcome == [True]
+    assert not marker.exists()
