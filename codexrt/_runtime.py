@@ -294,9 +294,11 @@ class RuntimeConfig:
         and :class:`ConfigError` (``ACCESS_INACTIVE``) in inactive mode, which never spawns."""
         return self._startup_candidates()[0]
 
-    def _startup_candidates(self) -> tuple[list[tuple[str, TransportFactory]], Any]:
+    def _startup_candidates(self, *, login_shell_path: Callable[[], str | None] | None = None,
+                            ) -> tuple[list[tuple[str, TransportFactory]], Any]:
         """:meth:`candidate_factories` and the discovery result behind them (None for given
-        transports or ``connect``), for the startup diagnostic (R-CLI-6)."""
+        transports or ``connect``), for the startup diagnostic (R-CLI-6). ``login_shell_path``
+        is discovery's last step (R-CLI-1), used only when nothing else is found."""
         if self.access_mode == "inactive":
             raise ConfigError("access mode is inactive: codexrt starts no app-server",
                               code="ACCESS_INACTIVE")
@@ -310,7 +312,7 @@ class RuntimeConfig:
         from codexrt._launch import prepare_launch_env, provider_overrides
 
         base_env = dict(self.env if self.env is not None else os.environ)
-        result = discover_cli(explicit=self.codex_bin, env=base_env)
+        result = discover_cli(explicit=self.codex_bin, env=base_env, login_shell_path=login_shell_path)
         if not result.candidates:
             raise unavailable_error(result)
         launch = self.launch_config(discovery=result)
@@ -713,7 +715,20 @@ class Runtime:
 
     async def _start(self) -> Connection:
         try:
-            candidates, discovery = self.config._startup_candidates()
+            try:
+                candidates, discovery = self.config._startup_candidates()
+            except CliUnavailable as exc:
+                if (exc.details.get("codexCliUnavailable") or {}).get("mode") != "notInstalled":
+                    raise
+                # R-CLI-1's last step: the login shell's PATH (GUI-started hosts often lack the
+                # user's PATH). One bounded lookup, only when nothing else was found.
+                from codexrt._discovery import read_login_shell_path
+
+                env = self.config.env if self.config.env is not None else os.environ
+                shell_path = await read_login_shell_path(env=env)
+                if not shell_path:
+                    raise
+                candidates, discovery = self.config._startup_candidates(login_shell_path=lambda: shell_path)
         except CodexError as exc:
             self.last_error = exc
             raise

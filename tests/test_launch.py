@@ -499,3 +499,33 @@ def test_r_lc_4_cli_login_child_gets_login_shell_env_keys(monkeypatch: pytest.Mo
     with pytest.raises(OSError):
         trio.run(factory)
     assert calls[1]["env"]["SHELL_ONLY_KEY"] == ""  # explicitly empty: kept, not fetched
+
+
+def test_r_cli_1_runtime_discovery_uses_the_login_shell_path_last(tmp_path: Path) -> None:
+    """Nothing on the inherited PATH: the runtime asks the login shell for its PATH once and
+    starts the CLI found there (R-CLI-1's last step feeding the runtime's discovery)."""
+    import shlex
+    import sys
+
+    import codexrt
+
+    root = Path(__file__).resolve().parent.parent
+    bindir = tmp_path / "shell-only-bin"
+    bindir.mkdir()
+    cli = bindir / "codex"
+    cli.write_text(f"#!/bin/sh\ncd {shlex.quote(str(root))}\n"
+                   f"exec {shlex.join([sys.executable, '-m', 'peer_fixtures.fake_app_server', 'handshake-ok'])}\n")
+    cli.chmod(0o755)
+    shell = tmp_path / "login-shell"
+    shell.write_text(f'#!/bin/sh\nPATH={shlex.quote(str(bindir))}:/usr/bin:/bin\nexport PATH\neval "$3"\n')
+    shell.chmod(0o755)
+    env = {"PATH": "", "HOME": str(tmp_path / "home"), "SHELL": str(shell)}
+
+    async def main() -> tuple[object, str | None]:
+        async with codexrt.open_runtime(env=env) as rt:
+            result = await rt.send("hi").wait()
+            return result, rt.cli_path
+
+    result, cli_path = trio.run(main)
+    assert getattr(result, "status") == "completed", result
+    assert cli_path == str(cli)
