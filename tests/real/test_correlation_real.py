@@ -65,3 +65,25 @@ async def test_r_wire_4_late_turn_start_correlated_by_client_operation_id(codex_
             result = await op.wait()
         assert result.status == "interrupted" and result.turn_id == op.turn_id
     assert len(mock_model.requests_with_user_text("[[mock:hang]]")) == 1  # never re-sent
+
+
+async def test_r_op_8_consecutive_failures_each_get_one_terminal_on_the_real_server(codex_bin, real_env, real_cwd,
+                                                                                    mock_model):
+    """R-OP-8 on the real server: a model failure is a turn/started + error + turn/completed(failed)
+    sequence of *its* turn; two in a row give two terminals, each for the submission that sent it,
+    and the trailing error of the first never reaches the second. Nothing is re-sent."""
+    async with codexrt.open_runtime(_config(codex_bin, real_env, real_cwd)) as rt:
+        with rt.subscribe() as events, trio.fail_after(WAIT):
+            a = rt.send("first [[mock:http500]]", client_message_id="cm-a")
+            ra = await a.wait()
+            b = rt.send("second [[mock:http500]]", client_message_id="cm-b", thread_id=ra.thread_id)
+            rb = await b.wait()
+            done = []
+            while (ev := events.get_nowait()) is not None:
+                if ev.kind == "operationDone":
+                    done.append((ev.client_operation_id, ev.payload["status"]))
+    assert (ra.status, rb.status) == ("failed", "failed") and ra.turn_id != rb.turn_id
+    assert done == [(a.id, "failed"), (b.id, "failed")]
+    assert all(e.get("message") for e in a.errors) and all(e.get("message") for e in b.errors)
+    assert len(mock_model.requests_with_user_text("first")) == 1
+    assert len(mock_model.requests_with_user_text("second")) == 1

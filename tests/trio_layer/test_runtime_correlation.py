@@ -368,3 +368,49 @@ async def test_r_rt_2_launch_preparation_finishing_after_a_reset_never_starts_a_
         assert rt.state.value == "STOPPED"
     assert outcome == [True]
     assert not marker.exists()
+
+
+# -- R-OP-8 start-failure rules on the app-server ------------------------------------------------
+# The app-server acknowledges a start by the turn/start response (a turn id) or refuses it with an
+# RPC error tied to that request; there is no TUI-style "busy boundary" to guess from. These tests
+# show each rule holds as the runtime implements it (docs/runtime.md, "Start failures").
+
+
+async def test_r_op_8_consecutive_failed_starts_each_get_their_own_terminal(peers, autojump_clock):
+    async with _rt(peers, "turn-start-error") as rt:
+        with rt.subscribe() as events:
+            a = rt.send("a", client_message_id="cm-a")
+            b = rt.send("b", client_message_id="cm-b", thread_id=None)
+            ra, rb = await a.wait(), await b.wait()
+            got = [e async for e in _until_empty(events)]
+    assert (ra.status, rb.status) == ("failed", "failed")
+    done = [e for e in got if e.kind == "operationDone"]
+    assert [(e.client_operation_id, e.payload["status"]) for e in done] == [(a.id, "failed"), (b.id, "failed")]
+    # each terminal belongs to the submission whose clientMessageId was captured at submit time
+    sent = [m["params"]["clientUserMessageId"] for m in peers.received(0, "turn/start")]
+    assert sent == ["cm-a", "cm-b"] and (a.client_message_id, b.client_message_id) == ("cm-a", "cm-b")
+
+
+EARLY_CLEANUP_THEN_TRAILING_ERROR = {"name": "early-cleanup", "defaults": True, "rules": [
+    {"match": {"method": "turn/start", "nth": 1}, "actions": [
+        # an early idle "cleanup" before the turn starts, then a normal turn that fails with a
+        # full error, and a trailing error notification after its terminal
+        {"notify": "thread/status/changed", "params": {"threadId": "$thread_id", "status": {"type": "idle"}}},
+        {"turn_response": True}, {"turn_started": True},
+        {"notify": "error", "params": {"threadId": "$thread_id", "turnId": "$turn_id",
+                                       "error": {"message": "model failed"}, "willRetry": False}},
+        {"end_turn": "failed"},
+        {"notify": "error", "params": {"threadId": "$thread_id", "turnId": "$turn_id",
+                                       "error": {"message": "trailing"}, "willRetry": False}}]},
+]}
+
+
+async def test_r_op_8_early_cleanup_never_ends_and_a_trailing_error_never_settles_the_next(peers, autojump_clock):
+    async with _rt(peers, EARLY_CLEANUP_THEN_TRAILING_ERROR) as rt:
+        first = rt.send("a", client_message_id="cm-a")
+        second = rt.send("b", client_message_id="cm-b")
+        r1 = await first.wait()
+        r2 = await second.wait()
+    assert r1.status == "failed" and first.errors == [{"message": "model failed"}]
+    assert r2.status == "completed" and r2.turn_id != r1.turn_id
+    assert second.errors == []  # the trailing error of the older turn never reached the newer send
