@@ -43,8 +43,9 @@ hook). The index is loaded (in a worker thread) on each read, from ``privacy=`` 
 not guaranteed (:data:`MASKING_NOTICE`); a damaged index masks conservatively and says so.
 
 *Counting* (R-H-7): :class:`MessageCounter` is host-level (share one between readers). A count
-walks native pages into the display projection and counts user+assistant messages
-(``count_messages``); at most ``max_concurrent`` (4) run at once (a ``CapacityLimiter``);
+walks native pages and counts the user+assistant messages of their display projection
+(``count_messages``), without building the records where the pages allow it
+(:class:`~codexrt._sansio._projection.MessageTally`, same number); at most ``max_concurrent`` (4) run at once (a ``CapacityLimiter``);
 identical requests (thread id + expected metadata version) share one in-flight count; each
 count has a 110 s budget, after which it stops and is *unknown* (a retry starts afresh). Only
 known counts are cached (≤ 128 entries, 60 s TTL on Trio's clock, LRU), never for an active
@@ -94,6 +95,7 @@ from codexrt._sansio._privacy import Masker, PrivacyIndex
 from codexrt._sansio._projection import (
     CompactionBoundary,
     DisplayRecord,
+    MessageTally,
     Projector,
     Reasoning,
     TurnGroup,
@@ -709,11 +711,12 @@ class MessageCounter:
         if active:
             self.invalidate(thread_id)
         stale = expected is not None and version != expected
-        proj = Projector(thread_id)
+        tally = MessageTally(thread_id)  # the projection's count without its records
         try:
             walk = await _walk(conn, "thread/items/list", {"threadId": thread_id, "limit": self.page_limit},
-                               proj.add_native_entries, max_pages=self.max_pages)
+                               tally.add_native_entries, max_pages=self.max_pages)
             complete = walk.complete
+            n = tally.count() if complete else None
         except RpcError as exc:
             if not is_pagination_unsupported(exc):
                 raise
@@ -724,9 +727,10 @@ class MessageCounter:
                 if isinstance(t, dict):
                     proj.add_native_turn(t)
             complete = _full_read_complete(turns)
+            n = count_messages(proj.records()) if complete else None
         if not complete:
             return MessageCount(thread_id, None, version=version, reason="incomplete", stale=stale, active=active)
-        return MessageCount(thread_id, count_messages(proj.records()), version=version, stale=stale, active=active)
+        return MessageCount(thread_id, n, version=version, stale=stale, active=active)
 
 
 # ---------------------------------------------------------------------------------------------
