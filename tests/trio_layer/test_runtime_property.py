@@ -11,7 +11,11 @@ an autojump clock. Invariants:
 * no ``turn/start`` is written twice for one operation (by ``clientUserMessageId``);
 * no operation binds two turns;
 * the FIFO never runs two long operations at once;
-* nothing of an older generation settles an operation of a newer one.
+* nothing of an older generation settles an operation of a newer one;
+* a sub-agent's turn (``spawn``: the parent's turn spawns a child that finishes; ``spawn_hang``:
+  the parent hangs while its child finishes; ``spawn_early``: the child's turn arrives before the
+  parent's is bound) never settles or binds an operation: none of the
+  child's events carries an operation id and no operation's turn is the child's (R-OP-6).
 """
 
 from __future__ import annotations
@@ -27,7 +31,23 @@ import codexrt
 from codexrt import RuntimeConfig
 from tests._support import MemoryPeers
 
-BEHAVIOURS = ["complete", "early", "hang", "error", "duplicate", "late", "crash"]
+BEHAVIOURS = ["complete", "early", "hang", "error", "duplicate", "late", "crash", "spawn", "spawn_hang", "spawn_early"]
+
+
+def _child_ids(nth: int) -> tuple[str, str]:
+    return f"{nth:08d}-c0de-4000-8000-00000000c01d", f"{nth:08d}-c0de-4000-8000-0000000007e1"
+
+
+def _child_turn(nth: int) -> list[dict]:
+    """A sub-agent of the current turn, shaped like the real server's (docs/real-server-notes.md):
+    announced by a collabAgentToolCall item, then its own turn runs to completion."""
+    child, turn = _child_ids(nth)
+    return [
+        {"item": {"type": "collabAgentToolCall", "id": f"call_spawn_{nth}", "tool": "spawnAgent",
+                  "status": "completed", "senderThreadId": "$thread_id", "receiverThreadIds": [child]}},
+        {"notify": "turn/started", "params": {"threadId": child, "turn": {"id": turn, "status": "inProgress"}}},
+        {"notify": "turn/completed", "params": {"threadId": child, "turn": {"id": turn, "status": "completed"}}},
+    ]
 
 
 def _turn_rule(nth: int, behaviour: str) -> dict:
@@ -41,6 +61,12 @@ def _turn_rule(nth: int, behaviour: str) -> dict:
                                           "params": {"threadId": "$thread_id", "turn": "$turn"}}],
         "late": [{"sleep": 45}, {"default": True}],
         "crash": [{"turn_response": True}, {"turn_started": True}, {"sleep": 0.5}, {"exit": 1}],
+        "spawn": [{"turn_response": True}, {"turn_started": True}, *_child_turn(nth),
+                  {"agent_message": True}, {"end_turn": "completed"}],
+        "spawn_hang": [{"hang_turn": True}, *_child_turn(nth)],
+        # hostile order: the child's turn is seen before the parent's turn is bound
+        "spawn_early": [*_child_turn(nth), {"turn_response": True}, {"turn_started": True},
+                        {"agent_message": True}, {"end_turn": "completed"}],
     }[behaviour]
     return {"match": {"method": "turn/start", "nth": nth}, "actions": actions}
 
@@ -73,6 +99,8 @@ def test_r_op_invariants_under_random_interleavings(behaviours, actions):
 
 
 async def _program(behaviours, actions):
+    children = {_child_ids(i + 1)[0] for i in range(len(behaviours))}
+    child_turns = {_child_ids(i + 1)[1] for i in range(len(behaviours))}
     async with trio.open_nursery() as nursery:
         peers = MemoryPeers(nursery)
         config = RuntimeConfig(transports=[peers.sequence(*_scenarios(behaviours))], stop_budget=10)
@@ -109,6 +137,12 @@ async def _program(behaviours, actions):
         nursery.cancel_scope.cancel()
 
     # -- invariants ------------------------------------------------------------------------
+    # R-OP-6: a child's turn is never an operation's, and its terminal settles nothing
+    for e in seen:
+        if e.thread_id in children or e.turn_id in child_turns:
+            assert e.client_operation_id is None, (e.kind, e.thread_id, e.client_operation_id)
+    for op in ops:
+        assert op.turn_id not in child_turns and op.result.turn_id not in child_turns, op
     done = collections.Counter(e.client_operation_id for e in seen if e.kind == "operationDone")
     for op in ops:
         assert done[op.id] == 1, (op, done[op.id])
