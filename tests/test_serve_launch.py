@@ -106,3 +106,23 @@ async def test_r_lc_3_serve_access_mode_managed_flags(tmp_path):
     assert 'env_http_headers={ "X-Org" = "CODEXRT_HTTP_HEADER_0" }' in launches[0]
     assert launches[1] == "key:CORP_KEY"
     assert SECRET not in "\n".join(map(str, sp.lines)) + stderr + log.read_text()
+
+
+async def test_r_lc_2_configure_launch_during_a_turn_is_deferred_to_its_terminal(tmp_path):
+    cli, log = recording_cli(tmp_path, "hang-turn")
+    async with ServeProcess.open(tmp_path, "--codex-bin", cli) as sp:
+        rid = await sp.send("codex.send", {"channelId": "c", "message": "long"})
+        started = await sp.event("turnStarted", lambda l: l["channelId"] == "c")
+        reply = await sp.request("codex.configureLaunch", {"channelId": "c", "accessMode": "managed",
+                                                           "provider": PROVIDER, "apiKey": SECRET})
+        assert reply["result"]["rebuild"] == "deferred"
+        assert not any(l["type"] == "daemon" and l["kind"] == "runtimeReset" for l in sp.lines)
+        await sp.request("codex.abortTurn", {"channelId": "c"})
+        done = await sp.response(rid)
+        assert done["result"]["status"] == "interrupted"
+        await sp.event("runtimeReset", lambda l: l["channelId"] == "c")
+        resumed = await sp.event("threadResumed", lambda l: l["channelId"] == "c")
+        assert resumed["threadId"] == started["threadId"] and resumed["payload"]["cold"] is True
+        assert await sp.finish() == 0
+    launches = log.read_text().splitlines()
+    assert launches[-1] == "key:CORP_KEY" and 'model_provider="corp"' in launches[-2]
