@@ -535,6 +535,7 @@ class _ThreadInfo:
     effective: dict[str, Any] = attrs.field(factory=dict)
     settings_event: trio.Event = attrs.field(factory=trio.Event)
     settings_seq: int = 0  # thread/settings/updated notifications seen (R-SET-2 gate)
+    effective_generation: int | None = None  # the child generation that confirmed ``effective``
     # what the last thread/start or thread/resume result reported as in effect (gate only)
     started_effective: dict[str, Any] = attrs.field(factory=dict)
     # Sub-agent relations (R-H-8): set once the parentThreadId ancestry was verified.
@@ -1036,6 +1037,7 @@ class Runtime:
         if method == "thread/settings/updated" and thread_id:
             info = self._thread_info(thread_id)
             info.effective = params.get("threadSettings") or {}
+            info.effective_generation = self.generation
             info.settings_seq += 1
             info.settings_event.set()
             info.settings_event = trio.Event()
@@ -1853,7 +1855,8 @@ class Runtime:
             return
         info = self._thread_info(op.thread_id or "")
         revision = op.payload.get("settingsRevision")
-        known = info.effective or info.started_effective
+        # what this child confirmed last; else what its thread/start or thread/resume reported
+        known = info.effective if info.effective_generation == self.generation else info.started_effective
         if known and _settings_match(params, known):
             return
         seen = info.settings_seq

@@ -414,3 +414,27 @@ async def test_r_op_8_early_cleanup_never_ends_and_a_trailing_error_never_settle
     assert r1.status == "failed" and first.errors == [{"message": "model failed"}]
     assert r2.status == "completed" and r2.turn_id != r1.turn_id
     assert second.errors == []  # the trailing error of the older turn never reached the newer send
+
+
+async def test_r_set_2_after_a_reset_the_gate_trusts_only_the_new_child(peers, autojump_clock):
+    """After a reset, what the old child confirmed no longer counts: the cold resume carries the
+    frozen revision and the gate opens on what *its* result reports (R-SET-2, R-SET-3, R-RT-2)."""
+    async with _rt(peers, "settings-gate", "settings-gate") as rt:
+        first = rt.send("x")
+        await first.wait()
+        rt.update_settings(model="m-2")
+        gated = rt.compact(first.thread_id)
+        while not peers.received(0, "thread/compact/start") and not gated.terminal:
+            await trio.sleep(0.1)
+        rt.abort(gated)
+        await gated.wait()
+        await rt.reset(reason="test")
+        info = rt.threads[first.thread_id]
+        again = rt.compact(first.thread_id)
+        while len(peers.peers) < 2 or (not peers.received(1, "thread/compact/start") and not again.terminal):
+            await trio.sleep(0.1)
+        (resume,) = peers.received(1, "thread/resume")
+        assert resume["params"]["model"] == "m-2"
+        assert info.started_effective["model"] == "m-2"  # the new child's own report opened the gate
+        assert peers.received(1, "thread/settings/update") == []
+        rt.abort(again)
