@@ -138,9 +138,16 @@ class LaunchConfig:
                 )
             if not self.endpoint:
                 raise ConfigError("managed access needs an endpoint (the provider's base_url)", details={"field": "endpoint"})
-        for name in self.headers:
-            if not _HEADER_NAME.match(name):
+        for name, value in self.headers.items():
+            if not isinstance(name, str) or not _HEADER_NAME.match(name):
                 raise ConfigError(f"invalid HTTP header name {name!r}", details={"field": "headers"})
+            if not isinstance(value, str) or "\n" in value or "\r" in value or "\0" in value:
+                # the value itself is never shown: it may be a credential
+                raise ConfigError(f"HTTP header {name} needs a one-line string value", details={"field": "headers"})
+        for name, value in (("endpoint", self.endpoint), ("wire_api", self.wire_api),
+                            ("provider_name", self.provider_name)):
+            if value is not None and not isinstance(value, str):
+                raise ConfigError(f"{name} must be a string", details={"field": name})
         for name, value in self.query_params.items():
             if not isinstance(name, str) or not isinstance(value, str) or not name:
                 raise ConfigError("query parameters must be non-empty string names with string values",

@@ -529,3 +529,21 @@ def test_r_cli_1_runtime_discovery_uses_the_login_shell_path_last(tmp_path: Path
     result, cli_path = trio.run(main)
     assert getattr(result, "status") == "completed", result
     assert cli_path == str(cli)
+
+
+@pytest.mark.parametrize("provider", [
+    {"id": "corp", "baseUrl": "http://127.0.0.1:9/v1", "envKey": "K", "headers": {"X-A": 5}},
+    {"id": "corp", "baseUrl": "http://127.0.0.1:9/v1", "envKey": "K", "headers": {"X-A": "a\nb-secret-value"}},
+    {"id": "corp", "baseUrl": "http://127.0.0.1:9/v1", "envKey": "K", "headers": {"bad name": "v"}},
+    {"id": "corp", "baseUrl": 42, "envKey": "K"},
+    {"id": "corp", "baseUrl": "http://127.0.0.1:9/v1", "envKey": "1BAD"},
+    {"id": "co rp", "baseUrl": "http://127.0.0.1:9/v1", "envKey": "K"},
+    {"id": "corp", "baseUrl": "http://127.0.0.1:9/v1", "envKey": "K", "extra": 1},
+    {"baseUrl": "http://127.0.0.1:9/v1", "envKey": "K"},
+])
+def test_r_lc_3_invalid_managed_provider_is_a_config_error(provider: dict) -> None:
+    from codexrt import RuntimeConfig
+
+    with pytest.raises(ConfigError) as info:
+        RuntimeConfig(env={}, access_mode="managed", provider=provider, api_key=SECRET).launch_config()
+    assert "b-secret-value" not in info.value.message and SECRET not in info.value.message
