@@ -771,10 +771,12 @@ async def _run_bounded(
     env: Mapping[str, str] | None,
     timeout: float,
     limit: int = _OUTPUT_LIMIT,
-    new_session: bool = False,
+    new_session: bool = True,
 ) -> _RunOutcome:
     """Run a short-lived child with stdin closed, keep at most ``limit`` bytes of each output,
-    kill it (and its process group) at ``timeout`` and always reap it."""
+    kill it at ``timeout`` and always reap it. On POSIX it runs in a session of its own and
+    whatever is left of its process group afterwards is killed too (an npm launcher's native
+    child, a wrapper script's ``sleep``): nothing it started outlives the call."""
     kwargs: dict[str, Any] = {}
     if new_session and os.name == "posix":
         kwargs["start_new_session"] = True
@@ -808,8 +810,9 @@ async def _run_bounded(
         timed_out = cs.cancelled_caught
     finally:
         with trio.CancelScope(shield=True):
+            group = new_session and os.name == "posix"
             if proc.returncode is None:
-                if new_session and os.name == "posix":
+                if group:
                     try:
                         os.killpg(proc.pid, _signal.SIGKILL)
                     except OSError:
@@ -817,6 +820,13 @@ async def _run_bounded(
                 else:
                     proc.kill()
                 await proc.wait()
+            if group:
+                # The leader is gone; members of its group may not be (the group id cannot be
+                # reused while any member lives, so this reaches only what the child started).
+                try:
+                    os.killpg(proc.pid, _signal.SIGKILL)
+                except OSError:
+                    pass
             for s in (proc.stdout, proc.stderr):
                 if s is not None:
                     await s.aclose()

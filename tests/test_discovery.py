@@ -684,3 +684,29 @@ def test_r_cli_1_the_official_binary_wheel_is_a_candidate_after_path_and_common_
     # A directory named codex_cli_bin without the package's marker file is not the wheel.
     (pkg / "codex-package.json").unlink()
     assert paths(run(tmp_path, {}, python_paths=[str(site)])) == []
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            state = next(line for line in f if line.startswith("State:"))
+    except (FileNotFoundError, StopIteration):
+        return False
+    return "Z" not in state.split()[1]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("how", ["hangs", "answers-and-leaves-a-child"])
+async def test_r_cli_7_version_probe_leaves_nothing_running(tmp_path: Path, how: str) -> None:
+    """Whatever the probed CLI starts dies with the probe: a hanging wrapper's ``sleep`` (killed
+    at the timeout) and a child left behind by a CLI that answered (swept after it exits)."""
+    pidfile = tmp_path / "child.pid"
+    body = ("sleep 300 >/dev/null 2>&1 &\necho $! > \"$PIDFILE\"\n"
+            + ("wait\n" if how == "hangs" else "echo 'codex-cli 9.9.9'\n"))
+    fake = script(tmp_path / "codex", "#!/bin/sh\n" + body)
+    res = await probe_version_detailed(fake, timeout=2.0, env={**os.environ, "PIDFILE": str(pidfile)})
+    assert res.outcome == ("timeout" if how == "hangs" else "ok"), res
+    child = int(pidfile.read_text())
+    with trio.fail_after(5):
+        while _pid_alive(child):
+            await trio.sleep(0.02)  # the child is killed by the probe: bounded poll of another process
