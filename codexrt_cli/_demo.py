@@ -175,6 +175,10 @@ def run_demo(*, yes: bool = False, codex_bin: str | None = None) -> int:
                     p.say(f"\n[2/2] you:   {TASK}")
                     second = _stream_turn(rt, p, TASK, thread_id=first.thread_id)
             p.say(f"\ncodex app-server (pid {pid}) stopped and reaped; loopback model and CODEX_HOME removed.")
+    except KeyboardInterrupt:
+        # The blocking facade has stopped the turn and reaped the app-server by now.
+        p.say("\ninterrupted (Ctrl+C): the turn was stopped and the app-server reaped.")
+        return 130
     except CodexError as exc:
         print(f"codexrt demo: {exc.message}", file=sys.stderr)
         if exc.code in ("CODEX_CLI_UNAVAILABLE", "CODEX_CLI_OVERRIDE_INVALID"):

@@ -212,3 +212,16 @@ def test_r_int_3_approval_prompt_answered_by_typing_runs_the_command(codex_bin, 
     t.expect(rb"\[completed\] thread ", start=prompt.end())
     assert t.finish(STOP_BUDGET) == 0, t.text()
     assert (ws / "marker").exists()
+
+
+def test_ctrl_c_at_the_demo_approval_prompt_exits_130_without_a_traceback(codex_bin, terminal, tmp_path):
+    """``codexrt demo`` asks at the terminal; Ctrl+C there stops the turn, reaps the app-server
+    and exits 130 with one line, not a KeyboardInterrupt traceback."""
+    t = terminal("demo", "--codex-bin", str(codex_bin), cwd=ROOT)
+    t.expect(rb"Allow\? \[y\]es / \[n\]o / \[a\]lways for this session: ")
+    app_server = _app_server_of(t.proc.pid)
+    t.type(b"\x03")
+    t.expect(rb"interrupted \(Ctrl\+C\)")
+    assert t.finish(STOP_BUDGET + 5) == 130, t.text()
+    assert b"Traceback" not in t.output, t.text()
+    _assert_gone(app_server)
