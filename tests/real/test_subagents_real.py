@@ -92,8 +92,10 @@ async def test_r_h_8_r_d_1_runtime_verifies_and_drains_a_real_subagent(codex_bin
                 async for e in events:
                     if e.thread_id == child:
                         break
+            while not mock_model.requests_with_user_text("[[mock:hang]]"):  # the child's turn reached the model
+                await trio.sleep(0.05)
             drained = await rt.drain_relations(root)
-            assert drained == [{"threadId": child, "interrupted": True, "status": "idle", "settled": True}]
+            assert drained == [{"threadId": child, "interrupted": True, "status": "idle", "settled": True}], (
+                drained, rt.relations(root))
             await rt.release_thread(root)
             assert rt.relations(root) == {} and rt.runtime_snapshot()["sessionCount"] == 0
-    assert mock_model.requests_with_user_text("[[mock:hang]]")  # the child's model request ran
