@@ -12,7 +12,15 @@ import trio.testing
 
 import codexrt
 from codexrt import RuntimeConfig
+from codexrt._daemon import load_schema, validate
 from tests._support import MemoryPeers
+
+SCHEMA = load_schema()
+
+
+def _schema_problem(kind, payload):
+    """The shipped schema's payload shape for ``kind`` (``$defs.eventPayloads``)."""
+    return validate(payload, {"$ref": f"#/$defs/eventPayloads/properties/{kind}"}, SCHEMA)
 
 
 @pytest.fixture
@@ -46,6 +54,7 @@ async def test_r_wire_4_late_turn_start_names_its_operation_and_binds_the_turn(p
             assert late.client_operation_id == op.id
             assert late.payload == {"method": "turn/start", "requestId": start["id"],
                                     "phase": "writtenUnconfirmed", "ok": True}
+            assert _schema_problem("lateResponse", late.payload) is None
             timeout_err = next(e for e in seen if e.kind == "error" and e.client_operation_id == op.id)
             assert timeout_err.payload["requestId"] == start["id"] and timeout_err.payload["method"] == "turn/start"
             async for ev in events:
@@ -160,6 +169,8 @@ async def test_r_h_8_verified_child_relation_and_parent_finish_leaves_child_acti
         rel = got[-1]
         assert rel.payload == {"rootThreadId": ROOT_ID, "threadId": CHILD_ID, "parentThreadId": ROOT_ID}
         assert rel.thread_id == CHILD_ID and rel.root_thread_id == ROOT_ID
+        assert _schema_problem("threadRelationVerified", rel.payload) is None
+        assert _schema_problem("threadRelationVerified", {"threadId": CHILD_ID}) is not None
         # the child's turn was never owned by the parent's operation (R-OP-6)
         child_started = [e for e in got if e.kind == "turnStarted" and e.thread_id == CHILD_ID]
         assert child_started and all(e.client_operation_id is None for e in child_started)
