@@ -543,37 +543,82 @@ class _Walk:
 
 
 async def _walk(conn: Connection, method: str, params: dict[str, Any], on_page: Callable[[list[Any]], None],
-                *, max_pages: int) -> _Walk:
+                *, max_pages: int, prefetch: bool = False) -> _Walk:
     """Call ``method`` page after page, passing ``nextCursor`` back verbatim. ``complete`` is
     False when a page had no ``nextCursor`` field (cannot tell whether more exists) or the
-    server repeated a cursor; the walk then stops — never guesses."""
+    server repeated a cursor; the walk then stops — never guesses.
+
+    ``prefetch``: once a page's cursor is known, the next page is requested (and written)
+    *before* ``on_page`` handles this one, so the server works while we do; at most one
+    request ahead, never past ``max_pages`` or the last page. If ``on_page`` raises, that one
+    read is cancelled with the walk."""
     w = _Walk()
-    cursor: Any = None
+    if max_pages <= 0:
+        w.complete = False
+        return w
     seen: set[str] = set()
-    while True:
-        if w.pages >= max_pages:
-            w.complete = False
-            return w
+
+    def page_params(cursor: Any) -> dict[str, Any]:
         p = dict(params)
         if cursor is not None:
             p["cursor"] = cursor
-        res = await call_read(conn, method, p)
-        w.pages += 1
-        if not isinstance(res, dict) or not isinstance(res.get("data"), list):
-            raise RemoteProtocolError(f"{method} answered without a data list", details={"method": method})
-        on_page(res["data"])
-        if "nextCursor" not in res:
-            w.complete = False
-            return w
-        nxt = res["nextCursor"]
-        if nxt is None:
-            return w
-        marker = json.dumps(nxt, sort_keys=True)
-        if marker in seen:
-            w.complete = False
-            return w
-        seen.add(marker)
-        cursor = nxt
+        return p
+
+    async def fetch(cursor: Any, box: list[Any], written: trio.Event, done: trio.Event) -> None:
+        try:
+            box.append((True, await call_read(conn, method, page_params(cursor), on_written=written.set)))
+        except Exception as exc:  # handed to the walk, which raises it where it would have
+            box.append((False, exc))
+        finally:
+            written.set()
+            done.set()
+
+    async def pages(nursery: trio.Nursery | None) -> _Walk:
+        res = await call_read(conn, method, page_params(None))
+        while True:
+            w.pages += 1
+            if not isinstance(res, dict) or not isinstance(res.get("data"), list):
+                raise RemoteProtocolError(f"{method} answered without a data list", details={"method": method})
+            more = False
+            if "nextCursor" not in res:
+                w.complete = False
+            elif res["nextCursor"] is not None:
+                cursor = res["nextCursor"]
+                marker = json.dumps(cursor, sort_keys=True)
+                if marker in seen or w.pages >= max_pages:
+                    w.complete = False
+                else:
+                    seen.add(marker)
+                    more = True
+            if more and nursery is not None:
+                box: list[Any] = []
+                written, done = trio.Event(), trio.Event()
+                nursery.start_soon(fetch, cursor, box, written, done)
+                await written.wait()  # bounded: set when written or when the read ends
+            on_page(res["data"])
+            if not more:
+                return w
+            if nursery is not None:
+                await done.wait()
+                ok, value = box[0]
+                if not ok:
+                    raise value
+                res = value
+            else:
+                res = await call_read(conn, method, page_params(cursor))
+
+    if not prefetch:
+        return await pages(None)
+    error: Exception | None = None
+    async with trio.open_nursery() as nursery:
+        try:
+            await pages(nursery)
+        except Exception as exc:  # raised as itself below, not as a group; cancels the read ahead
+            error = exc
+        nursery.cancel_scope.cancel()
+    if error is not None:
+        raise error
+    return w
 
 
 def _full_read_complete(turns: list[Any]) -> bool:
@@ -714,7 +759,7 @@ class MessageCounter:
         tally = MessageTally(thread_id)  # the projection's count without its records
         try:
             walk = await _walk(conn, "thread/items/list", {"threadId": thread_id, "limit": self.page_limit},
-                               tally.add_native_entries, max_pages=self.max_pages)
+                               tally.add_native_entries, max_pages=self.max_pages, prefetch=True)
             complete = walk.complete
             n = tally.count() if complete else None
         except RpcError as exc:

@@ -182,13 +182,15 @@ async def call_read_only(
     backoff: Backoff = DEFAULT_OVERLOAD_BACKOFF,
     rng: Callable[[], float] = random.random,
     on_retry: Callable[[int, float, ServerOverloaded], None] | None = None,
+    on_written: Callable[[], None] | None = None,
 ) -> Any:
     """``conn.call(method, params)``, retried on overload for the read-only methods of
     :data:`READ_ONLY_RETRY_TABLE` (bounded by ``backoff.attempts``).
 
     ``timeout`` bounds each try (the connection's default when None); the whole call is bounded
     by ``attempts * timeout + backoff.max_total()``. ``on_retry(attempt, delay, error)`` is
-    called before each sleep (for logging/metrics; it must not raise). When the last try is
+    called before each sleep (for logging/metrics; it must not raise); ``on_written`` is given
+    to ``conn.call`` (called once each try's request is written). When the last try is
     refused the error is :class:`ServerOverloaded` with ``details["attempts"]``; any other
     error propagates at once. A method outside the table raises :class:`LocalProtocolError`
     before anything is written — use ``conn.call`` for those, which never retries.
@@ -202,7 +204,9 @@ async def call_read_only(
     while True:
         attempt += 1
         try:
-            return await conn.call(method, params, timeout=timeout)
+            if on_written is None:
+                return await conn.call(method, params, timeout=timeout)
+            return await conn.call(method, params, timeout=timeout, on_written=on_written)  # type: ignore[call-arg]
         except RpcError as exc:
             if not is_overloaded(exc):
                 raise
@@ -215,10 +219,14 @@ async def call_read_only(
             await trio.sleep(delay)
 
 
-async def call_read(conn: _Caller, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
+async def call_read(conn: _Caller, method: str, params: Any = None, *, timeout: float | None = None,
+                    on_written: Callable[[], None] | None = None) -> Any:
     """The call codexrt's read paths use (history, catalogs, ``serve``'s read-only commands):
     retried on overload when ``method`` is in :data:`READ_ONLY_RETRY_TABLE`, a single
-    ``conn.call`` otherwise (so nothing that changes state is ever repeated)."""
+    ``conn.call`` otherwise (so nothing that changes state is ever repeated). ``on_written``:
+    see :func:`call_read_only`."""
     if method in READ_ONLY_RETRY_TABLE:
-        return await call_read_only(conn, method, params, timeout=timeout)
-    return await conn.call(method, params, timeout=timeout)
+        return await call_read_only(conn, method, params, timeout=timeout, on_written=on_written)
+    if on_written is None:
+        return await conn.call(method, params, timeout=timeout)
+    return await conn.call(method, params, timeout=timeout, on_written=on_written)  # type: ignore[call-arg]

@@ -2151,8 +2151,14 @@ class MessageTally:
             elif t == "userMessage":
                 msg = True
                 content = item.get("content")
-                if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") != "text" for b in content):
-                    project_native_item(item, thread_id=self.thread_id, turn_id=tid)  # images: may raise
+                if type(content) is list:
+                    for b in content:
+                        if type(b) is not dict or b.get("type") != "text":
+                            # images (or odd blocks): project, since that may raise
+                            project_native_item(item, thread_id=self.thread_id, turn_id=tid)
+                            break
+                elif content is not None:
+                    project_native_item(item, thread_id=self.thread_id, turn_id=tid)
                 cid = item.get("clientId")
                 if isinstance(cid, str) and cid:
                     known = clients.get(cid)
