@@ -88,7 +88,7 @@ from codexrt._errors import ClosedError, CodexError, ConfigError, InteractionErr
 from codexrt._events import CodexEvent, EventStream
 from codexrt._history import (HISTORY_COMMANDS, LEGACY_HISTORY_COMMANDS, MessageCounter, run_history_command,
                               run_legacy_history_command)
-from codexrt._interactions import INTERACTION_COMMANDS, PrivacyStore, default_privacy_dir
+from codexrt._interactions import INTERACTION_COMMANDS, PrivacyStore, default_privacy_dir, safe_negative_reply
 from codexrt._runtime import Operation, Runtime, RuntimeConfig, open_runtime
 from codexrt._sansio._framing import DEFAULT_MAX_LINE, LineBuffer, OversizedLine
 from codexrt._sansio._redact import process_redactor, register_process_secrets
@@ -529,6 +529,11 @@ class DaemonConfig:
     max_channels: int = DEFAULT_MAX_CHANNELS
 
 
+async def _no_host_policy(inter: Any) -> Any:
+    """After stdin EOF: every server request gets its safe negative reply (never an approval)."""
+    return safe_negative_reply(inter.method, inter.params)
+
+
 class _Channel:
     def __init__(self, channel_id: str, rt: Runtime) -> None:
         self.id = channel_id
@@ -706,7 +711,10 @@ class Daemon:
             self.draining = True
             if not self.abort_requested and self.config.drain_timeout > 0:
                 # stdin EOF: the host said everything it will say; finish what it asked for
-                # (bounded), then stop what is left as a signal would.
+                # (bounded), then stop what is left as a signal would. Nobody is left to answer
+                # a server request, so pending and later ones get their safe negative reply at
+                # once (never an approval) instead of holding the drain for its whole bound.
+                await self._answer_for_absent_host()
                 log.info("stdin closed: finishing %d accepted command(s) (at most %gs)",
                          self._open_commands, self.config.drain_timeout)
                 with self._drain_scope:
@@ -716,6 +724,19 @@ class Daemon:
             for ch in list(self._channels.values()):
                 ch.close_requested.set()
             aux.cancel()
+
+    async def _answer_for_absent_host(self) -> None:
+        declined = 0
+        for ch in list(self._channels.values()):
+            ch.rt.set_interaction_policy(_no_host_policy)
+            for inter in ch.rt.pending_interactions():
+                try:
+                    await inter.decline()
+                    declined += 1
+                except CodexError as exc:  # answered meanwhile, expired, or the child is gone
+                    log.debug("stdin closed: interaction %s not declined: %s", inter.key, exc.code)
+        if declined:
+            log.info("stdin closed: %d pending interaction(s) declined (nobody can answer them now)", declined)
 
     async def _read_loop(self) -> None:
         buf = LineBuffer(self.config.max_line)

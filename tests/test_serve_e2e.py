@@ -419,6 +419,26 @@ async def test_r_d_1_quickstart_pipe_eof_finishes_the_accepted_send(tmp_path):
     assert len(pids) == 1 and all(isinstance(p, int) and not pid_alive(p) for p in pids)
 
 
+async def test_r_int_3_eof_declines_a_pending_approval_instead_of_waiting_out_the_drain(tmp_path):
+    """After stdin EOF nobody can answer a server request: a pending approval gets its safe
+    negative reply (decline, never an accept) at once and the send completes, rather than the
+    drain holding it for the whole ``--drain-timeout`` (300 s by default)."""
+    log = tmp_path / "peer.log"
+    async with ServeProcess.open(tmp_path, "--codex-bin", fake_cli(tmp_path, "reverse-approval", log)) as sp:
+        send = await sp.send("codex.send", {"channelId": "c", "message": "run it"})
+        await sp.event("interactionRequested")
+        await sp.close_stdin()
+        with trio.fail_after(WAIT):  # far below the 300 s drain bound
+            reply = await sp.response(send)
+            assert await sp.finish() == 0
+        assert reply["result"]["status"] == "completed"
+        assert reply["result"]["finalText"] == "The command was not run."
+    from peer_fixtures.fake_app_server import read_log
+
+    replies = [m for m in read_log(log) if "result" in m and "method" not in m]
+    assert [r["result"] for r in replies] == [{"decision": "decline"}]
+
+
 async def test_r_op_5_sigint_replies_to_every_pending_command_and_reaps(tmp_path):
     """SIGINT with a running turn, a queued one and an EOF drain under way (default
     ``--drain-timeout`` of 300 s): serve stops at once — the running turn ``interrupted``, the
