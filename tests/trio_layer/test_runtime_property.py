@@ -12,6 +12,8 @@ an autojump clock. Invariants:
 * no operation binds two turns;
 * the FIFO never runs two long operations at once;
 * nothing of an older generation settles an operation of a newer one;
+* no compact starts under an unconfirmed settings revision: the host also compacts after a new
+  revision, and some ``thread/settings/update`` are confirmed with other values (R-SET-2);
 * a sub-agent's turn (``spawn``: the parent's turn spawns a child that finishes; ``spawn_hang``:
   the parent hangs while its child finishes; ``spawn_early``: the child's turn arrives before the
   parent's is bound) never settles or binds an operation: none of the
@@ -71,7 +73,14 @@ def _turn_rule(nth: int, behaviour: str) -> dict:
     return {"match": {"method": "turn/start", "nth": nth}, "actions": actions}
 
 
-def _scenarios(behaviours: list[str]) -> list[dict]:
+def _mismatch_rule(nth: int) -> dict:
+    """The ``nth`` thread/settings/update of a child is confirmed with other values (R-SET-2)."""
+    return {"match": {"method": "thread/settings/update", "nth": nth}, "actions": [
+        {"respond": {}}, {"notify": "thread/settings/updated", "params": {
+            "threadId": "$thread_id", "threadSettings": {"model": "server-chose-another"}}}]}
+
+
+def _scenarios(behaviours: list[str], mismatches: frozenset[int] = frozenset()) -> list[dict]:
     """Split the behaviour list into one scenario per child: a crash ends a child."""
     out, rules = [], []
     for b in behaviours:
@@ -80,30 +89,32 @@ def _scenarios(behaviours: list[str]) -> list[dict]:
             out.append(rules)
             rules = []
     out.append(rules)
-    return [{"name": f"prop-{i}", "defaults": True, "settings": {"resume_any_uuid": True}, "rules": r}
+    extra = [_mismatch_rule(n) for n in sorted(mismatches)]
+    return [{"name": f"prop-{i}", "defaults": True, "settings": {"resume_any_uuid": True}, "rules": [*extra, *r]}
             for i, r in enumerate(out)]
 
 
 actions_st = st.lists(
-    st.tuples(st.sampled_from(["new", "same"]), st.one_of(st.none(), st.floats(0, 40)),
+    st.tuples(st.sampled_from(["new", "same", "compact"]), st.one_of(st.none(), st.floats(0, 40)),
               st.floats(0, 5)),
     min_size=1, max_size=6,
 )
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(behaviours=st.lists(st.sampled_from(BEHAVIOURS), min_size=1, max_size=6), actions=actions_st)
-def test_r_op_invariants_under_random_interleavings(behaviours, actions):
+@given(behaviours=st.lists(st.sampled_from(BEHAVIOURS), min_size=1, max_size=6), actions=actions_st,
+       mismatches=st.frozensets(st.integers(1, 3), max_size=2))
+def test_r_op_invariants_under_random_interleavings(behaviours, actions, mismatches):
     clock = trio.testing.MockClock(autojump_threshold=0)
-    trio.run(_program, behaviours, actions, clock=clock)
+    trio.run(_program, behaviours, actions, mismatches, clock=clock)
 
 
-async def _program(behaviours, actions):
+async def _program(behaviours, actions, mismatches=frozenset()):
     children = {_child_ids(i + 1)[0] for i in range(len(behaviours))}
     child_turns = {_child_ids(i + 1)[1] for i in range(len(behaviours))}
     async with trio.open_nursery() as nursery:
         peers = MemoryPeers(nursery)
-        config = RuntimeConfig(transports=[peers.sequence(*_scenarios(behaviours))], stop_budget=10)
+        config = RuntimeConfig(transports=[peers.sequence(*_scenarios(behaviours, mismatches))], stop_budget=10)
         async with codexrt.open_runtime(config) as rt:
             with rt.subscribe(max_droppable=10_000) as events:
                 ops: list[codexrt.Operation] = []
@@ -115,10 +126,14 @@ async def _program(behaviours, actions):
                 async with trio.open_nursery() as hosts:
                     for which, abort_after, pause in actions:
                         thread = None
-                        if which == "same" and ops:
+                        if which in ("same", "compact") and ops:
                             thread = ops[-1].thread_id  # may still be None: then a new thread
-                        op = rt.send(f"msg {len(ops)}", thread_id=thread,
-                                     client_message_id=f"cm-{len(ops)}")
+                        if which == "compact" and thread is not None:
+                            rt.update_settings(model=f"m-{len(ops)}")  # a new revision to confirm
+                            op = rt.compact(thread)
+                        else:
+                            op = rt.send(f"msg {len(ops)}", thread_id=thread,
+                                         client_message_id=f"cm-{len(ops)}")
                         ops.append(op)
                         if abort_after is not None:
                             hosts.start_soon(abort_later, op, abort_after)
@@ -137,6 +152,24 @@ async def _program(behaviours, actions):
         nursery.cancel_scope.cancel()
 
     # -- invariants ------------------------------------------------------------------------
+    # R-SET-2: no compact starts under an unconfirmed revision. In each child's log, the
+    # thread/compact/start follows the thread/settings/update it was gated on (confirmed with
+    # matching values: not a mismatching one), or, when the gate sent none, the thread/resume or
+    # thread/start whose result reported the settings.
+    for p in peers.peers:
+        updates = 0
+        last: dict[str, tuple[str, int]] = {}
+        for m in p.received:
+            method, params = m.get("method"), m.get("params") or {}
+            if method == "thread/settings/update":
+                updates += 1
+                last[params.get("threadId")] = ("update", updates)
+            elif method in ("thread/resume", "thread/start"):
+                last.setdefault(params.get("threadId"), ("resume", 0))
+            elif method == "thread/compact/start":
+                kind, nth = last.get(params.get("threadId"), ("none", 0))
+                assert kind != "none", "compact started with no settings confirmed on this child"
+                assert kind == "resume" or nth not in mismatches, f"compact started after mismatching update {nth}"
     # R-OP-6: a child's turn is never an operation's, and its terminal settles nothing
     for e in seen:
         if e.thread_id in children or e.turn_id in child_turns:
