@@ -147,6 +147,13 @@ def _main(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:  # a SIGINT before the turn existed: nothing to interrupt
             print("\ninterrupted", file=sys.stderr)
             return EXIT_CODES["interrupted"]
+        except BrokenPipeError:
+            # stdout's reader went away (``codexrt run … | head``): the turn was stopped and the
+            # app-server reaped on the way out; end quietly, as a pipeline's producer does.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes stdout at exit
+            os.close(devnull)
+            return 128 + signal.SIGPIPE
 
 
 @contextlib.contextmanager
@@ -269,7 +276,10 @@ class _Session:
                 self.out.flush()
                 self.text_open = True
         elif ev.kind == "error" and mine:
-            self.status.line(f"error: {ev.payload.get('message') or ev.payload.get('error')}")
+            err = ev.payload.get("message") or ev.payload.get("error")
+            if isinstance(err, dict):  # a native error object: show its message, not a Python dict
+                err = err.get("message") or json.dumps(err, ensure_ascii=False)[:300]
+            self.status.line(f"error: {err}")
         elif ev.kind in ("runtimeFallback", "runtimeUnhealthy"):
             self.status.line(f"{ev.kind}: {json.dumps(ev.payload)[:300]}")
 

@@ -2,16 +2,16 @@
 
     .venv/bin/python examples/blocking_script.py
 
-Starts the loopback model and a throw-away CODEX_HOME (as ``codexrt demo`` does), then uses
-``codexrt.blocking`` exactly as a script with a real Codex login would — only the
-``loopback_environment`` lines differ (with a login: ``codexrt.blocking.connect(cwd=".")``).
+Starts the loopback model and a throw-away CODEX_HOME (``codexrt.loopback``, as ``codexrt demo``
+does), then uses ``codexrt.blocking`` exactly as a script with a real Codex login would — only
+the ``open_loopback`` lines differ (with a login: ``codexrt.blocking.connect(cwd=".")``).
 """
 
 from __future__ import annotations
 
 import codexrt
 import codexrt.blocking
-from codexrt_cli._demo import loopback_environment
+from codexrt.loopback import open_loopback
 
 
 def ask(request: codexrt.blocking.ApprovalRequest) -> str:
@@ -20,9 +20,9 @@ def ask(request: codexrt.blocking.ApprovalRequest) -> str:
 
 
 def main() -> int:
-    with loopback_environment() as lb, codexrt.blocking.connect(lb.config, approvals=ask) as rt:
+    with open_loopback() as lb, codexrt.blocking.connect(lb.config, approvals=ask) as rt:
         first = rt.send("Hello [[mock:deltas:6]]")
-        print(f"[{first.status}] {first.final_text}")
+        print(first)
         op = rt.stream("[[mock:exec:python3 -c 'print(6*7)']]", thread_id=first.thread_id,
                        settings=codexrt.Settings(approval_policy="untrusted", sandbox="read-only"))
         for text in op.text():

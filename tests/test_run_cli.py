@@ -216,3 +216,15 @@ def test_demo_without_a_usable_cli_says_why_and_shows_no_empty_turns(tmp_path):
     assert proc.returncode == 1
     assert "does not exist" in proc.stderr and "codexrt[cli]" in proc.stderr
     assert "thread None" not in proc.stdout and "pid None" not in proc.stdout and "[1/2]" not in proc.stdout
+
+
+def test_stdout_closed_by_its_reader_ends_quietly_with_sigpipe_status(tmp_path):
+    """``codexrt run … | head``: the reader goes away; no traceback, exit 141 (128 + SIGPIPE),
+    and the app-server is stopped on the way out."""
+    argv = [sys.executable, "-m", "codexrt_cli", "run", "--codex-bin", fake_cli(tmp_path, "handshake-ok"), "hello"]
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=ROOT)
+    proc.stdout.close()  # the reader is gone before the first line is written
+    _, err = proc.communicate(timeout=WAIT)
+    assert proc.returncode == 141, err.decode()
+    assert b"Traceback" not in err and b"BrokenPipeError" not in err, err.decode()

@@ -15,8 +15,8 @@ install places, the ``codexrt[cli]`` wheel); nothing here reads a checkout's fil
 environment keeps nothing that could carry a credential or a proxy, so ``codex`` can reach
 nothing but 127.0.0.1. ``[[mock:…]]`` directives in a message script the model (see
 :mod:`codexrt.loopback._model`): ``[[mock:text:…]]``, ``[[mock:deltas:N]]``,
-``[[mock:exec:cmd]]`` (asks to run a command), ``[[mock:hang]]`` and others. ``codexrt demo``
-and ``codexrt run --loopback`` use this module (``codexrt serve`` has no ``--loopback``).
+``[[mock:exec:cmd]]`` (asks to run a command), ``[[mock:hang]]`` and others. ``codexrt demo``,
+``codexrt run --loopback`` and ``codexrt serve --loopback`` use this module.
 """
 
 from __future__ import annotations

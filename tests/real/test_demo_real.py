@@ -97,3 +97,18 @@ def test_blocking_facade_with_the_real_binary(codex_bin, codex_home, real_env, r
     assert "interactionRequested" in kinds and second.status == "completed" and "42" in second.final_text
     assert not pid_alive(pid)
     assert os.environ.get("CODEX_HOME") != str(codex_home)  # the caller's environment was not touched
+
+
+def test_examples_blocking_script_runs_as_a_user_runs_it(codex_bin, tmp_path):
+    """``examples/blocking_script.py`` exactly as copied, with the Codex CLI on PATH (found by
+    discovery, as a user's would be) and the loopback model it starts itself."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "codex").symlink_to(codex_bin)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEX")}
+    env.update(PATH=os.pathsep.join([str(bindir), "/usr/bin", "/bin"]), PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, str(ROOT / "examples" / "blocking_script.py")], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "completed: d0 d1 d2 d3 d4 d5" in proc.stdout
+    assert "[approval requested: run command:" in proc.stdout and "[completed] turns so far: 2" in proc.stdout
