@@ -47,20 +47,21 @@ TASK = "Check that commands work here: run a harmless one and tell me what it pr
 
 
 def find_codex_bin(explicit: str | None = None) -> str | None:
-    """The CLI to use: ``explicit``, else — in a source checkout set up by ``bash .ci/setup`` —
-    its pinned binary, else ``$CODEX_BIN``; None lets discovery search (an installed wheel has no
-    checkout pin, so it always gets here)."""
+    """The CLI to use: ``explicit``; else None when ``$CODEX_BIN`` (or another override
+    variable) is set, so discovery honours it and names it in any error; else — in a source
+    checkout set up by ``bash .ci/setup`` — its pinned binary; else None: discovery searches
+    (an installed wheel has no checkout pin, so it always gets here)."""
     if explicit:
         return explicit
+    if any(os.environ.get(var) for var in ("CODEX_BIN", "CODEX_PATH", "CODEX_CLI_PATH")):
+        return None
     try:
         from peer_fixtures.codex_bin import native_binary
 
         found = native_binary()
     except Exception:  # noqa: BLE001 - no pinned binary: fall back to discovery
         found = None
-    if found is not None:
-        return str(found)
-    return os.environ.get("CODEX_BIN") or None
+    return str(found) if found is not None else None
 
 
 @contextlib.contextmanager

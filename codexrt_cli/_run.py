@@ -416,7 +416,7 @@ async def run_turn(config: RuntimeConfig, prompt: str, settings: Settings, threa
     if json_mode:
         sys.stdout.write(json.dumps({"type": "result", **result.to_wire()}, ensure_ascii=False) + "\n")
     sys.stdout.flush()
-    summary = f"[{result.status}] thread {result.thread_id}"
+    summary = f"[{result.status}]" + (f" thread {result.thread_id}" if result.thread_id else "")
     if result.error is not None and result.status != "completed":
         summary += f": {result.error.message}"
     if session.interrupts and result.status not in ("interrupted", "cancelled", "completed"):

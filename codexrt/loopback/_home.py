@@ -34,6 +34,10 @@ SECRET_ENV_PATTERN = re.compile(
 )
 
 
+#: codexrt's own "which CLI" variables: kept for discovery, never a credential.
+_DISCOVERY_VARS = frozenset({"CODEX_BIN", "CODEX_PATH", "CODEX_CLI_PATH"})
+
+
 def _toml_str(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
@@ -80,9 +84,11 @@ def make_codex_home(path: str | os.PathLike[str], base_url: str, *, model: str =
 def codex_env(codex_home: str | os.PathLike[str], *, base: Mapping[str, str] | None = None,
               extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment for a codex child: ``base`` (default ``os.environ``) minus anything
-    matching :data:`SECRET_ENV_PATTERN`, plus ``CODEX_HOME`` and loopback ``NO_PROXY``."""
+    matching :data:`SECRET_ENV_PATTERN`, plus ``CODEX_HOME`` and loopback ``NO_PROXY``. The
+    variables that name the CLI (``CODEX_BIN``, ``CODEX_PATH``, ``CODEX_CLI_PATH``) stay:
+    codexrt's discovery reads them from this environment (they carry no credential)."""
     src = os.environ if base is None else base
-    env = {k: v for k, v in src.items() if not SECRET_ENV_PATTERN.search(k)}
+    env = {k: v for k, v in src.items() if not SECRET_ENV_PATTERN.search(k) or k in _DISCOVERY_VARS}
     env["CODEX_HOME"] = str(Path(codex_home).resolve())
     env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost,::1"
     env.setdefault("RUST_LOG", "warn")

@@ -211,6 +211,9 @@ def test_codex_env_strips_credentials_and_proxies(tmp_path: Path) -> None:
     assert env["CODEX_HOME"] == str(tmp_path.resolve())
     assert not {"OPENAI_API_KEY", "CODEX_API_KEY", "GITHUB_TOKEN", "HTTPS_PROXY", "MY_SECRET"} & env.keys()
     assert SECRET_ENV_PATTERN.search("AZURE_OPENAI_API_KEY")
+    # codexrt's "which CLI" variables stay, so discovery honours (and names) them
+    kept = codex_env(tmp_path, base={"CODEX_BIN": "/opt/codex", "CODEX_PATH": "/p", "CODEX_SANDBOX": "x"})
+    assert kept["CODEX_BIN"] == "/opt/codex" and kept["CODEX_PATH"] == "/p" and "CODEX_SANDBOX" not in kept
     with pytest.raises(ValueError):
         config_toml("https://api.openai.com/v1")
 
