@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,37 @@ from codexrt._transport import ExitStatus, StreamTransport, spawn_process_transp
 from peer_fixtures.memory import open_memory_peer
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def process_alive(pid: int | None) -> bool:
+    """Whether process ``pid`` still runs (a zombie has exited; None is not a process). One
+    rule for every test that checks a child was reaped or killed."""
+    if pid is None:
+        return False
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            state = next(line for line in f if line.startswith("State:"))
+        return "Z" not in state.split()[1]
+    except (FileNotFoundError, StopIteration):
+        return False
+    except OSError:  # no /proc (macOS): ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+
+def process_exists(pid: int | None) -> bool:
+    """Whether ``pid`` is still in the process table — running *or* an unreaped zombie. For this
+    process's own children, ``not process_exists(pid)`` proves the child was reaped."""
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def pinned_schema_dir() -> Path:

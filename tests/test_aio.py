@@ -9,7 +9,6 @@ test proves is read from the fake peer's log or the process table, never from ti
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 
 import pytest
@@ -17,19 +16,10 @@ import pytest
 import codexrt
 import codexrt.aio
 from peer_fixtures.fake_app_server import read_log
-from tests._support import fake_server_factory
+from tests._support import fake_server_factory, process_exists
 
 WAIT = 20.0
 
-
-def _pid_alive(pid: int | None) -> bool:
-    if pid is None:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def _open(scenario: str = "handshake-ok", log: Path | None = None, **kw):
@@ -65,7 +55,7 @@ def test_send_streams_events_while_other_asyncio_tasks_run():
     assert text == result.final_text and text
     assert kinds[0] == "operationQueued" and kinds[-1] == "operationDone"
     assert ticks > 10, "the asyncio loop ran other tasks while the turn streamed"
-    assert not _pid_alive(pid), "leaving the block reaps the child"
+    assert not process_exists(pid), "leaving the block reaps the child"
 
 
 def test_two_sends_run_in_fifo_on_one_thread():
@@ -99,7 +89,7 @@ def test_r_op_5_timeout_around_the_block_stops_a_hanging_turn_and_reaps_the_chil
 
     asyncio.run(main())
     assert seen.get("after") and seen.get("pid")
-    assert not _pid_alive(seen["pid"]), "the child outlived the cancelled block"
+    assert not process_exists(seen["pid"]), "the child outlived the cancelled block"
     assert any(m.get("method") == "turn/interrupt" for m in read_log(log)), "the active turn was interrupted"
 
 

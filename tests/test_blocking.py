@@ -29,7 +29,7 @@ import codexrt.blocking
 from codexrt import RuntimeConfig
 from codexrt.blocking import ApprovalRequest, approval_reply
 from peer_fixtures.fake_app_server import read_log
-from tests._support import ROOT, fake_server_factory
+from tests._support import ROOT, fake_server_factory, process_exists
 
 WAIT = 20.0  # upper bound of any single wait here (a loaded 2-core machine)
 
@@ -37,13 +37,6 @@ WAIT = 20.0  # upper bound of any single wait here (a loaded 2-core machine)
 def _connect(scenario: str = "handshake-ok", log: Path | None = None, **kw):
     return codexrt.blocking.connect(transports=[fake_server_factory(scenario, log)], **kw)
 
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def _wait_until(pred, what: str, timeout: float = WAIT) -> None:
@@ -58,9 +51,9 @@ def test_send_in_a_plain_script_and_close_reaps_the_child():
     with _connect() as rt:
         result = rt.send("hello", timeout=WAIT)
         pid = rt.snapshot()["pid"]
-        assert isinstance(pid, int) and _pid_alive(pid)
+        assert isinstance(pid, int) and process_exists(pid)
     assert result.status == "completed" and result.final_text == "Hello from the fake peer."
-    assert rt.closed and not _pid_alive(pid)
+    assert rt.closed and not process_exists(pid)
 
 
 def test_facade_inside_a_running_asyncio_loop_like_a_notebook_cell():
@@ -255,7 +248,7 @@ def test_r_op_5_second_keyboard_interrupt_kills_the_child_instead_of_waiting(tmp
         assert op.result.error.code == "CHILD_EXITED"
         assert op.result.error.signal == signal.SIGKILL
         assert not op.result.error.details.get("stopBudgetExhausted")
-        _wait_until(lambda: not _pid_alive(pid), "the killed child to be reaped")
+        _wait_until(lambda: not process_exists(pid), "the killed child to be reaped")
         assert "data" in rt.list_models()  # the runtime goes on, on a new child
         assert rt.snapshot()["pid"] not in (None, pid)
 
@@ -276,7 +269,7 @@ def test_close_during_a_turn_interrupts_it_and_reaps_the_child(tmp_path):
     pid = rt.snapshot()["pid"]
     rt.close()
     assert op.result.status == "interrupted"
-    assert not _pid_alive(pid)
+    assert not process_exists(pid)
     assert any(m.get("method") == "turn/interrupt" for m in read_log(log))
     with pytest.raises(codexrt.ClosedError):
         rt.send("after close")
@@ -290,7 +283,7 @@ def test_garbage_collection_closes_the_runtime(tmp_path):
     del rt
     gc.collect()
     thread.join(WAIT)
-    assert not thread.is_alive() and not _pid_alive(pid)
+    assert not thread.is_alive() and not process_exists(pid)
 
 
 def test_interpreter_exit_stops_the_turn_and_reaps_the_child(tmp_path):
@@ -312,7 +305,7 @@ print(json.dumps({{"pid": rt.snapshot()["pid"], "turn": op.turn_id}}), flush=Tru
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     info = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert info["turn"] and not _pid_alive(info["pid"])
+    assert info["turn"] and not process_exists(info["pid"])
     assert any(m.get("method") == "turn/interrupt" for m in read_log(log))
 
 

@@ -29,7 +29,7 @@ from codexrt._discovery import (
     unavailable_error,
 )
 from codexrt._errors import CHILD_EXITED_PREFIX, CliUnavailable
-from tests._support import require_real_binary
+from tests._support import require_real_binary, process_alive
 
 ELF = b"\x7fELF\x02\x01\x01" + b"\0" * 64
 LINUX_PKG = "@openai/codex-linux-x64"
@@ -686,14 +686,6 @@ def test_r_cli_1_the_official_binary_wheel_is_a_candidate_after_path_and_common_
     assert paths(run(tmp_path, {}, python_paths=[str(site)])) == []
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            state = next(line for line in f if line.startswith("State:"))
-    except (FileNotFoundError, StopIteration):
-        return False
-    return "Z" not in state.split()[1]
-
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("how", ["hangs", "answers-and-leaves-a-child"])
@@ -708,5 +700,5 @@ async def test_r_cli_7_version_probe_leaves_nothing_running(tmp_path: Path, how:
     assert res.outcome == ("timeout" if how == "hangs" else "ok"), res
     child = int(pidfile.read_text())
     with trio.fail_after(5):
-        while _pid_alive(child):
+        while process_alive(child):
             await trio.sleep(0.02)  # the child is killed by the probe: bounded poll of another process

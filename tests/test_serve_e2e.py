@@ -32,6 +32,7 @@ import pytest
 import trio
 
 from codexrt._daemon import load_schema, validate
+from tests._support import process_exists
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = load_schema()
@@ -193,12 +194,7 @@ def fake_cli(tmp_path: Path, scenario: str, log: Path | None = None) -> str:
     return str(script)
 
 
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+pid_alive = process_exists  # the name other test modules import from here
 
 
 async def child_pid(sp: ServeProcess, channel: str = "c") -> int:

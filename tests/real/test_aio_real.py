@@ -8,13 +8,13 @@ is bounded by ``asyncio.timeout``. The mock's request log proves the turn was se
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 
 import pytest
 
 import codexrt.aio
 from codexrt import RuntimeConfig, Settings
+from tests._support import process_exists
 
 WAIT = 60
 
@@ -22,15 +22,6 @@ WAIT = 60
 def _config(codex_bin: Path, env: dict[str, str], cwd: Path) -> RuntimeConfig:
     return RuntimeConfig(codex_bin=str(codex_bin), env=env, cwd=str(cwd), settings=Settings(cwd=str(cwd)))
 
-
-def _alive(pid: int | None) -> bool:
-    if pid is None:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_aio_real_turn_streams_while_a_ticker_keeps_ticking(codex_bin, real_env, real_cwd, mock_model):
@@ -64,7 +55,7 @@ def test_aio_real_turn_streams_while_a_ticker_keeps_ticking(codex_bin, real_env,
     assert result.status == "completed", result
     assert text == "".join(f"d{i} " for i in range(40)) == result.final_text
     assert ticks >= 10, f"the asyncio ticker ticked only {ticks} times while the turn streamed"
-    assert not _alive(pid), "leaving the block reaps the app-server"
+    assert not process_exists(pid), "leaving the block reaps the app-server"
     assert len(mock_model.requests_with_user_text("count")) == 1
 
 
@@ -86,5 +77,5 @@ def test_aio_real_timeout_around_the_block_stops_a_hanging_turn_and_leaves_no_ch
     asyncio.run(main())
     assert seen.get("pid"), "the turn never started"
     assert "result" not in seen, "the hanging turn ended by itself"
-    assert not _alive(seen["pid"]), "the app-server outlived the cancelled block"
+    assert not process_exists(seen["pid"]), "the app-server outlived the cancelled block"
     assert len(mock_model.requests_with_user_text("hang please")) == 1

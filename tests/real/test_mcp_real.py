@@ -13,7 +13,6 @@ checks what reached the MCP server, not only what codexrt sent.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from codexrt._sansio._privacy import MASK
 from peer_fixtures.codex_home import codex_env, make_codex_home
 from peer_fixtures.mcp_server import mcp_server_toml
 from peer_fixtures.mock_responses import Script
+from tests._support import process_alive
 
 WAIT = 60
 SERVER = "testsrv"
@@ -487,13 +487,6 @@ async def _accept_all(inter):
     await inter.accept()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]
-
 
 async def test_r_rt_4_real_mcp_server_does_not_outlive_the_runtime(tmp_path, codex_bin, mock_model, real_cwd):
     """Closing the runtime while an MCP tool runs: the app-server child is reaped, and the MCP
@@ -513,9 +506,9 @@ async def test_r_rt_4_real_mcp_server_does_not_outlive_the_runtime(tmp_path, cod
                 if ev.kind == "interactionResolved":
                     break
         started = [int(p.name) for p in pids.iterdir()]
-        assert started and all(_alive(p) for p in started)
+        assert started and all(process_alive(p) for p in started)
     with trio.fail_after(20):  # far below the tool's 50 s
-        while any(_alive(p) for p in started):
+        while any(process_alive(p) for p in started):
             await trio.sleep(0.1)
 
 

@@ -17,20 +17,12 @@ import trio
 import codexrt
 from codexrt import _reaper
 from codexrt._transport import spawn_process_transport
-from tests._support import ROOT, fake_server_factory
+from tests._support import ROOT, fake_server_factory, process_alive
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="process groups are POSIX")
 
 TRIO_THREAD_IDLE_TIMEOUT = 10.0  # trio._core._thread_cache: an idle worker thread exits after this
 
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            state = next(line for line in f if line.startswith("State:"))
-    except (FileNotFoundError, StopIteration):
-        return False
-    return "Z" not in state.split()[1]
 
 
 def _live_members(pgid: int) -> list[int]:
@@ -99,12 +91,12 @@ async def test_r_rt_7_close_takes_what_the_child_left_in_its_group():
     while not line.endswith(b"\n"):
         line += await t.receive_stream.receive_some(64)
     grandchild = int(line)
-    assert _alive(grandchild) and os.getpgid(grandchild) == t.pgid
+    assert process_alive(grandchild) and os.getpgid(grandchild) == t.pgid
     with trio.fail_after(10):
         status = await t.aclose()
     assert status.returncode == 0
     with trio.fail_after(10):
-        while _alive(grandchild):  # SIGKILLed; its new parent reaps it asynchronously
+        while process_alive(grandchild):  # SIGKILLed; its new parent reaps it asynchronously
             await trio.sleep(0.02)
 
 

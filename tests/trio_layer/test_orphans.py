@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests._support import ROOT
+from tests._support import ROOT, process_alive
 
 HOST = textwrap.dedent("""
     import sys, trio, codexrt
@@ -29,14 +29,6 @@ HOST = textwrap.dedent("""
 """)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            state = next(line for line in f if line.startswith("State:"))
-    except (FileNotFoundError, StopIteration):
-        return False
-    return "Z" not in state.split()[1]  # a zombie has exited
-
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")
 def test_r_rt_7_sigkilled_host_leaves_no_app_server_behind():
@@ -44,13 +36,13 @@ def test_r_rt_7_sigkilled_host_leaves_no_app_server_behind():
     try:
         line = host.stdout.readline()
         child = int(line)
-        assert _alive(child)
+        assert process_alive(child)
         os.kill(host.pid, signal.SIGKILL)
         host.wait(timeout=10)
         deadline = time.monotonic() + 10
-        while _alive(child) and time.monotonic() < deadline:
+        while process_alive(child) and time.monotonic() < deadline:
             time.sleep(0.05)  # bounded poll of another process's state
-        assert not _alive(child), "the app-server child outlived its SIGKILLed host"
+        assert not process_alive(child), "the app-server child outlived its SIGKILLed host"
     finally:
         if host.poll() is None:
             host.kill()
@@ -75,9 +67,9 @@ def test_r_rt_7_parent_death_guard_covers_children_that_ignore_stdin():
         os.kill(host.pid, signal.SIGKILL)
         host.wait(timeout=10)
         deadline = time.monotonic() + 10
-        while _alive(child) and time.monotonic() < deadline:
+        while process_alive(child) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not _alive(child)
+        assert not process_alive(child)
     finally:
         if host.poll() is None:
             host.kill()
@@ -109,10 +101,10 @@ def test_r_rt_7_a_forked_copy_of_the_host_does_not_keep_its_children_alive():
         os.kill(host.pid, signal.SIGKILL)
         host.wait(timeout=10)
         deadline = time.monotonic() + 10
-        while _alive(child) and time.monotonic() < deadline:
+        while process_alive(child) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not _alive(child), "the forked host copy kept the reaper from seeing EOF"
-        assert _alive(forked)  # still holding its copy of everything else
+        assert not process_alive(child), "the forked host copy kept the reaper from seeing EOF"
+        assert process_alive(forked)  # still holding its copy of everything else
     finally:
         if forked is not None:
             try:

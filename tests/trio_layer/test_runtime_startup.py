@@ -15,7 +15,7 @@ import trio.testing
 import codexrt
 from codexrt import RuntimeConfig, RuntimeState
 from codexrt._errors import CodexError
-from tests._support import MemoryPeers, fake_server_factory
+from tests._support import MemoryPeers, fake_server_factory, process_alive
 
 #: initialize is answered only after 60 s (virtual time): the runtime sits in INITIALIZING.
 SLOW_INITIALIZE = {
@@ -33,14 +33,6 @@ async def peers(nursery):
 def _methods(peers, index):
     return [m.get("method") for m in peers.received(index) if "method" in m]
 
-
-def _alive(pid: int) -> bool:
-    """A live, non-zombie process."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 async def test_r_op_5_stop_budget_out_while_starting_writes_nothing_for_the_op(peers, autojump_clock):
@@ -123,11 +115,11 @@ async def test_r_rt_1_cancelled_ensure_started_during_initialize_leaves_no_child
                 while rt._starting_conn is None:  # the connection object exists right after SPAWNED
                     await trio.testing.wait_all_tasks_blocked()
             pid = rt._starting_conn.pid
-            assert isinstance(pid, int) and _alive(pid)
+            assert isinstance(pid, int) and process_alive(pid)
             scope.cancel()
         assert scope.cancelled_caught
         assert rt.state is RuntimeState.STOPPED and rt.conn is None
-        assert not _alive(pid)
+        assert not process_alive(pid)
 
 
 async def test_r_rt_5_reset_during_initializing_reaps_a_real_child():
@@ -154,4 +146,4 @@ async def test_r_rt_5_reset_during_initializing_reaps_a_real_child():
                 await rt.reset(reason="test")
             assert rt.state is RuntimeState.STOPPED
         assert [e.code for e in errors] == ["CLOSED"]
-        assert not _alive(pids[0])
+        assert not process_alive(pids[0])
