@@ -23,7 +23,10 @@ from ._sansio._legacy import LegacyParser, LegacyRecord
 
 __all__ = ["RolloutInfo", "find_rollouts", "find_rollout", "iter_rollout", "DEFAULT_CHUNK_SIZE"]
 
-DEFAULT_CHUNK_SIZE = 256 * 1024
+#: Bytes read (and fed to the parser) at a time. Small on purpose: a chunk's records are alive
+#: together until the caller takes them, and Python's cyclic GC walks every live container on
+#: each collection — 32 KiB chunks parse a large rollout about twice as fast as 256 KiB ones.
+DEFAULT_CHUNK_SIZE = 32 * 1024
 
 _NAME_RE = re.compile(
     r"^rollout-(?P<stamp>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2})-"

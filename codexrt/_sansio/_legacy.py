@@ -6,9 +6,10 @@ files only, ``"ordinal"`` (research §11). Users' files reach hundreds of MB, so
 
 Theory of operation: :meth:`LegacyParser.feed` takes arbitrary byte chunks; a
 :class:`~codexrt._sansio._framing.LineBuffer` cuts them into lines (memory bounded by
-``max_line`` plus one chunk), each line is decoded by msgspec decoders built once, and every
-good line becomes one :class:`LegacyRecord` returned at once — the parser never holds more than
-the unfinished line. Nothing is fatal:
+``max_line`` plus one chunk), the lines are decoded by a msgspec decoder built once — a
+chunk's lines in one ``decode_lines`` call when that is exactly the line-by-line result, else
+one by one — and every good line becomes one :class:`LegacyRecord` returned at once — the
+parser never holds more than the unfinished line. Nothing is fatal:
 
 * a line that is not a JSON object with a string ``type`` is *invalid*: counted, reported in
   :attr:`LegacyParser.problems` (bounded list, the count is exact) and skipped;
@@ -176,10 +177,11 @@ class LegacyParser:
     is ``session_meta["id"]``), or ``None``.
     """
 
-    __slots__ = ("_lines", "_line_no", "_closed", "stats", "problems", "session_meta")
+    __slots__ = ("_lines", "_line_no", "_closed", "_batch", "stats", "problems", "session_meta")
 
-    def __init__(self, *, max_line: int = DEFAULT_MAX_ROLLOUT_LINE) -> None:
+    def __init__(self, *, max_line: int = DEFAULT_MAX_ROLLOUT_LINE, batch: bool = True) -> None:
         self._lines = LineBuffer(max_line)
+        self._batch = batch  # decode a chunk's lines in one call when that is exact (see _feed_batch)
         self._line_no = 0
         self._closed = False
         self.stats = LegacyStats()
@@ -199,9 +201,55 @@ class LegacyParser:
             raise ValueError("LegacyParser.feed() after close()")
         self.stats.bytes += len(chunk)
         out: list[LegacyRecord] = []
-        for frame in self._lines.feed(chunk):
+        frames = self._lines.feed(chunk)
+        if self._batch and len(frames) > 1 and self._feed_batch(frames, out):
+            return out
+        for frame in frames:
             self._line(frame, out, final=False)
         return out
+
+    def _feed_batch(self, frames: list[Any], out: list[LegacyRecord]) -> bool:
+        """All of a chunk's lines in one ``decode_lines`` call — only when that is exactly
+        what decoding them one by one gives: every line starts with ``{`` and ends with ``}``
+        (so no value can run on into the next line: after a ``}`` only ``,``/``}``/``]`` may
+        continue one), the whole batch decodes, and it yields one value per line. Otherwise
+        (``False``, nothing recorded) the lines go one by one, with their problems."""
+        for f in frames:
+            if type(f) is not bytes or f[:1] != b"{" or f[-1:] != b"}":
+                return False
+        try:
+            envs = _DECODER.decode_lines(b"\n".join(frames))
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return False
+        if len(envs) != len(frames):
+            return False
+        # _record, inlined for the batch (same fields, same counters)
+        stats, line_no, append, subtyped, known_types = self.stats, self._line_no, out.append, _SUBTYPED, KNOWN_RECORD_TYPES
+        unknown = 0
+        for env in envs:
+            line_no += 1
+            t, payload = env.type, env.payload
+            if t in subtyped:
+                st = payload.get("type") if isinstance(payload, dict) else None
+                subtype = st if isinstance(st, str) else None
+                known = subtype in subtyped[t]
+            else:
+                subtype = None
+                known = t in known_types
+                if t == "session_meta" and self.session_meta is None and isinstance(payload, dict):
+                    self.session_meta = payload
+            if not known:
+                unknown += 1
+            ts, ordinal = env.timestamp, env.ordinal
+            append(LegacyRecord(line_no, t, subtype, payload, ts if isinstance(ts, str) else None,
+                                ordinal if isinstance(ordinal, int) and not isinstance(ordinal, bool) else None,
+                                env.metadata, known))
+        n = len(envs)
+        self._line_no = line_no
+        stats.lines += n
+        stats.records += n
+        stats.unknown += unknown
+        return True
 
     def close(self) -> list[LegacyRecord]:
         """End of file: parse the unterminated tail, if any. Idempotent."""
@@ -241,6 +289,9 @@ class LegacyParser:
                 self.stats.invalid += 1
                 self._problem("invalid", str(exc)[:200], len(frame))
             return
+        self._record(env, out)
+
+    def _record(self, env: _Line, out: list[LegacyRecord]) -> None:
         payload = env.payload
         subtype: str | None = None
         known = env.type in KNOWN_RECORD_TYPES
