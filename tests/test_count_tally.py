@@ -131,8 +131,8 @@ class _PagedConn:
     already given). Logs each request and when it is written; a read still waiting when the
     walk ends is logged as cancelled."""
 
-    def __init__(self, n: int, limit: int, tail: Any = None) -> None:
-        self.n, self.limit, self.tail = n, limit, tail
+    def __init__(self, n: int, limit: int, tail: Any = None, hold: int | None = None) -> None:
+        self.n, self.limit, self.tail, self.hold = n, limit, tail, hold  # hold: never answer that page
         self.log: list[tuple[str, Any]] = []
 
     async def call(self, method: str, params: Any = None, *, timeout: Any = None, on_written: Any = None) -> Any:
@@ -143,6 +143,8 @@ class _PagedConn:
         if on_written is not None:
             on_written()
         try:
+            if start == self.hold:
+                await trio.sleep_forever()
             await trio.sleep(0)
         except trio.Cancelled:
             self.log.append(("cancelled", start))
@@ -190,7 +192,7 @@ async def test_r_h_7_prefetched_walk_sees_the_same_pages_and_asks_ahead_once() -
 async def test_r_h_7_prefetched_walk_raises_a_page_error_as_itself_and_cancels_the_read_ahead() -> None:
     from codexrt._history import _walk
 
-    conn = _PagedConn(50, 10)
+    conn = _PagedConn(50, 10, hold=20)  # the read ahead is still waiting when page 2 fails
 
     def on_page(data: list[Any]) -> None:
         if data[0]["item"]["id"] == "i10":
