@@ -180,7 +180,9 @@ def test_r_cli_2_npm_launcher_confirmed_with_platform_binary(tmp_path: Path, lay
 @pytest.mark.real
 def test_r_cli_2_real_installed_npm_layout_is_confirmed() -> None:
     """The layout of the pinned real install (hoisted platform package) confirms its launcher."""
-    root = Path(__file__).resolve().parent.parent / ".cache" / "codex-0.169.0" / "node_modules"
+    from peer_fixtures.codex_bin import pinned_version
+
+    root = Path(__file__).resolve().parent.parent / ".cache" / f"codex-{pinned_version()}" / "node_modules"
     launcher = root / ".bin" / "codex"
     if sys.platform != "linux":
         pytest.skip("the pinned npm install is checked on Linux")
