@@ -309,12 +309,11 @@ def aio(n: int, peer_args: tuple[str, ...] = BURST) -> dict[str, Any]:
     return out
 
 
-def serve8(n: int, channels: int = 8) -> dict[str, Any]:
-    """``channels`` channels of one ``codexrt serve`` streaming at once (each its own flood
-    peer): every stdout line decoded, text checked per channel, each channel's rate."""
+def _serve_host() -> tuple[str, "subprocess.Popen[bytes]", Any]:
+    """A ``codexrt serve`` on burst flood peers, as a host runs it: (temp dir, process,
+    ``send(obj)`` writing one command line)."""
     import msgspec
 
-    decode = msgspec.json.decode
     enc = msgspec.json.encode
     tmp = tempfile.mkdtemp(prefix="codexrt-bench-")
     cmd = [sys.executable, "-m", "codexrt_cli", "serve", "--codex-bin", flood_cli(tmp, *BURST)]
@@ -324,6 +323,17 @@ def serve8(n: int, channels: int = 8) -> dict[str, Any]:
     def send(obj: Any) -> None:
         proc.stdin.write(enc(obj) + b"\n")  # type: ignore[union-attr]
         proc.stdin.flush()  # type: ignore[union-attr]
+
+    return tmp, proc, send
+
+
+def serve8(n: int, channels: int = 8) -> dict[str, Any]:
+    """``channels`` channels of one ``codexrt serve`` streaming at once (each its own flood
+    peer): every stdout line decoded, text checked per channel, each channel's rate."""
+    import msgspec
+
+    decode = msgspec.json.decode
+    tmp, proc, send = _serve_host()
 
     names = [f"c{i}" for i in range(channels)]
     for c in names:
@@ -377,15 +387,7 @@ def serve(n: int) -> dict[str, Any]:
     import msgspec
 
     decode = msgspec.json.decode
-    enc = msgspec.json.encode
-    tmp = tempfile.mkdtemp(prefix="codexrt-bench-")
-    cmd = [sys.executable, "-m", "codexrt_cli", "serve", "--codex-bin", flood_cli(tmp, *BURST)]
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT, env=env_with_root())
-    assert proc.stdin is not None and proc.stdout is not None
-
-    def send(obj: Any) -> None:
-        proc.stdin.write(enc(obj) + b"\n")  # type: ignore[union-attr]
-        proc.stdin.flush()  # type: ignore[union-attr]
+    tmp, proc, send = _serve_host()
 
     def until_reply(rid: str) -> Any:
         for line in proc.stdout:  # type: ignore[union-attr]
