@@ -1093,7 +1093,8 @@ def _sandbox_policy(mode: Any) -> Any:
 
 
 def _split(text: str, n: int) -> list[str]:
-    """Split ``text`` into ``n`` non-empty pieces (fewer when the text is shorter)."""
+    """Split ``text`` into ``n`` non-empty pieces (fewer when the text is shorter). The loopback
+    model has the same helper: this module stays stdlib-only and cannot import the library."""
     n = max(1, min(n, len(text))) if text else 1
     size, extra = divmod(len(text), n)
     out, pos = [], 0
