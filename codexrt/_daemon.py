@@ -714,11 +714,11 @@ class Daemon:
                 # (bounded), then stop what is left as a signal would. Nobody is left to answer
                 # a server request, so pending and later ones get their safe negative reply at
                 # once (never an approval) instead of holding the drain for its whole bound.
-                await self._answer_for_absent_host()
                 log.info("stdin closed: finishing %d accepted command(s) (at most %gs)",
                          self._open_commands, self.config.drain_timeout)
-                with self._drain_scope:
+                with self._drain_scope:  # a signal (abort) ends this at once, declines included
                     with trio.move_on_after(self.config.drain_timeout):
+                        await self._answer_for_absent_host()
                         await self._commands_idle.wait()
             log.info("draining %d channel(s)", len(self._channels))
             for ch in list(self._channels.values()):

@@ -118,8 +118,11 @@ if __name__ != "__main__":
                 if pgid not in self.groups:
                     return
                 self.groups.discard(pgid)
-                if self.fd is not None:
-                    self._write_locked(b"-%d\n" % pgid)
+                if self.fd is not None and not self._write_locked(b"-%d\n" % pgid) and self.groups:
+                    # The reaper died: start another at once and tell it every live group, so
+                    # the children still running stay covered until the next spawn.
+                    if self._start_locked():
+                        self._write_locked(b"".join(b"+%d\n" % g for g in sorted(self.groups)))
 
         def after_fork_in_child(self) -> None:
             # The forked child must not hold the write end (the reaper would never see EOF) and

@@ -72,15 +72,18 @@ class _Guest:
     @classmethod
     async def acquire(cls) -> "_Guest":
         loop = asyncio.get_running_loop()
-        guest = cls._by_loop.get(loop)
-        if guest is not None and guest.stopping:
-            # One Trio run per thread: let the ending one finish before a new one starts.
+        # One Trio run per thread: let an ending one finish before a new one starts — and look
+        # again after every wait, since another caller may have started one meanwhile.
+        while (guest := cls._by_loop.get(loop)) is not None and (guest.stopping or guest._done.done()):
+            if guest._done.done():
+                if cls._by_loop.get(loop) is guest:
+                    del cls._by_loop[loop]
+                continue
             await _wait_uncancellable(guest._done)
-            guest = None
-        if guest is None or guest._done.done():
+        if guest is None:
             guest = cls(loop)
+            guest._start()  # raises if it cannot start: then nothing is recorded for this loop
             cls._by_loop[loop] = guest
-            guest._start()
         guest.users += 1
         try:
             await asyncio.shield(guest._ready)
@@ -439,6 +442,8 @@ class AioRuntime:
             except trio.Cancelled:
                 task.cancel()
                 raise
+            if task.cancelled():  # the policy's task was cancelled: leave the answer to the host
+                return None
             return task.result()
 
         self._guest.call_soon(lambda: self._rt.set_interaction_policy(bridged))

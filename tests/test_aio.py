@@ -166,3 +166,45 @@ def test_trio_open_runtime_under_asyncio_says_what_to_use():
 
     with pytest.raises(RuntimeError, match="codexrt.aio"):
         asyncio.run(main())
+
+
+def test_two_runtimes_opened_together_right_after_the_last_one_closed():
+    """Both wait for the ending guest run, then share one new one (no second Trio run on the
+    thread, no runtime left waiting for a guest that never starts)."""
+    async def main():
+        async with asyncio.timeout(WAIT):
+            async with _open() as first:
+                await first.send("one").wait()
+
+            async def one(text: str):
+                async with _open() as rt:
+                    return await rt.send(text).wait()
+
+            return await asyncio.gather(one("a"), one("b"))
+
+    results = asyncio.run(main())
+    assert [r.status for r in results] == ["completed", "completed"]
+
+
+def test_a_cancelled_policy_task_leaves_the_interaction_to_the_host(tmp_path):
+    log = tmp_path / "peer.log"
+
+    async def main():
+        async with asyncio.timeout(WAIT), _open("reverse-approval", log) as rt:
+            async def policy(inter):
+                raise asyncio.CancelledError  # e.g. the UI future it awaited was cancelled
+
+            rt.set_interaction_policy(policy)
+            op = rt.send("run it")
+            async for ev in op.events():
+                if ev.kind == "interactionRequested":
+                    pending = await rt.pending_interactions()
+                    while not pending or pending[0].state != "pending":
+                        await asyncio.sleep(0.01)  # the policy task ends first; bounded by the timeout
+                        pending = await rt.pending_interactions()
+                    await rt.respond_interaction(ev.payload["interactionKey"], ev.payload["dialogToken"],
+                                                 {"decision": "decline"})
+            return await op.wait()
+
+    result = asyncio.run(main())
+    assert result.status == "completed"
