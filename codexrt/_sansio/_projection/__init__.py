@@ -46,8 +46,11 @@ direct ``write_stdin`` — update the command whose process they target and make
 Display records are for display: nothing here is ever sent back to the model.
 
 Modules (imports only downward): :mod:`._records` (the display records) → :mod:`._shapes`
-(small field readers) → :mod:`._native` (native items) → :mod:`._legacy` (rollout record
-conversion) → :mod:`._projector` → :mod:`._tally` (the R-H-7 count).
+(small field readers) → :mod:`._native` (native items → records) → :mod:`._legacy` (rollout
+record conversion, exec receipts) → :mod:`._store` (entries per turn; reading one) →
+:mod:`._native_feed` (the native path) → :mod:`._replay` (wrapper replay glue) →
+:mod:`._legacy_feed` (the legacy path) → :mod:`._projector` (the :class:`Projector` facade) →
+:mod:`._tally` (the R-H-7 count).
 """
 
 from __future__ import annotations

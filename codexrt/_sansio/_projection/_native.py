@@ -89,6 +89,75 @@ def _lifecycle_status(completed: bool) -> str:
     return "completed" if completed else "inProgress"
 
 
+def _user_message(item: dict[str, Any], common: dict[str, Any], life: str) -> UserMessage:
+    """Text blocks joined and sanitized, images by shape (R-H-4, R-CTX-5)."""
+    content = item.get("content")
+    parts: list[str] = []
+    images: list[ImageSource] = []
+    if isinstance(content, list):
+        for b in content:
+            if not isinstance(b, dict):
+                continue
+            if b.get("type") == "text" and isinstance(b.get("text"), str):
+                parts.append(b["text"])
+            elif b.get("type") in _IMAGE_TYPES:
+                img = _image_from_block(b)
+                if img is not None:
+                    images.append(img)
+    s = sanitize_user_text("".join(parts))
+    return UserMessage(
+        **common, status=life, text=s.text, images=tuple(images), file_mentions=s.file_mentions,
+        client_id=_str(item.get("clientId")), stripped=s.stripped,
+    )
+
+
+def _command_execution(item: dict[str, Any], common: dict[str, Any], status: str | None) -> CommandExecution:
+    """A ``commandExecution`` item (its status only from its own field)."""
+    desc = next((item[k] for k in ("description", "summary", "title") if isinstance(item.get(k), str)), None)
+    return CommandExecution(
+        **common,
+        status=status or "unknown",
+        command=item["command"] if isinstance(item.get("command"), str) else _join_argv(item.get("command")),
+        cwd=_str(item.get("cwd")),
+        exit_code=_int(item.get("exitCode")),
+        output=_str(item.get("aggregatedOutput")),
+        output_deferred=bool(item.get("outputDeferred", False)),
+        actions=_actions(item.get("commandActions")),
+        description=desc,
+        approval_reason=_str(item.get("reason")),
+        process_id=_str(item.get("processId")),
+        duration_ms=_int(item.get("durationMs")),
+    )
+
+
+def _image_generation(item: dict[str, Any], common: dict[str, Any], status: str | None) -> ImageGeneration:
+    """An ``imageGeneration`` item: a failure fails it; the image is the result or the saved file."""
+    st = status or "unknown"
+    if item.get("failure"):
+        st = "failed"
+    result = item.get("result")
+    img = ImageSource("data", result, "image/png") if isinstance(result, str) and result else None
+    if img is None and isinstance(item.get("savedPath"), str):
+        img = ImageSource("path", item["savedPath"])
+    return ImageGeneration(
+        **common, status=st, revised_prompt=_str(item.get("revisedPrompt")),
+        saved_path=_str(item.get("savedPath")), image=img, failure=item.get("failure"),
+    )
+
+
+def _collab_call(item: dict[str, Any], common: dict[str, Any], status: str | None) -> SubAgent:
+    """A ``collabAgentToolCall``: the real child thread ids and each agent's state."""
+    states = item.get("agentsStates") if isinstance(item.get("agentsStates"), dict) else {}
+    return SubAgent(
+        **common, status=status or "unknown", tool=_str(item.get("tool")),
+        child_thread_ids=tuple(x for x in item.get("receiverThreadIds") or () if isinstance(x, str)),
+        prompt=_str(item.get("prompt")),
+        agent_states=tuple(
+            (k, str(v.get("status", "unknown")) if isinstance(v, dict) else "unknown") for k, v in states.items()
+        ),
+    )
+
+
 def project_native_item(
     item: dict[str, Any], *, thread_id: str | None, turn_id: str, completed: bool = True
 ) -> DisplayRecord:
@@ -104,24 +173,7 @@ def project_native_item(
     status = _norm_status(item.get("status")) if has_status else None
     life = _lifecycle_status(completed)
     if t == "userMessage":
-        content = item.get("content")
-        parts: list[str] = []
-        images: list[ImageSource] = []
-        if isinstance(content, list):
-            for b in content:
-                if not isinstance(b, dict):
-                    continue
-                if b.get("type") == "text" and isinstance(b.get("text"), str):
-                    parts.append(b["text"])
-                elif b.get("type") in _IMAGE_TYPES:
-                    img = _image_from_block(b)
-                    if img is not None:
-                        images.append(img)
-        s = sanitize_user_text("".join(parts))
-        return UserMessage(
-            **common, status=life, text=s.text, images=tuple(images), file_mentions=s.file_mentions,
-            client_id=_str(item.get("clientId")), stripped=s.stripped,
-        )
+        return _user_message(item, common, life)
     if t == "agentMessage":
         return AssistantMessage(**common, status=life, text=_assistant_text(item), phase=_str(item.get("phase")))
     if t == "reasoning":
@@ -130,21 +182,7 @@ def project_native_item(
         return Reasoning(**common, status=life, summary=summary, content=content,
                          state="plain" if plain else "encrypted")
     if t == "commandExecution":
-        desc = next((item[k] for k in ("description", "summary", "title") if isinstance(item.get(k), str)), None)
-        return CommandExecution(
-            **common,
-            status=status or "unknown",
-            command=item["command"] if isinstance(item.get("command"), str) else _join_argv(item.get("command")),
-            cwd=_str(item.get("cwd")),
-            exit_code=_int(item.get("exitCode")),
-            output=_str(item.get("aggregatedOutput")),
-            output_deferred=bool(item.get("outputDeferred", False)),
-            actions=_actions(item.get("commandActions")),
-            description=desc,
-            approval_reason=_str(item.get("reason")),
-            process_id=_str(item.get("processId")),
-            duration_ms=_int(item.get("durationMs")),
-        )
+        return _command_execution(item, common, status)
     if t == "fileChange":
         return FileChange(**common, status=status or "unknown", changes=_native_changes(item.get("changes")))
     if t == "dynamicToolCall":
@@ -170,32 +208,14 @@ def project_native_item(
     if t == "imageView":
         return ImageView(**common, status=status or life, path=_str(item.get("path")))
     if t == "imageGeneration":
-        st = status or "unknown"
-        if item.get("failure"):
-            st = "failed"
-        result = item.get("result")
-        img = ImageSource("data", result, "image/png") if isinstance(result, str) and result else None
-        if img is None and isinstance(item.get("savedPath"), str):
-            img = ImageSource("path", item["savedPath"])
-        return ImageGeneration(
-            **common, status=st, revised_prompt=_str(item.get("revisedPrompt")),
-            saved_path=_str(item.get("savedPath")), image=img, failure=item.get("failure"),
-        )
+        return _image_generation(item, common, status)
     if t == "plan":
         return Plan(**common, status=life, text=_str(item.get("text")))
     if t == "contextCompaction":
         return CompactionBoundary(**common, status=life, trigger=_str(item.get("trigger")),
                                   summary=_str(item.get("summary")))
     if t == "collabAgentToolCall":
-        states = item.get("agentsStates") if isinstance(item.get("agentsStates"), dict) else {}
-        return SubAgent(
-            **common, status=status or "unknown", tool=_str(item.get("tool")),
-            child_thread_ids=tuple(x for x in item.get("receiverThreadIds") or () if isinstance(x, str)),
-            prompt=_str(item.get("prompt")),
-            agent_states=tuple(
-                (k, str(v.get("status", "unknown")) if isinstance(v, dict) else "unknown") for k, v in states.items()
-            ),
-        )
+        return _collab_call(item, common, status)
     if t == "subAgentActivity":
         child = item.get("agentThreadId")
         return SubAgent(**common, status=life, activity=_str(item.get("kind")),

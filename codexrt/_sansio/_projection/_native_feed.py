@@ -1,0 +1,142 @@
+"""The native path of a :class:`~._projector.Projector`: ``Turn`` objects, item pages,
+``thread/items/list`` entries, live items and deltas, and local submissions upserted into the
+:class:`~._store.RecordStore` (R-H-1, R-H-4)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import attrs
+
+from ._native import project_native_item
+from ._records import AssistantMessage, CommandExecution, ImageSource, Reasoning, UserMessage
+from ._shapes import _int
+from ._store import RecordStore
+
+
+class NativeFeed:
+    """Feeds native items into a store (the public methods of the same names on
+    :class:`~._projector.Projector` document them)."""
+
+    def __init__(self, store: RecordStore) -> None:
+        self._store = store
+
+    def add_native_turn(self, turn: dict[str, Any], *, prepend: bool = False) -> None:
+        tid = str(turn.get("id", ""))
+        self._store.turn(tid, prepend=prepend)
+        self._store.turn_status(
+            tid, str(turn.get("status", "unknown")), started_at=_int(turn.get("startedAt")),
+            completed_at=_int(turn.get("completedAt")), error=turn.get("error"),
+        )
+        items = turn.get("items")
+        if isinstance(items, list) and items:
+            self.add_native_items(tid, items)
+
+    def add_native_entries(self, entries: Iterable[dict[str, Any]]) -> None:
+        batch: list[dict[str, Any]] = []
+        times: list[tuple[int | None, int | None]] = []
+        cur: str | None = None
+        for e in entries:
+            tid = str(e.get("turnId", ""))
+            if cur is not None and tid != cur:
+                self._add_batch(cur, batch, times)
+                batch, times = [], []
+            cur = tid
+            item = dict(e.get("item") or {})
+            if e.get("outputDeferred"):
+                item["outputDeferred"] = True
+            batch.append(item)
+            times.append((_int(e.get("startedAtMs")), _int(e.get("completedAtMs"))))
+        if cur is not None:
+            self._add_batch(cur, batch, times)
+
+    def add_native_items(self, turn_id: str, items: Sequence[dict[str, Any]]) -> None:
+        self._add_batch(turn_id, list(items), [(None, None)] * len(items))
+
+    def add_native_item(
+        self,
+        turn_id: str,
+        item: dict[str, Any],
+        *,
+        completed: bool = True,
+        started_at_ms: int | None = None,
+        completed_at_ms: int | None = None,
+        received_at_ms: int | None = None,
+    ) -> None:
+        self._add_batch(turn_id, [item], [(started_at_ms, completed_at_ms)], completed=completed,
+                        received_at_ms=received_at_ms)
+
+    def add_delta(self, turn_id: str, item_id: str, delta: str, *, field: str = "text") -> None:
+        e = self._store.entries.get(item_id)
+        if e is None:
+            rec: Any
+            if field == "output":
+                rec = CommandExecution(id=item_id, thread_id=self._store.thread_id, turn_id=turn_id, status="inProgress", command="")
+            elif field in ("summary", "content"):
+                rec = Reasoning(id=item_id, thread_id=self._store.thread_id, turn_id=turn_id, status="inProgress",
+                                summary=(), content=(), state="encrypted")
+            else:
+                rec = AssistantMessage(id=item_id, thread_id=self._store.thread_id, turn_id=turn_id, status="inProgress", text="")
+            e = self._store.insert(turn_id, item_id, rec, complete=False, open_=True, channel="native", anchor=None)
+        if e.complete:
+            return
+        e.deltas[field] = e.deltas.get(field, "") + delta
+        r = e.record
+        if isinstance(r, AssistantMessage) and field == "text":
+            e.record = attrs.evolve(r, text=r.text + delta)
+        elif isinstance(r, CommandExecution) and field == "output":
+            e.record = attrs.evolve(r, output=(r.output or "") + delta)
+        elif isinstance(r, Reasoning) and field in ("summary", "content"):
+            cur = getattr(r, field)
+            new = (cur[:-1] + (cur[-1] + delta,)) if cur else (delta,)
+            e.record = attrs.evolve(r, **{field: new, "state": "plain"})
+
+    def _add_batch(
+        self,
+        turn_id: str,
+        items: list[dict[str, Any]],
+        times: list[tuple[int | None, int | None]],
+        *,
+        completed: bool = True,
+        received_at_ms: int | None = None,
+    ) -> None:
+        self._store.turn(turn_id)
+        # Merge by anchors: new items before the first known one go right before it; later
+        # new items go right after the previous item of the batch.
+        pending: list[tuple[str, Any, tuple[int | None, int | None, int | None]]] = []
+        prev: str | None = None
+        for item, (st, ct) in zip(items, times):
+            if not isinstance(item, dict):
+                continue
+            rec = project_native_item(item, thread_id=self._store.thread_id, turn_id=turn_id, completed=completed)
+            st = st if st is not None else _int(item.get("startedAtMs"))
+            ct = ct if ct is not None else _int(item.get("completedAtMs"))
+            key = self._store.resolve_key(rec)
+            tm = (st, ct, received_at_ms)
+            if key in self._store.entries:
+                e = self._store.entries[key]
+                if pending:
+                    self._store.insert_before(turn_id, key, pending, completed)
+                    pending = []
+                self._store.upsert(e, rec, completed, tm)
+                prev = key
+            elif prev is None:
+                pending.append((key, rec, tm))
+            else:
+                self._store.insert(turn_id, key, rec, complete=completed, open_=self._store.is_open(rec, completed),
+                                   channel="native", anchor=prev, times=tm)
+                prev = key
+        for key, rec, tm in pending:
+            self._store.insert(turn_id, key, rec, complete=completed, open_=self._store.is_open(rec, completed),
+                               channel="native", anchor=None, times=tm)
+
+    def add_local_submission(self, client_id: str, text: str, *, images: Sequence[ImageSource] = ()) -> None:
+        if client_id in self._store.client_ids:
+            return
+        key, tid = f"local:{client_id}", f"local-turn:{client_id}"
+        rec = UserMessage(id=key, thread_id=self._store.thread_id, turn_id=tid, status="inProgress", text=text,
+                          images=tuple(images), client_id=client_id, source="local")
+        self._store.insert(tid, key, rec, complete=False, open_=True, channel="native", anchor=None)
+        self._store.turns[tid].status = "inProgress"
+        self._store.client_ids[client_id] = key

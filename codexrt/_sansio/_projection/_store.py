@@ -1,0 +1,210 @@
+"""The record store of a :class:`~._projector.Projector`: per turn, an ordered list of entries
+keyed by item id (R-H-1: upsert, never duplicate), and what a stored entry looks like when read
+(R-H-4: status computed at read time, redaction)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from ._records import AssistantMessage, CompactionBoundary, ContentBlock, Reasoning, UserMessage
+from ._shapes import _norm_status
+
+
+@attrs.define
+class _Entry:
+    key: str
+    record: Any
+    complete: bool
+    open: bool
+    channel: str  # native | snapshot | response | event
+    turn_id: str
+    times: tuple[int | None, int | None, int | None] = (None, None, None)  # started, completed, received
+    deltas: dict[str, str] = attrs.Factory(dict)
+
+
+@attrs.define
+class _Turn:
+    turn_id: str
+    keys: list[str] = attrs.Factory(list)
+    status: str = "unknown"
+    started_at: int | None = None
+    completed_at: int | None = None
+    error: Any = None
+
+
+def _redact_record(r: Any, redact: Callable[[str], str]) -> Any:
+    changes: dict[str, Any] = {}
+    for f in ("text", "output", "command", "revised_prompt", "message"):
+        v = getattr(r, f, None)
+        if isinstance(v, str):
+            changes[f] = redact(v)
+    for f in ("summary", "content"):
+        v = getattr(r, f, None)
+        if isinstance(v, tuple) and v and isinstance(v[0], str):
+            changes[f] = tuple(redact(x) for x in v)
+        elif isinstance(v, tuple) and v and isinstance(v[0], ContentBlock):
+            changes[f] = tuple(attrs.evolve(b, text=redact(b.text)) if b.text else b for b in v)
+    return attrs.evolve(r, **changes) if changes else r
+
+
+class RecordStore:
+    """Turns in order, and entries by key (native item id, legacy key or ``local:<clientId>``),
+    each listed in exactly one turn. Both feeding paths write here; :meth:`finish` reads."""
+
+    def __init__(self, thread_id: str | None = None, *, redact: Callable[[str], str] | None = None) -> None:
+        self.thread_id = thread_id
+        self._redact = redact
+        self.turns: dict[str, _Turn] = {}
+        self.order: list[str] = []
+        self.entries: dict[str, _Entry] = {}
+        self.client_ids: dict[str, str] = {}
+
+    def turn(self, turn_id: str, *, prepend: bool = False) -> _Turn:
+        t = self.turns.get(turn_id)
+        if t is None:
+            t = _Turn(turn_id)
+            self.turns[turn_id] = t
+            if prepend:
+                self.order.insert(0, turn_id)
+            else:
+                self.order.append(turn_id)
+        return t
+
+    def turn_status(
+        self,
+        turn_id: str,
+        status: str,
+        *,
+        started_at: int | None = None,
+        completed_at: int | None = None,
+        error: Any = None,
+    ) -> None:
+        t = self.turn(turn_id)
+        t.status = _norm_status(status)
+        if started_at is not None:
+            t.started_at = started_at
+        if completed_at is not None:
+            t.completed_at = completed_at
+        if error is not None:
+            t.error = error
+
+    def resolve_key(self, rec: Any) -> str:
+        key: str = rec.id
+        if isinstance(rec, UserMessage) and rec.client_id:
+            known = self.client_ids.get(rec.client_id)
+            if known is not None and known != key and known.startswith("local:") and known in self.entries:
+                # the native copy of a local submission: it lands in its own turn, the local one goes
+                self.drop_local(known)
+                self.client_ids[rec.client_id] = key
+                return key
+            if known is not None and known != key and known in self.entries:
+                # An earlier copy keyed differently (a local submission): re-key it in place.
+                e = self.entries.pop(known)
+                self.entries[key] = e
+                t = self.turns[e.turn_id]
+                t.keys[t.keys.index(known)] = key
+                e.key = key
+            self.client_ids[rec.client_id] = key
+        return key
+
+    def drop_local(self, key: str) -> None:
+        e = self.entries.pop(key)
+        t = self.turns[e.turn_id]
+        t.keys.remove(key)
+        if not t.keys and t.turn_id.startswith("local-turn:"):
+            del self.turns[t.turn_id]
+            self.order.remove(t.turn_id)
+
+    @staticmethod
+    def is_open(rec: Any, completed: bool) -> bool:
+        return (not completed) or rec.status == "inProgress"
+
+    def upsert(self, e: _Entry, rec: Any, completed: bool, times: tuple[int | None, int | None, int | None]) -> None:
+        if e.complete and not completed:
+            return  # a completed snapshot wins over a later started copy
+        e.record = attrs.evolve(rec, turn_id=e.turn_id) if rec.turn_id != e.turn_id else rec
+        e.complete = e.complete or completed
+        e.open = self.is_open(rec, completed)
+        e.times = tuple(n if n is not None else o for n, o in zip(times, e.times))  # type: ignore[assignment]
+        if completed:
+            e.deltas.clear()
+
+    def insert(
+        self,
+        turn_id: str,
+        key: str,
+        rec: Any,
+        *,
+        complete: bool,
+        open_: bool,
+        channel: str,
+        anchor: str | None,
+        times: tuple[int | None, int | None, int | None] = (None, None, None),
+    ) -> _Entry:
+        t = self.turn(turn_id)
+        e = _Entry(key, rec, complete, open_, channel, turn_id, times)
+        self.entries[key] = e
+        if anchor is not None and anchor in t.keys:
+            t.keys.insert(t.keys.index(anchor) + 1, key)
+        else:
+            t.keys.append(key)
+        return e
+
+    def insert_before(self, turn_id: str, key: str, pending: list[Any], completed: bool) -> None:
+        target = self.entries[key]
+        t = self.turns[target.turn_id]
+        idx = t.keys.index(key)
+        for k, rec, tm in pending:
+            e = _Entry(k, rec, completed, self.is_open(rec, completed), "native", target.turn_id, tm)
+            self.entries[k] = e
+            t.keys.insert(idx, k)
+            idx += 1
+
+    def visible(self, t: _Turn) -> list[_Entry]:
+        """Pick one copy of each legacy message: user text from event/snapshot copies,
+        assistant text and reasoning from response/snapshot copies; the other copy only when a
+        turn has none of the preferred one."""
+        entries = [self.entries[k] for k in t.keys]
+        have: set[tuple[str, str]] = {(type(e.record).__name__, e.channel) for e in entries}
+
+        def keep(e: _Entry) -> bool:
+            r = e.record
+            if e.channel in ("native", "snapshot"):
+                return True
+            name = type(r).__name__
+            if isinstance(r, UserMessage):
+                if e.channel == "response":
+                    return (name, "event") not in have and (name, "snapshot") not in have
+                return True
+            if isinstance(r, (AssistantMessage, Reasoning)):
+                if e.channel == "event":
+                    return (name, "response") not in have and (name, "snapshot") not in have
+                return True
+            return True
+
+        return [e for e in entries if keep(e)]
+
+    def finish(self, e: _Entry, t: _Turn) -> Any:
+        r = e.record
+        if e.open and t.status in ("interrupted", "failed") and r.status in ("inProgress", "unknown"):
+            r = attrs.evolve(r, status=t.status)
+        elif not e.complete and r.status == "inProgress" and t.status in ("interrupted", "failed"):
+            r = attrs.evolve(r, status=t.status)
+        if isinstance(r, CompactionBoundary) and r.time_ms is None:
+            st, ct, rcv = e.times
+            if ct is not None or st is not None:
+                r = attrs.evolve(r, time_ms=ct if ct is not None else st, time_source="item")
+            elif t.completed_at is not None or t.started_at is not None:
+                secs = t.started_at if t.started_at is not None else t.completed_at
+                assert secs is not None
+                r = attrs.evolve(r, time_ms=secs * 1000, time_source="turn")
+            elif rcv is not None:
+                r = attrs.evolve(r, time_ms=rcv, time_source="recorded")
+        if self.thread_id is not None and r.thread_id is None:
+            r = attrs.evolve(r, thread_id=self.thread_id)
+        if self._redact is not None:
+            r = _redact_record(r, self._redact)
+        return r
