@@ -1,7 +1,8 @@
 """R-H-3: the rollout parser's batch decode (one ``decode_lines`` call per chunk) gives exactly
 the records, stats, problems and session meta of decoding line by line — over the golden
 rollouts and over generated lines (bad JSON, blank lines, two values on one line, values split
-over lines, CRLF, unknown types, over-long lines), whatever the chunking."""
+over lines, CRLF, unknown types, over-long lines, lines carrying the record's own computed field names,
+timestamps/ordinals of other types), whatever the chunking."""
 
 from __future__ import annotations
 
@@ -48,7 +49,15 @@ _GOOD = [b'{"type":"session_meta","payload":{"id":"t"}}', b'{"type":"event_msg",
          b'{"type":"turn_context","payload":{"cwd":"/"},"ordinal":true}']
 _ODD = [b'', b'   ', b'{"type":', b'"x"} {"type":"y"}', b'{"type":"a"} {"type":"b"}', b'{"type":"a"}\r', b' {"type":"a"}',
         b'{"payload":{}}', b'{"type":5}', b'[1]', b'{"type":"a"', b'}', b'{"type":"x","payload":"' + b'z' * 300 + b'"}',
-        b'not json', b'{"type":"a","payload":{"q":1}}}', b'{}', b'{"type":"x"}{"type":"y"}']
+        b'not json', b'{"type":"a","payload":{"q":1}}}', b'{}', b'{"type":"x"}{"type":"y"}',
+        # keys the fast path decodes into the record type: a line's own line_no/subtype/known never
+        # survive, a timestamp/ordinal of another type is dropped, escapes decode the same
+        b'{"type":"session_meta","subtype":"s","known":false,"line_no":99,"payload":{"id":"u"}}',
+        b'{"type":"event_msg","payload":{"type":"nope"},"known":true,"subtype":"agent_message"}',
+        b'{"type":"mystery","known":"yes","line_no":"x","subtype":5}', b'{"type":"x","timestamp":5,"ordinal":1.0}',
+        b'{"type":"x","ordinal":1e3}', b'{"type":"x","ordinal":99999999999999999999999}',
+        b'{"type":"session_\\u006deta","payload":{"id":"esc"},"\\u006bnown":false}',
+        b'{"type":"response_item","payload":{"type":5}}', b'{"type":"response_item","payload":[1]}']
 
 
 @settings(max_examples=300, deadline=None)
