@@ -2,7 +2,7 @@
 
 * ``legacy`` — generate a rollout file of about ``MB`` megabytes (the golden
   ``tests/data/rollouts/legacy.rollout.jsonl`` body repeated, with its ``session_meta`` once),
-  then parse it with ``codexrt._history_files.iter_rollout`` (the sans-IO ``LegacyParser``) vs a
+  then parse it with ``codexrt._io._history_files.iter_rollout`` (the sans-IO ``LegacyParser``) vs a
   raw ``msgspec`` line loop over the same file; each side in its own interpreter, so each peak
   RSS is its own. Both must be bounded: the file is streamed, never held whole.
 * ``wrappers`` — a legacy rollout of N code-mode wrappers, each polling a command a direct call
@@ -10,7 +10,7 @@
   ``load_rollout_transcript`` at N and at 4N in the same run; the row is the time *per wrapper*
   at 4N over that at N (linear replay ≈ 1×; the quadratic replay this replaced was ≈ 4×).
 * ``count`` — count the messages of a native thread of N items over ``thread/items/list``
-  pagination (the flood peer's synthetic thread) with ``codexrt._history.MessageCounter`` vs a
+  pagination (the flood peer's synthetic thread) with ``codexrt._features._history.MessageCounter`` vs a
   raw paging loop over a pipe.
 """
 
@@ -43,7 +43,7 @@ def generate(path: Path, mb: int) -> int:
 
 
 def legacy_lib(path: str) -> dict[str, Any]:
-    from codexrt._history_files import iter_rollout
+    from codexrt._io._history_files import iter_rollout
 
     t0 = now()
     n = sum(1 for _ in iter_rollout(path))
@@ -98,14 +98,14 @@ def legacy(mb: int, pairs: int = 1) -> dict[str, Any]:
 
 def count(items: int, pairs: int = 1) -> dict[str, Any]:
     try:
-        from codexrt._history import MessageCounter
+        from codexrt._features._history import MessageCounter
     except ImportError as exc:
-        return {"available": False, "reason": f"codexrt._history not importable: {exc}"}
+        return {"available": False, "reason": f"codexrt._features._history not importable: {exc}"}
     import msgspec
     import trio
 
     from codexrt import RuntimeConfig, open_runtime
-    from codexrt._transport import spawn_process_transport
+    from codexrt._io._transport import spawn_process_transport
     from peer_fixtures.flood_peer import argv
 
     peer = argv("--history-items", str(items))
@@ -195,7 +195,7 @@ def _wrapper_rollout(path: Path, n: int) -> None:
 
 
 def wrappers(n: int) -> dict[str, Any]:
-    from codexrt._history import load_rollout_transcript
+    from codexrt._features._history import load_rollout_transcript
 
     tmp = Path(tempfile.mkdtemp(prefix="codexrt-wrappers-"))
     try:

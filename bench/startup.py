@@ -95,7 +95,7 @@ def serve_first() -> dict[str, Any]:
 
 
 def discovery() -> dict[str, Any]:
-    from codexrt._discovery import discover_cli
+    from codexrt._io._discovery import discover_cli
 
     tmp = Path(tempfile.mkdtemp(prefix="codexrt-disc-"))
     try:

@@ -175,7 +175,7 @@ def lib(n: int, peer_args: tuple[str, ...] = (), probes: bool = False, slow: flo
     import trio
 
     from codexrt import RuntimeConfig, open_runtime
-    from codexrt._transport import spawn_process_transport
+    from codexrt._io._transport import spawn_process_transport
     from peer_fixtures.flood_peer import argv
 
     async def factory() -> Any:
@@ -239,7 +239,7 @@ def lib(n: int, peer_args: tuple[str, ...] = (), probes: bool = False, slow: flo
 
 def _config(peer_args: tuple[str, ...]) -> Any:
     from codexrt import RuntimeConfig
-    from codexrt._transport import spawn_process_transport
+    from codexrt._io._transport import spawn_process_transport
     from peer_fixtures.flood_peer import argv
 
     async def factory() -> Any:

@@ -5,7 +5,7 @@ Public API only; everything else lives in private modules. See ``docs/architectu
 
 from typing import TYPE_CHECKING
 
-from codexrt._errors import (
+from codexrt._sansio._errors import (
     BinaryContentError,
     BusyResourceError,
     ChildExited,
@@ -30,15 +30,9 @@ from codexrt._errors import (
     UndoError,
 )
 
-from codexrt._version import __version__  # noqa: E402
-
-from codexrt._sansio._redact import install_log_filter as _install_log_filter  # noqa: E402
-
-_install_log_filter()  # every codexrt logger redacts its records (docs/security.md)
-
-from codexrt._connection import ClientInfo, Connection, open_connection  # noqa: E402
-from codexrt._events import CodexEvent, EventStream  # noqa: E402
-from codexrt._runtime import (  # noqa: E402
+from codexrt._connection import ClientInfo, Connection, open_connection
+from codexrt._runtime._events import CodexEvent, EventStream
+from codexrt._runtime._runtime import (
     Interaction,
     Operation,
     OperationResult,
@@ -46,25 +40,30 @@ from codexrt._runtime import (  # noqa: E402
     RuntimeConfig,
     open_runtime,
 )
-from codexrt._sansio._states import OpPhase, RuntimeState  # noqa: E402
-from codexrt._settings import Settings  # noqa: E402
-from codexrt._payloads import AGENT_TEXT, payload  # noqa: E402
-from codexrt._transport import ExitStatus, ProcessTransport, StreamTransport, spawn_process_transport  # noqa: E402
+from codexrt._sansio._states import OpPhase, RuntimeState
+from codexrt._sansio._settings import Settings
+from codexrt._payloads import AGENT_TEXT, payload
+from codexrt._io._transport import ExitStatus, ProcessTransport, StreamTransport, spawn_process_transport
+
+from codexrt._sansio._redact import install_log_filter as _install_log_filter
+from codexrt._version import __version__
+
+_install_log_filter()  # every codexrt logger redacts its records (docs/security.md)
 
 if TYPE_CHECKING:  # the lazy names, for type checkers (``X as X``: explicitly re-exported)
-    from codexrt._discovery import (
+    from codexrt._io._discovery import (
         discover_cli as discover_cli,
         DiscoveryResult as DiscoveryResult,
         Candidate as Candidate,
         Rejected as Rejected,
         probe_version as probe_version,
     )
-    from codexrt._launch import (
+    from codexrt._runtime._launch import (
         LaunchConfig as LaunchConfig,
         AccessMode as AccessMode,
         launch_fingerprint as launch_fingerprint,
     )
-    from codexrt._history import (
+    from codexrt._features._history import (
         open_history_reader as open_history_reader,
         HistoryReader as HistoryReader,
         Transcript as Transcript,
@@ -74,13 +73,13 @@ if TYPE_CHECKING:  # the lazy names, for type checkers (``X as X``: explicitly r
         ThreadSummary as ThreadSummary,
         SubagentView as SubagentView,
     )
-    from codexrt._interactions import (
+    from codexrt._runtime._interactions import (
         InteractionRegistry as InteractionRegistry,
         PrivacyStore as PrivacyStore,
         decline_all as decline_all,
         decline_all_in_read_only as decline_all_in_read_only,
     )
-    from codexrt._edits import (
+    from codexrt._io._edits import (
         EditLedger as EditLedger,
         EditStore as EditStore,
         EditKey as EditKey,
@@ -89,7 +88,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers (``X as X``: explicitly r
         ReviewTicket as ReviewTicket,
         Checkpoint as Checkpoint,
     )
-    from codexrt._edits_live import (
+    from codexrt._features._edits_live import (
         LiveEdits as LiveEdits,
         open_live_edits as open_live_edits,
         load_thread_edits as load_thread_edits,
@@ -98,30 +97,30 @@ if TYPE_CHECKING:  # the lazy names, for type checkers (``X as X``: explicitly r
         EditorState as EditorState,
         build_context as build_context,
     )
-    from codexrt._workspace import (
+    from codexrt._io._workspace import (
         read_workspace_diff as read_workspace_diff,
         WorkspaceDiff as WorkspaceDiff,
     )
-    from codexrt._helpers import (
+    from codexrt._features._helpers import (
         open_title_manager as open_title_manager,
         TitleManager as TitleManager,
         generate_title as generate_title,
         enhance_prompt as enhance_prompt,
         generate_commit_message as generate_commit_message,
     )
-    from codexrt._catalog import (
+    from codexrt._features._catalog import (
         list_models as list_models,
         list_skills as list_skills,
         mcp_status as mcp_status,
         reload_mcp as reload_mcp,
         start_slash_command as start_slash_command,
     )
-    from codexrt._transport_ws import (
+    from codexrt._io._transport_ws import (
         Endpoint as Endpoint,
         EndpointUnavailable as EndpointUnavailable,
         EndpointRejected as EndpointRejected,
     )
-    from codexrt._retry import (
+    from codexrt._io._retry import (
         Backoff as Backoff,
         call_read_only as call_read_only,
         READ_ONLY_RETRY_TABLE as READ_ONLY_RETRY_TABLE,
@@ -134,34 +133,34 @@ if TYPE_CHECKING:  # the lazy names, for type checkers (``X as X``: explicitly r
 #: Heavier parts of the public API load on first use, so ``import codexrt`` stays quick.
 _LAZY = {
     # finding the CLI (docs/discovery.md)
-    "discover_cli": "codexrt._discovery", "DiscoveryResult": "codexrt._discovery",
-    "Candidate": "codexrt._discovery", "Rejected": "codexrt._discovery", "probe_version": "codexrt._discovery",
-    "LaunchConfig": "codexrt._launch", "AccessMode": "codexrt._launch", "launch_fingerprint": "codexrt._launch",
+    "discover_cli": "codexrt._io._discovery", "DiscoveryResult": "codexrt._io._discovery",
+    "Candidate": "codexrt._io._discovery", "Rejected": "codexrt._io._discovery", "probe_version": "codexrt._io._discovery",
+    "LaunchConfig": "codexrt._runtime._launch", "AccessMode": "codexrt._runtime._launch", "launch_fingerprint": "codexrt._runtime._launch",
     # history (docs/history.md)
-    "open_history_reader": "codexrt._history", "HistoryReader": "codexrt._history",
-    "Transcript": "codexrt._history", "MessageCount": "codexrt._history", "MessageCounter": "codexrt._history",
-    "ThreadPage": "codexrt._history", "ThreadSummary": "codexrt._history", "SubagentView": "codexrt._history",
+    "open_history_reader": "codexrt._features._history", "HistoryReader": "codexrt._features._history",
+    "Transcript": "codexrt._features._history", "MessageCount": "codexrt._features._history", "MessageCounter": "codexrt._features._history",
+    "ThreadPage": "codexrt._features._history", "ThreadSummary": "codexrt._features._history", "SubagentView": "codexrt._features._history",
     # interactions (docs/interactions.md)
-    "InteractionRegistry": "codexrt._interactions", "PrivacyStore": "codexrt._interactions",
-    "decline_all": "codexrt._interactions", "decline_all_in_read_only": "codexrt._interactions",
+    "InteractionRegistry": "codexrt._runtime._interactions", "PrivacyStore": "codexrt._runtime._interactions",
+    "decline_all": "codexrt._runtime._interactions", "decline_all_in_read_only": "codexrt._runtime._interactions",
     # edits (docs/edits.md)
-    "EditLedger": "codexrt._edits", "EditStore": "codexrt._edits", "EditKey": "codexrt._edits",
-    "EditEntry": "codexrt._edits", "UndoReceipt": "codexrt._edits", "ReviewTicket": "codexrt._edits",
-    "Checkpoint": "codexrt._edits",
-    "LiveEdits": "codexrt._edits_live", "open_live_edits": "codexrt._edits_live",
-    "load_thread_edits": "codexrt._edits_live",
+    "EditLedger": "codexrt._io._edits", "EditStore": "codexrt._io._edits", "EditKey": "codexrt._io._edits",
+    "EditEntry": "codexrt._io._edits", "UndoReceipt": "codexrt._io._edits", "ReviewTicket": "codexrt._io._edits",
+    "Checkpoint": "codexrt._io._edits",
+    "LiveEdits": "codexrt._features._edits_live", "open_live_edits": "codexrt._features._edits_live",
+    "load_thread_edits": "codexrt._features._edits_live",
     # IDE context, helpers, catalogs, workspace diff (docs/context-and-diff.md)
     "EditorState": "codexrt._sansio._context", "build_context": "codexrt._sansio._context",
-    "read_workspace_diff": "codexrt._workspace", "WorkspaceDiff": "codexrt._workspace",
-    "open_title_manager": "codexrt._helpers", "TitleManager": "codexrt._helpers",
-    "generate_title": "codexrt._helpers", "enhance_prompt": "codexrt._helpers",
-    "generate_commit_message": "codexrt._helpers",
-    "list_models": "codexrt._catalog", "list_skills": "codexrt._catalog", "mcp_status": "codexrt._catalog",
-    "reload_mcp": "codexrt._catalog", "start_slash_command": "codexrt._catalog",
+    "read_workspace_diff": "codexrt._io._workspace", "WorkspaceDiff": "codexrt._io._workspace",
+    "open_title_manager": "codexrt._features._helpers", "TitleManager": "codexrt._features._helpers",
+    "generate_title": "codexrt._features._helpers", "enhance_prompt": "codexrt._features._helpers",
+    "generate_commit_message": "codexrt._features._helpers",
+    "list_models": "codexrt._features._catalog", "list_skills": "codexrt._features._catalog", "mcp_status": "codexrt._features._catalog",
+    "reload_mcp": "codexrt._features._catalog", "start_slash_command": "codexrt._features._catalog",
     # endpoints and retries (docs/transports.md)
-    "Endpoint": "codexrt._transport_ws", "EndpointUnavailable": "codexrt._transport_ws",
-    "EndpointRejected": "codexrt._transport_ws",
-    "Backoff": "codexrt._retry", "call_read_only": "codexrt._retry", "READ_ONLY_RETRY_TABLE": "codexrt._retry",
+    "Endpoint": "codexrt._io._transport_ws", "EndpointUnavailable": "codexrt._io._transport_ws",
+    "EndpointRejected": "codexrt._io._transport_ws",
+    "Backoff": "codexrt._io._retry", "call_read_only": "codexrt._io._retry", "READ_ONLY_RETRY_TABLE": "codexrt._io._retry",
 }
 
 

@@ -37,7 +37,7 @@ import attrs
 import trio
 
 from codexrt._version import __version__
-from codexrt._errors import (
+from codexrt._sansio._errors import (
     ChildExited,
     ClosedError,
     CodexError,
@@ -68,8 +68,8 @@ from codexrt._sansio._wire import (
     decode_json,
     merge_delta_read,
 )
-from codexrt._transport import ExitStatus, Transport
-from codexrt._util import unwrap_single_group
+from codexrt._io._transport import ExitStatus, Transport
+from codexrt._io._util import unwrap_single_group
 
 __all__ = [
     "ClientInfo",

@@ -10,14 +10,14 @@ narrows it for one kind: ``payload(ev, "itemUpdated")`` is an :class:`ItemUpdate
 
 Native objects the server sends (``item``, ``turn``, ``thread``, ``params``) stay
 ``dict[str, Any]``: their shape is the app-server's and changes with its releases.
-``tests/test_payloads.py`` checks these types against the events a turn really produces.
+``tests/trio/test_payloads.py`` checks these types against the events a turn really produces.
 """
 
 # No ``from __future__ import annotations`` here: Python 3.11 reads ``NotRequired`` only from
 # evaluated annotations when it computes a TypedDict's required keys.
 from typing import Any, Literal, NotRequired, TypedDict, overload
 
-from codexrt._events import CodexEvent
+from codexrt._runtime._events import CodexEvent
 
 __all__ = [
     "AGENT_TEXT", "payload", "ItemUpdated", "ItemEvent", "TurnStarted", "ThreadStarted", "OperationQueued",

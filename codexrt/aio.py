@@ -37,12 +37,12 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Sequence, TypeVar, U
 
 import trio
 
-from codexrt._errors import ClosedError, ConfigError
-from codexrt._events import CodexEvent, EventStream
-from codexrt._options import RuntimeOptions
-from codexrt._runtime import Interaction, Operation, OperationResult, Runtime, RuntimeConfig
-from codexrt._runtime import open_runtime as _trio_open_runtime
-from codexrt._settings import Settings
+from codexrt._sansio._errors import ClosedError, ConfigError
+from codexrt._runtime._events import CodexEvent, EventStream
+from codexrt._runtime._options import RuntimeOptions
+from codexrt._runtime._runtime import Interaction, Operation, OperationResult, Runtime, RuntimeConfig
+from codexrt._runtime._runtime import open_runtime as _trio_open_runtime
+from codexrt._sansio._settings import Settings
 
 __all__ = ["open_runtime", "AioRuntime", "AioOperation", "AioEventStream"]
 

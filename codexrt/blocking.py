@@ -71,7 +71,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Mapping, T
 import attrs
 import trio
 
-from codexrt._errors import (
+from codexrt._sansio._errors import (
     BusyResourceError,
     ClosedError,
     CodexError,
@@ -79,11 +79,11 @@ from codexrt._errors import (
     InteractionError,
     RpcTimeout,
 )
-from codexrt._events import CodexEvent
-from codexrt._runtime import Interaction, Operation, OperationResult, Runtime, RuntimeConfig, open_runtime
+from codexrt._runtime._events import CodexEvent
+from codexrt._runtime._runtime import Interaction, Operation, OperationResult, Runtime, RuntimeConfig, open_runtime
 from codexrt._sansio._elicitation import is_tool_approval, parse_elicitation, tool_approval_reply
-from codexrt._options import RuntimeOptions
-from codexrt._settings import Settings
+from codexrt._runtime._options import RuntimeOptions
+from codexrt._sansio._settings import Settings
 
 __all__ = [
     "connect",

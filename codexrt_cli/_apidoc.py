@@ -1,7 +1,7 @@
 """Generate ``docs/api.md`` from the docstrings of codexrt's public API.
 
 ``python -m codexrt_cli._apidoc`` rewrites the file; ``--check`` exits 1 when it is stale
-(``tests/test_docs_snippets.py`` runs the same comparison). The public API is what
+(``tests/e2e/test_docs_snippets.py`` runs the same comparison). The public API is what
 ``codexrt.__all__``, ``codexrt.aio.__all__`` and ``codexrt.blocking.__all__`` list; for a class, its public methods and
 properties defined in codexrt. Output is deterministic (no addresses, no dates) so the
 staleness test compares text.
@@ -87,7 +87,7 @@ def render() -> str:
     """The text of ``docs/api.md``."""
     lines = ["# API reference", "",
              "Generated from the docstrings by `python -m codexrt_cli._apidoc` — do not edit by hand;",
-             "`tests/test_docs_snippets.py` fails when this file is stale. Start with",
+             "`tests/e2e/test_docs_snippets.py` fails when this file is stale. Start with",
              "[`quickstart.md`](quickstart.md).", ""]
     for modname in MODULES:
         mod = importlib.import_module(modname)

@@ -2,7 +2,7 @@
 
 What ``/diff`` shows in a chat host, on the command line: staged, unstaged and untracked
 changes of the repository that holds ``--cwd``, with the same size and time limits as the
-library (``codexrt._workspace.read_workspace_diff``). No Codex process and no model turn are
+library (``codexrt._io._workspace.read_workspace_diff``). No Codex process and no model turn are
 involved, so it works in any access mode.
 
 Output: the three sections as a patch (``--json`` prints the whole result object instead, the
@@ -21,7 +21,7 @@ from typing import Any, TextIO
 
 import trio
 
-from codexrt._workspace import DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT, DiffStatus, WorkspaceDiff, read_workspace_diff
+from codexrt._io._workspace import DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT, DiffStatus, WorkspaceDiff, read_workspace_diff
 
 __all__ = ["add_parser", "render", "exit_status"]
 

@@ -1,7 +1,7 @@
 """``codexrt serve``: the NDJSON daemon on stdin/stdout (R-D-1 … R-D-4).
 
-The loop itself is :mod:`codexrt._daemon`; this module turns command-line options into a
-:class:`~codexrt._daemon.DaemonConfig` and wires the process's standard streams.
+The loop itself is :mod:`codexrt._serve._daemon`; this module turns command-line options into a
+:class:`~codexrt._serve._daemon.DaemonConfig` and wires the process's standard streams.
 
 stdio, and why it is done this way:
 
@@ -36,9 +36,9 @@ from typing import Any
 import attrs
 import trio
 
-from codexrt._daemon import DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_CHANNELS, DaemonConfig, serve_daemon
-from codexrt._errors import ConfigError
-from codexrt._runtime import RuntimeConfig
+from codexrt._serve._daemon import DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_CHANNELS, DaemonConfig, serve_daemon
+from codexrt._sansio._errors import ConfigError
+from codexrt._runtime._runtime import RuntimeConfig
 
 __all__ = ["add_parser", "run_serve", "open_stdio"]
 
@@ -55,7 +55,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "started on first use. EOF on stdin finishes the accepted commands (at most --drain-timeout "
             "seconds), then exits 0; SIGTERM/SIGINT abort the running work, reply to every pending command, "
             "reap every child and exit 0. The wire's JSON Schema ships in the package "
-            "(codexrt/_schema/daemon-protocol.schema.json); docs/daemon-protocol.md in the source explains it."
+            "(codexrt/_serve/daemon-protocol.schema.json); docs/daemon-protocol.md in the source explains it."
         ),
     )
     p.add_argument("--codex-bin", metavar="PATH",
@@ -204,7 +204,7 @@ def _main(args: argparse.Namespace) -> int:
         if config.runtime.token_file is not None or config.runtime.token_env is not None:
             # A bad token (unreadable, empty, a control character inside) is a configuration
             # error: said once on stderr, exit 2, the value never shown (docs/security.md).
-            from codexrt._transport_ws import read_token
+            from codexrt._io._transport_ws import read_token
 
             read_token(token_file=config.runtime.token_file, token_env=config.runtime.token_env)
     except ConfigError as exc:

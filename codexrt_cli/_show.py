@@ -17,9 +17,9 @@ from typing import Any, TextIO
 
 import trio
 
-from codexrt._errors import CodexError
-from codexrt._history import Transcript, open_history_reader, transcript_to_json
-from codexrt._runtime import open_runtime
+from codexrt._sansio._errors import CodexError
+from codexrt._features._history import Transcript, open_history_reader, transcript_to_json
+from codexrt._runtime._runtime import open_runtime
 from codexrt._sansio._projection import (
     AssistantMessage,
     CommandExecution,

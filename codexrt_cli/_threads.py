@@ -21,9 +21,9 @@ from typing import Any, TextIO
 import attrs
 import trio
 
-from codexrt._errors import CodexError
-from codexrt._history import ThreadSummary, open_history_reader
-from codexrt._runtime import RuntimeConfig, open_runtime
+from codexrt._sansio._errors import CodexError
+from codexrt._features._history import ThreadSummary, open_history_reader
+from codexrt._runtime._runtime import RuntimeConfig, open_runtime
 
 __all__ = ["add_parser", "add_source_options", "runtime_config", "run_threads", "format_table"]
 

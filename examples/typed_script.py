@@ -1,4 +1,4 @@
-"""A typed codexrt script: CI checks it with ``mypy --strict`` (tests/test_typing.py).
+"""A typed codexrt script: CI checks it with ``mypy --strict`` (tests/e2e/test_typing.py).
 
 Run it with a Codex CLI on PATH (or ``CODEX_BIN``): ``python examples/typed_script.py "Hello"``.
 """

@@ -9,7 +9,7 @@ from typing import Any
 
 import trio
 
-from codexrt._transport import ExitStatus, StreamTransport, spawn_process_transport
+from codexrt._io._transport import ExitStatus, StreamTransport, spawn_process_transport
 from peer_fixtures.memory import open_memory_peer
 
 ROOT = Path(__file__).resolve().parent.parent

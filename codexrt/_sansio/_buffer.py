@@ -2,7 +2,7 @@
 
 The reader must never wait for a consumer (STYLE rule 3), and a consumer may be slow (a
 notebook printing, a human, a host reading a pipe). The overflow policy, explicit and tested
-(``tests/test_slow_consumer.py``, ``docs/streaming.md``):
+(``tests/trio/test_slow_consumer.py``, ``docs/streaming.md``):
 
 * **Text deltas** are never dropped. When the newest queued entry is text of the same *run*
   (same item, stream and identity) the new text is *appended* to it — the consumer receives
@@ -23,7 +23,7 @@ costs more than decoding the line did. A run is a key plus a list of text parts:
 O(1), and the event is built once, when the consumer takes it (``materialize(key, text,
 count)``). A consumer that keeps up takes a run per reader wake-up, i.e. per pipe read.
 
-No I/O and no trio: the Trio side (``codexrt._events.EventStream``) wakes the consumer.
+No I/O and no trio: the Trio side (``codexrt._runtime._events.EventStream``) wakes the consumer.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Theory of operation
 A host (an editor plugin, a chat UI) knows what the user has open. That state is *not* the
 user's message: ``send.message`` keeps only what the user typed (R-CTX-1). The editor state
 travels beside it, in one of two ways decided per CLI/child by the capability probe
-(``codexrt._context_probe``, R-CTX-2):
+(``codexrt._io._context_probe``, R-CTX-2):
 
 * **supported** — ``turn/start.additionalContext`` (an experimental field; the connection must
   have negotiated ``capabilities.experimentalApi``), a map ``{key: {kind, value, name?}}``.
@@ -52,7 +52,7 @@ from typing import Any
 
 import attrs
 
-from codexrt._errors import LocalProtocolError
+from codexrt._sansio._errors import LocalProtocolError
 
 __all__ = [
     "CONTEXT_HEADER",

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from codexrt._errors import ConfigError, LocalProtocolError
+from codexrt._sansio._errors import ConfigError, LocalProtocolError
 from codexrt._sansio._context import (
     ActiveFile,
     EditorState,

@@ -23,7 +23,7 @@ This module is the pure, no-I/O bridge:
 * :func:`restore_content` turns the host's answers (strings or already-typed values) back into
   the schema's types (string / number / integer / boolean / array of strings), enforcing
   ``required``, enum membership and the numeric/length bounds, and drops empty optional fields.
-  Problems raise :class:`~codexrt._errors.InteractionError` (``ELICITATION_INVALID_ANSWER``)
+  Problems raise :class:`~codexrt._sansio._errors.InteractionError` (``ELICITATION_INVALID_ANSWER``)
   naming the field, never echoing the value (it may be a secret).
 * Replies: :func:`accept_reply` (``{action: "accept", content}``), :func:`cancel_reply`
   (``{action: "cancel", content: null}`` — also what an unsupported schema gets),
@@ -43,7 +43,7 @@ from typing import Any, Mapping
 
 import attrs
 
-from codexrt._errors import InteractionError
+from codexrt._sansio._errors import InteractionError
 
 __all__ = [
     "ELICITATION_METHOD",

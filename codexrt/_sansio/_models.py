@@ -1,7 +1,7 @@
 """Typed wire models for the app-server payloads a client needs on the hot path (no I/O).
 
 Derived by hand from the pinned ``codex app-server generate-json-schema --experimental`` of
-codex-cli 0.169.0, and checked by ``tests/test_models.py`` against the pinned schema
+codex-cli 0.169.0, and checked by ``tests/sansio/test_models.py`` against the pinned schema
 (``tests/data/schema-<pinned version>/``, 0.171.0 now): every field name below must exist in the
 schema definition named by the class's
 ``__schema__``, and every line of a recorded real session

@@ -5,7 +5,7 @@ it can later take one file back without touching anything else and without ever 
 user's later edit. This module is the pure half of that: it turns one native change into a
 :class:`FilePatch`, computes the reverse operation, and checks a reverse against the bytes
 that are on disk *now*, returning either the resulting contents or a :class:`Conflict`.
-The I/O half (locks, atomic writes, the sqlite store) is ``codexrt/_edits.py``.
+The I/O half (locks, atomic writes, the sqlite store) is ``codexrt/_io/_edits.py``.
 
 What the real server sends (pinned 0.169.0 schema ``FileUpdateChange``/``PatchChangeKind``,
 and ``codex-rs/app-server-protocol`` ``format_file_change_diff``)::
@@ -45,7 +45,7 @@ from typing import Any
 
 import attrs
 
-from codexrt._errors import BinaryContentError, PatchFormatError  # re-exported: defined in _errors
+from codexrt._sansio._errors import BinaryContentError, PatchFormatError  # re-exported: defined in _errors
 
 __all__ = [
     "ChangeKind",

@@ -31,7 +31,7 @@ from typing import Any, Callable, Container, Union
 import attrs
 from msgspec import Raw
 
-from codexrt._errors import LocalProtocolError
+from codexrt._sansio._errors import LocalProtocolError
 from codexrt._sansio._framing import OversizedLine
 from codexrt._sansio._wire import (
     ErrorObject,

@@ -3,7 +3,7 @@
 Invariants
 ----------
 * Every transition of a machine is one row of its table; anything else raises
-  :class:`~codexrt._errors.LocalProtocolError` naming machine, state and event (h11's rule).
+  :class:`~codexrt._sansio._errors.LocalProtocolError` naming machine, state and event (h11's rule).
 * Runtime: ``STOPPED → STARTING → INITIALIZING → READY → DRAINING → STOPPED``; any active
   state may go to ``FAILED`` on a protocol or process fault; ``FAILED`` and ``STOPPED`` may
   start again (the next user operation does that, R-RT-1, R-RT-3).
@@ -17,7 +17,7 @@ from __future__ import annotations
 import enum
 from typing import Generic, TypeVar
 
-from codexrt._errors import LocalProtocolError
+from codexrt._sansio._errors import LocalProtocolError
 
 __all__ = ["RuntimeState", "RuntimeEvent", "OpPhase", "OpEvent", "Machine", "RUNTIME_TABLE", "OP_TABLE"]
 

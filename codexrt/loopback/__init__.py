@@ -29,7 +29,7 @@ from typing import Iterator
 
 import attrs
 
-from codexrt._runtime import RuntimeConfig
+from codexrt._runtime._runtime import RuntimeConfig
 from codexrt.loopback._home import codex_env, config_toml, make_codex_home
 from codexrt.loopback._model import MockResponsesServer, RecordedRequest, Script, parse_directives
 

@@ -18,7 +18,7 @@ import time
 import codexrt.blocking
 from codexrt import RuntimeConfig, Settings
 from tests._support import ROOT
-from tests.test_serve_e2e import pid_alive
+from tests.e2e.test_serve_e2e import pid_alive
 
 WAIT = 60.0
 

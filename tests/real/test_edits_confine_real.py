@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 import trio
 
-from codexrt._edits_live import open_live_edits
-from codexrt._errors import OutsideWorkspace
-from codexrt._runtime import RuntimeConfig, open_runtime
-from codexrt._settings import Settings
+from codexrt._features._edits_live import open_live_edits
+from codexrt._sansio._errors import OutsideWorkspace
+from codexrt._runtime._runtime import RuntimeConfig, open_runtime
+from codexrt._sansio._settings import Settings
 from peer_fixtures.mock_responses import Script
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,7 +98,7 @@ async def test_r_edit_3_real_serve_undo_outside_needs_allow_outside_workspace(
     """The same turn through ``codexrt serve`` (in process): ``codex.undoFile`` of the outside
     file answers ``OUTSIDE_WORKSPACE`` and writes nothing; with ``allowOutsideWorkspace: true``
     it removes exactly that file."""
-    from tests.test_edits_live import Wire
+    from tests.trio.test_edits_live import Wire
 
     monkeypatch.setenv("CODEXRT_STATE_DIR", str(tmp_path / "state"))
     outside = tmp_path / "outside"

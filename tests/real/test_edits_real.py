@@ -19,9 +19,9 @@ from pathlib import Path
 
 import trio
 
-from codexrt._edits_live import open_live_edits
-from codexrt._runtime import RuntimeConfig, open_runtime
-from codexrt._settings import Settings
+from codexrt._features._edits_live import open_live_edits
+from codexrt._runtime._runtime import RuntimeConfig, open_runtime
+from codexrt._sansio._settings import Settings
 from peer_fixtures.mock_responses import Script
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,7 +103,7 @@ async def test_r_edit_1_real_serve_edit_commands_live_ledger_and_undo(nursery, c
     """``serve`` in process on the real binary: the channel's live ledger is started first
     (an unknown thread answers ``THREAD_NOT_FOUND``), then an approved patch turn; listEdits
     shows the changes, undoFile of both files restores the tree byte for byte."""
-    from tests.test_edits_live import Wire
+    from tests.trio.test_edits_live import Wire
 
     monkeypatch.setenv("CODEXRT_STATE_DIR", str(tmp_path / "state"))
     for rel, text in BEFORE.items():

@@ -13,8 +13,8 @@ import trio
 
 import codexrt
 from codexrt import RuntimeConfig
-from codexrt._catalog import list_models, list_skills, mcp_status, reload_mcp
-from codexrt._helpers import generate_title, open_title_manager
+from codexrt._features._catalog import list_models, list_skills, mcp_status, reload_mcp
+from codexrt._features._helpers import generate_title, open_title_manager
 
 
 def _cfg(codex_bin, codex_home, real_env, real_cwd):

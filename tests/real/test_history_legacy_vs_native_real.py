@@ -19,10 +19,10 @@ from typing import Any
 import trio
 
 import codexrt
-from codexrt._history import load_rollout_transcript, open_history_reader
-from codexrt._history_files import find_rollout
-from codexrt._runtime import RuntimeConfig
-from codexrt._settings import Settings
+from codexrt._features._history import load_rollout_transcript, open_history_reader
+from codexrt._io._history_files import find_rollout
+from codexrt._runtime._runtime import RuntimeConfig
+from codexrt._sansio._settings import Settings
 from peer_fixtures.codex_home import codex_env, make_codex_home
 
 PROMPTS = [

@@ -20,9 +20,9 @@ from pathlib import Path
 import trio
 
 import codexrt
-from codexrt._history import load_rollout_transcript, open_history_reader
-from codexrt._runtime import RuntimeConfig
-from codexrt._settings import Settings
+from codexrt._features._history import load_rollout_transcript, open_history_reader
+from codexrt._runtime._runtime import RuntimeConfig
+from codexrt._sansio._settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMPTS = [

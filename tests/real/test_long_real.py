@@ -43,7 +43,7 @@ from peer_fixtures.codex_home import codex_env, config_toml, make_codex_home
 from peer_fixtures.mock_responses import MockResponsesServer
 from peer_fixtures.real_server import spawn_app_server
 from tests._support import ROOT
-from tests.test_serve_e2e import ServeProcess, pid_alive
+from tests.e2e.test_serve_e2e import ServeProcess, pid_alive
 
 TURN_S = 90  #: the long turn streams one delta a second for this long
 IDLE_S = 40  #: idle period before the next turn

@@ -21,9 +21,9 @@ import trio
 
 import codexrt
 from codexrt import RuntimeConfig, Settings
-from codexrt._catalog import mcp_status, reload_mcp
-from codexrt._history import open_history_reader, transcript_to_json
-from codexrt._interactions import decline_all
+from codexrt._features._catalog import mcp_status, reload_mcp
+from codexrt._features._history import open_history_reader, transcript_to_json
+from codexrt._runtime._interactions import decline_all
 from codexrt._sansio._privacy import MASK
 from peer_fixtures.codex_home import codex_env, make_codex_home
 from peer_fixtures.mcp_server import mcp_server_toml
@@ -346,7 +346,7 @@ async def _serve_answer(sp, answers_by_kind) -> list[dict]:
 
 async def test_r_int_4_real_serve_form_typed_and_secret_absent_from_every_output(
         tmp_path, codex_bin, mcp_env, mcp_home, real_cwd):
-    from tests.test_serve_e2e import ServeProcess
+    from tests.e2e.test_serve_e2e import ServeProcess
 
     async with ServeProcess.open(tmp_path, *_serve_args(codex_bin, mcp_home, real_cwd), env=mcp_env) as sp:
         tid = await _serve_ready_thread(sp)
@@ -409,7 +409,7 @@ async def test_r_int_4_real_serve_form_typed_and_secret_absent_from_every_output
 
 
 async def test_r_cat_1_real_serve_get_mcp_status_and_reload(tmp_path, codex_bin, mcp_env, mcp_home, real_cwd):
-    from tests.test_serve_e2e import ServeProcess
+    from tests.e2e.test_serve_e2e import ServeProcess
 
     async with ServeProcess.open(tmp_path, *_serve_args(codex_bin, mcp_home, real_cwd), env=mcp_env) as sp:
         st = await sp.request("codex.getMcpStatus", {"channelId": "c"})

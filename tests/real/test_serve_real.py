@@ -1,7 +1,7 @@
 """``codexrt serve`` against the real ``codex app-server`` (pinned 0.169.0) and the loopback
 model (R-D-1, R-OP-1, R-OP-5, R-RT-4, R-OP-7).
 
-Same harness as ``tests/test_serve_e2e.py``: ``serve`` is a subprocess, every stdout line is
+Same harness as ``tests/e2e/test_serve_e2e.py``: ``serve`` is a subprocess, every stdout line is
 validated against the shipped schema, every wait is bounded. The model is scripted with prompt
 directives (``peer_fixtures/mock_responses.py``).
 """
@@ -15,7 +15,7 @@ import signal
 import trio
 
 from tests._support import ROOT
-from tests.test_serve_e2e import WAIT, ServeProcess, child_pid, for_op, pid_alive
+from tests.e2e.test_serve_e2e import WAIT, ServeProcess, child_pid, for_op, pid_alive
 
 
 def _args(codex_bin, codex_home, real_cwd, *extra):

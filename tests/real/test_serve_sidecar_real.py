@@ -12,8 +12,8 @@ from pathlib import Path
 
 import trio
 
-from tests.test_serve_e2e import SCHEMA, WAIT, ServeProcess, child_pid, pid_alive
-from codexrt._daemon import validate
+from tests.e2e.test_serve_e2e import SCHEMA, WAIT, ServeProcess, child_pid, pid_alive
+from codexrt._serve._daemon import validate
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -20,9 +20,9 @@ import trio
 
 import codexrt
 from codexrt import RuntimeConfig, RuntimeState, Settings
-from codexrt._errors import ChildExited
-from codexrt._retry import Backoff, call_read_only
-from codexrt._transport_ws import Endpoint, EndpointUnavailable, check_ready, connect_endpoint
+from codexrt._sansio._errors import ChildExited
+from codexrt._io._retry import Backoff, call_read_only
+from codexrt._io._transport_ws import Endpoint, EndpointUnavailable, check_ready, connect_endpoint
 
 WAIT = 60
 TOKEN = "cap-token-0169-d41d8cd98f00b204"

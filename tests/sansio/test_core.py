@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codexrt._errors import LocalProtocolError
+from codexrt._sansio._errors import LocalProtocolError
 from codexrt._sansio._framing import LineBuffer, OversizedLine
 from codexrt._sansio._redact import REDACTED, Redactor
 from codexrt._sansio._rpc import (

@@ -1,6 +1,6 @@
 """Redaction rules (R-WIRE-9, docs/security.md): what is masked, what is left alone, known values
 and their encodings, short values, structures, the line-by-line stream form and the log filter.
-The end-to-end grep of every output is tests/test_secret_planting.py."""
+The end-to-end grep of every output is tests/e2e/test_secret_planting.py."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codexrt._errors import CodexError, ConfigError, RpcError
+from codexrt._sansio._errors import CodexError, ConfigError, RpcError
 from codexrt._sansio._redact import (
     CODEXRT_LOGGERS,
     REDACTED,

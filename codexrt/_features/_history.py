@@ -1,0 +1,1296 @@
+"""History readers on Trio: native pages, thread lists, message counts, legacy fallback (R-H-1 … R-H-8).
+
+Why this module exists
+----------------------
+A host shows a user's threads (thousands of turns, rollout files of hundreds of MB) while a
+send may be running. Reading must never disturb that send, never resume a thread, never take
+the writer, and be honest about what it does not know. The sans-IO half — rollout parser,
+display projection, wrapper engine — lives in ``codexrt._sansio``; this module does the I/O.
+
+Shape of the API (a decision, see ``docs/history.md``): **nursery-scoped**.
+``async with open_history_reader(rt) as reader:`` gives a :class:`HistoryReader` whose
+background work (shared in-flight message counts) runs in the reader's own nursery, so a
+count that several callers wait for is never cancelled because its first caller gave up, and
+nothing outlives the block. The first argument is a :class:`~codexrt._runtime._runtime.Runtime`, a
+*connection provider* (``async () -> Connection``), or ``None`` (offline: rollout files only).
+
+Theory of operation
+-------------------
+*Reads never queue.* A reader gets its connection from ``await rt.ensure_started()`` and calls
+``conn.call(...)`` directly: no send FIFO, no ``thread/resume``, no ``turn/start`` (R-D-1).
+
+*Native load* (:meth:`HistoryReader.read_thread`, R-H-1): ``thread/read`` (metadata), then
+``thread/turns/list`` (ascending, turn statuses) and ``thread/items/list`` (ascending, every
+item), each walked with the server's opaque cursors passed back verbatim; every page goes into
+one :class:`~codexrt._sansio._projection.Projector`, which upserts by native id/clientId, so
+overlapping pages never duplicate. Only when the server says pagination is unsupported (JSON-RPC
+``-32601``, or a message saying "not supported" — the real server's answer for legacy-mode
+threads) is one ``thread/read includeTurns`` done instead, into a fresh projector.
+
+*Legacy, as a whole source* (R-H-3): the rollout file is read (streaming, in a worker thread)
+and shown *instead of* the native history when access is inactive, when no CLI/transport is
+available (``CliUnavailable``, or an error whose message starts with the canonical
+``codex app-server exited`` prefix, whatever diagnostic suffix follows), or when the native
+projection misses calls, plaintext reasoning or pre-compaction turns that the rollout identifies
+— by identity, never by counts (:func:`missing_identities`; checked only for threads whose
+native pagination is unsupported: legacy-mode threads, whose native items omit commands). One load never splices the two. Every other error — auth,
+writer, policy, timeouts, malformed answers — is raised, never turned into a fallback (R-H-2).
+
+*Masking* (R-PRIV-2, R-H-3): every transcript and page, native or legacy, goes through the
+privacy index's :class:`~codexrt._sansio._privacy.Masker` (the projector's record-level ``mask``
+hook). The index is loaded (in a worker thread) on each read, from ``privacy=`` — for a
+``Runtime``, ``rt.privacy_index``. Without an index, legacy transcripts say that secret masking is
+not guaranteed (:data:`MASKING_NOTICE`); a damaged index masks conservatively and says so.
+
+*Counting* (R-H-7): :class:`MessageCounter` is host-level (share one between readers). A count
+walks native pages and counts the user+assistant messages of their display projection
+(``count_messages``), without building the records where the pages allow it
+(:class:`~codexrt._sansio._projection.MessageTally`, same number); at most ``max_concurrent`` (4) run at once (a ``CapacityLimiter``);
+identical requests (thread id + expected metadata version) share one in-flight count; each
+count has a 110 s budget, after which it stops and is *unknown* (a retry starts afresh). Only
+known counts are cached (≤ 128 entries, 60 s TTL on Trio's clock, LRU), never for an active
+thread, dropped when the thread's metadata version changes. A page without a continuation
+cursor field, a cursor loop, a turn whose items are only a summary, or any error → unknown
+(``None``), never 0, never a switch to the rollout file.
+
+*Thread list* (R-H-6): :class:`ThreadIndex` merges pages (upsert by id, newer ``updatedAt``
+wins, local deletes and renames kept); an empty page never clears known records. The legacy
+list (rollout files + ``session_index.jsonl`` names, top-level threads only, through the R-H-9
+session index cache of :mod:`codexrt._io._session_index`) is used only when access is inactive.
+
+*Sub-agents* (R-H-8): :meth:`HistoryReader.read_subagent` walks ``parentThreadId`` upwards
+(bounded) before anything is shown; the child's status comes from the child's own thread and
+turns, never from its parent's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, Union
+
+import attrs
+import trio
+
+from codexrt._io._retry import call_read
+from codexrt._connection import Connection
+from codexrt._sansio._errors import (
+    CHILD_EXITED_PREFIX,
+    CliUnavailable,
+    CodexError,
+    ConfigError,
+    RemoteProtocolError,
+    RpcError,
+    malformed_data_is_typed,
+)
+from codexrt._io._history_files import RolloutInfo, find_rollout, iter_rollout
+from codexrt._sansio._legacy import LegacyParser, LegacyProblem
+from codexrt._sansio._privacy import Masker, PrivacyIndex
+from codexrt._sansio._projection import (
+    CompactionBoundary,
+    DisplayRecord,
+    MessageTally,
+    Projector,
+    Reasoning,
+    TurnGroup,
+    _norm_status,
+    count_messages,
+)
+from codexrt._sansio._redact import Redactor
+
+__all__ = [
+    "ConnectionProvider",
+    "HistoryReader",
+    "MessageCount",
+    "MessageCounter",
+    "SubagentView",
+    "ThreadIndex",
+    "ThreadPage",
+    "ThreadSummary",
+    "Transcript",
+    "open_history_reader",
+    "is_offline_error",
+    "is_pagination_unsupported",
+    "load_rollout_transcript",
+    "LocalSubmission",
+    "legacy_thread_list",
+    "local_submissions",
+    "record_to_json",
+    "transcript_to_json",
+    "MASKING_NOTICE",
+    "PRIVACY_DAMAGED_NOTICE",
+    "PrivacySource",
+    "HISTORY_COMMANDS",
+    "LEGACY_HISTORY_COMMANDS",
+    "run_history_command",
+    "run_legacy_history_command",
+]
+
+log = logging.getLogger("codexrt.history")
+
+ConnectionProvider = Callable[[], Awaitable[Connection]]
+
+#: Page size asked of the server (the server may return fewer).
+DEFAULT_PAGE_LIMIT = 100
+#: Upper bound on pages walked for one thread (a runaway cursor never loops forever).
+DEFAULT_MAX_PAGES = 100_000
+#: ``parentThreadId`` hops walked to verify a sub-agent's ancestry (R-H-8).
+MAX_ANCESTRY_DEPTH = 16
+
+MASKING_NOTICE = "secret masking is not guaranteed in this transcript (read from the rollout file)"
+#: Shown when the privacy index lost a classification (R-PRIV-2: conservative masking).
+PRIVACY_DAMAGED_NOTICE = ("the privacy index is incomplete or damaged: results it cannot classify are masked "
+                          "(conservative masking)")
+
+#: Where a reader gets the privacy index (R-PRIV-2): an index, or a blocking loader such as
+#: ``Runtime.privacy_index`` / ``PrivacyStore.load`` (called in a worker thread on every
+#: transcript read, so answers recorded since the last read are covered).
+PrivacySource = Union[PrivacyIndex, Callable[[], PrivacyIndex]]
+
+_TOOL_KINDS = frozenset({"commandExecution", "fileChange", "dynamicToolCall", "mcpToolCall", "webSearch",
+                         "imageView", "imageGeneration", "plan", "subAgent"})
+
+
+# ---------------------------------------------------------------------------------------------
+# classification of errors
+
+
+def is_pagination_unsupported(exc: BaseException) -> bool:
+    """The server explicitly says the paginated method is unsupported (R-H-1): ``-32601``, or
+    a message saying so (0.169.0: ``thread/items/list is not supported yet``)."""
+    if not isinstance(exc, RpcError):
+        return False
+    return exc.rpc_code == -32601 or "not supported" in exc.message.lower()
+
+
+def is_offline_error(exc: BaseException) -> bool:
+    """Errors that permit the offline (rollout) fallback (R-H-3): no CLI, access inactive, or
+    the app-server exited — matched on the canonical prefix, so diagnostic suffixes never
+    defeat it. Auth, writer and policy errors are never offline errors (R-H-2)."""
+    if isinstance(exc, CliUnavailable):
+        return True
+    if isinstance(exc, ConfigError) and exc.code == "ACCESS_INACTIVE":
+        return True
+    msg = exc.message if isinstance(exc, CodexError) else str(exc)
+    return msg.startswith(CHILD_EXITED_PREFIX)
+
+
+# ---------------------------------------------------------------------------------------------
+# value objects
+
+
+def _status_type(v: Any) -> str | None:
+    if isinstance(v, dict):
+        t = v.get("type")
+        return t if isinstance(t, str) else None
+    return v if isinstance(v, str) else None
+
+
+@attrs.frozen
+class ThreadSummary:
+    """One thread of a list. ``message_count`` is ``None`` (unknown) unless a count was made;
+    ``version`` is the metadata version counts are checked against (``updatedAt``)."""
+
+    thread_id: str
+    name: str | None = None
+    preview: str | None = None
+    updated_at: int | None = None
+    created_at: int | None = None
+    status: str | None = None
+    parent_thread_id: str | None = None
+    path: str | None = None
+    history_mode: str | None = None
+    source: str = "native"
+    message_count: int | None = None
+    raw: Any = attrs.field(default=None, eq=False, repr=False)
+
+    @property
+    def version(self) -> str | None:
+        return None if self.updated_at is None else str(self.updated_at)
+
+    @classmethod
+    def from_native(cls, t: dict[str, Any]) -> ThreadSummary:
+        def s(k: str) -> str | None:
+            v = t.get(k)
+            return v if isinstance(v, str) else None
+
+        def i(k: str) -> int | None:
+            v = t.get(k)
+            return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+        return cls(thread_id=str(t["id"]), name=s("name"), preview=s("preview"), updated_at=i("updatedAt"),
+                   created_at=i("createdAt"), status=_status_type(t.get("status")),
+                   parent_thread_id=s("parentThreadId"), path=s("path"), history_mode=s("historyMode"),
+                   source="native", raw=t)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"threadId": self.thread_id, "name": self.name, "preview": self.preview,
+                "updatedAt": self.updated_at, "createdAt": self.created_at, "status": self.status,
+                "parentThreadId": self.parent_thread_id, "path": self.path, "historyMode": self.history_mode,
+                "source": self.source, "messageCount": self.message_count}
+
+
+@attrs.frozen
+class ThreadPage:
+    """One page of a thread list (R-H-6). ``next_cursor`` is opaque (pass it back verbatim).
+    ``partial``: this page is known not to be the whole list — more pages exist, the answer had
+    no ``nextCursor`` field at all, or malformed entries were skipped."""
+
+    threads: tuple[ThreadSummary, ...]
+    next_cursor: Any
+    partial: bool
+    source: str
+    skipped: int = 0
+
+
+@attrs.frozen
+class Transcript:
+    """A whole thread projected to display records, from **one** source (R-H-3).
+
+    ``source``: ``native`` or ``legacy``. ``complete``: every page was read to its end (False
+    when a page ended without a continuation cursor field or a turn's items were only a
+    summary). ``notices``: what the user should be told (fallback reason, masking).
+    ``pagination``: ``paged`` or ``fullRead`` (the server does not paginate this thread) or
+    ``None`` for legacy. ``problems``: skipped rollout lines (legacy only).
+    """
+
+    thread_id: str
+    source: str
+    turns: tuple[TurnGroup, ...]
+    thread: dict[str, Any] | None = None
+    complete: bool = True
+    notices: tuple[str, ...] = ()
+    pagination: str | None = None
+    fallback_reason: str | None = None
+    problems: tuple[LegacyProblem, ...] = ()
+    wrappers: dict[str, Any] = attrs.field(factory=dict, eq=False, repr=False)
+
+    def records(self) -> list[DisplayRecord]:
+        return [r for g in self.turns for r in g.records]
+
+    @property
+    def message_count(self) -> int | None:
+        """R-H-7 on this transcript: unknown (None) unless it is complete."""
+        return count_messages(self.records()) if self.complete else None
+
+
+@attrs.frozen
+class MessageCount:
+    """The answer of one count (R-H-7). ``count`` is ``None`` when unknown — never 0 for a
+    failure. ``reason`` says why it is unknown (``error``, ``budget``, ``incomplete``,
+    ``unavailable``). ``stale``: the thread's metadata version differs from the one the request
+    expected (the caller should drop it for that list row)."""
+
+    thread_id: str
+    count: int | None
+    version: str | None = None
+    reason: str | None = None
+    error: dict[str, Any] | None = None
+    cached: bool = False
+    stale: bool = False
+    active: bool = False
+
+    @property
+    def known(self) -> bool:
+        return self.count is not None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"threadId": self.thread_id, "messageCount": self.count, "known": self.known,
+                               "version": self.version, "reason": self.reason, "cached": self.cached,
+                               "stale": self.stale, "active": self.active}
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
+@attrs.frozen
+class SubagentView:
+    """A child thread verified through its ``parentThreadId`` ancestry (R-H-8).
+
+    ``ancestry`` lists the thread ids from the child's parent upwards as far as they were
+    walked. ``status`` is the child's own (``active`` thread → ``inProgress``; else its latest
+    turn's status; ``unknown`` when neither says) — never its parent's."""
+
+    thread: dict[str, Any]
+    parent_thread_id: str | None
+    ancestry: tuple[str, ...]
+    relation_verified: bool
+    status: str
+
+
+# ---------------------------------------------------------------------------------------------
+# thread index (R-H-6)
+
+
+class ThreadIndex:
+    """Known thread records merged across list pages (R-H-6, R-H-7 merge rules).
+
+    * upsert by thread id; a record never replaces a *newer* one (``updatedAt``);
+    * an empty (or metadata-only) page never clears anything: absence is not deletion;
+    * local deletes (:meth:`forget`) and local renames (:meth:`rename`) survive later pages;
+    * a count is attached only to the version it was made for; a newer record never inherits
+      an older record's count.
+    """
+
+    def __init__(self) -> None:
+        self._records: dict[str, ThreadSummary] = {}
+        self._deleted: set[str] = set()
+        self._names: dict[str, str | None] = {}
+        self._counts: dict[str, tuple[str | None, int]] = {}
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def merge(self, threads: Iterable[ThreadSummary]) -> list[str]:
+        """Merge a page; returns the ids whose metadata version changed."""
+        changed = []
+        for t in threads:
+            if t.thread_id in self._deleted:
+                continue
+            old = self._records.get(t.thread_id)
+            if old is not None and old.updated_at is not None and t.updated_at is not None \
+                    and t.updated_at < old.updated_at:
+                continue  # a stale page: the newer record stays
+            if old is None or old.version != t.version:
+                changed.append(t.thread_id)
+            self._records[t.thread_id] = t
+        return changed
+
+    def forget(self, thread_id: str) -> None:
+        self._deleted.add(thread_id)
+        self._records.pop(thread_id, None)
+
+    def rename(self, thread_id: str, name: str | None) -> None:
+        self._names[thread_id] = name
+
+    def set_count(self, thread_id: str, version: str | None, count: int | None) -> None:
+        if count is None:
+            return  # unknown is never recorded as a number
+        self._counts[thread_id] = (version, count)
+
+    def get(self, thread_id: str) -> ThreadSummary | None:
+        t = self._records.get(thread_id)
+        if t is None:
+            return None
+        name = self._names.get(thread_id, t.name) if thread_id in self._names else t.name
+        c = self._counts.get(thread_id)
+        count = c[1] if c is not None and c[0] == t.version else None
+        return attrs.evolve(t, name=name, message_count=count)
+
+    def threads(self) -> list[ThreadSummary]:
+        """Known threads, newest first."""
+        out = [self.get(k) for k in self._records]
+        return sorted((t for t in out if t is not None), key=lambda t: (t.updated_at or 0), reverse=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# legacy (rollout) sources
+
+
+def _session_names(codex_home: Path) -> dict[str, str]:
+    """Thread names from ``CODEX_HOME/session_index.jsonl`` (the last entry per id wins)."""
+    names: dict[str, str] = {}
+    path = codex_home / "session_index.jsonl"
+    try:
+        with open(path, "rb") as f:
+            for line in f:
+                try:
+                    d = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(d, dict) and isinstance(d.get("id"), str) and isinstance(d.get("thread_name"), str):
+                    names[d["id"].lower()] = d["thread_name"]
+    except OSError:
+        pass
+    return names
+
+
+@attrs.frozen
+class LocalSubmission:
+    """A user message this host submitted (``clientUserMessageId`` = ``client_id``) that the
+    native history may not show yet (R-H-1)."""
+
+    client_id: str
+    text: str
+
+
+def local_submissions(rt: Any, thread_id: str) -> list[LocalSubmission]:
+    """The runtime's sends to ``thread_id`` not yet finished (queued, dispatching or running),
+    in submission order — what a reader shows as unconfirmed until the native pages carry
+    their ``clientId``. A finished send is in the native history (or never reached it)."""
+    out = []
+    for op in list(getattr(rt, "_ops", {}).values()):
+        if (op.kind == "send" and op.thread_id == thread_id and op.client_message_id and not op.terminal
+                and isinstance(op.payload.get("text"), str)):
+            out.append(LocalSubmission(op.client_message_id, op.payload["text"]))
+    return out
+
+
+def legacy_thread_list(codex_home: str | os.PathLike[str], *, index: Any = None) -> list[ThreadSummary]:
+    """The legacy list (R-H-6: only when access is inactive): one row per top-level thread,
+    newest first, names from ``session_index.jsonl``, previews from the session index cache
+    (R-H-9: ``index`` — a :class:`~codexrt._io._session_index.SessionIndex`, default the process's
+    :func:`~codexrt._io._session_index.shared_index`); sub-agent and Guardian rollouts are filtered
+    out by their ``session_meta`` source. Blocking; run it in a thread."""
+    from codexrt._io._session_index import shared_index
+
+    home = Path(codex_home)
+    names = _session_names(home)
+    seen: set[str] = set()
+    out = []
+    for e in (index or shared_index(home)).top_level():
+        if e.thread_id in seen:
+            continue
+        seen.add(e.thread_id)
+        out.append(ThreadSummary(thread_id=e.thread_id, name=names.get(e.thread_id), preview=e.title,
+                                 updated_at=e.mtime_ns // 1_000_000_000, path=e.path, history_mode=e.history_mode,
+                                 source="legacy", status="notLoaded"))
+    return out
+
+
+def load_rollout_transcript(
+    path: str | os.PathLike[str],
+    *,
+    thread_id: str | None = None,
+    redact: Callable[[str], str] | None = None,
+    notices: tuple[str, ...] = (),
+    fallback_reason: str | None = None,
+    mask: Callable[[Any], Any] | None = None,
+) -> Transcript:
+    """A whole rollout file projected (streaming; blocking — run it in a worker thread).
+
+    ``mask`` is the privacy-index masking of display records (``Masker(index).mask``,
+    R-PRIV-2); ``redact`` a text-level hook (known secret values). Without ``mask`` the
+    transcript carries :data:`MASKING_NOTICE` (R-H-3: the index is unavailable)."""
+    parser = LegacyParser()
+    proj = Projector(thread_id, redact=redact, mask=mask)
+    for rec in iter_rollout(path, parser=parser):
+        proj.add_legacy_record(rec)
+    tid = proj.thread_id or thread_id or ""
+    all_notices = tuple(notices) + (() if mask is not None else (MASKING_NOTICE,))
+    if parser.stats.truncated_tail:
+        all_notices += ("the rollout file ends in an unfinished line (a writer may have been killed); it was skipped",)
+    turns = tuple(proj.turns())
+    return Transcript(thread_id=tid, source="legacy", turns=turns, thread=None, complete=True,
+                      notices=all_notices, pagination=None, fallback_reason=fallback_reason,
+                      problems=tuple(parser.problems), wrappers=proj.wrapper_attributions())
+
+
+_SYNTHETIC_ID = re.compile(r"^(?:L\d+|legacy-turn-\d+|turn-error:.*)$")
+
+
+def _identity(record_id: str) -> str | None:
+    """The call/item identity a display record carries, or ``None`` for ids the projector made
+    up (rollout line keys, synthetic turns). A replaced wrapper's records (``<call>#<n>``) carry
+    the wrapper's call id."""
+    base = record_id.split("#", 1)[0]
+    return None if not base or _SYNTHETIC_ID.match(base) else base
+
+
+def missing_identities(native: Transcript, legacy: Transcript) -> list[str]:
+    """R-H-3: what the native projection misses that the legacy transcript identifies — by
+    identity, never by counts (extra records of calls the native side has override nothing):
+
+    * ``tool <id>``: a legacy tool record whose call id the native projection lacks;
+    * ``reasoning <turn>``: a turn both sides have, with plaintext reasoning only in the legacy
+      one (or a reasoning item the native side has only encrypted);
+    * ``turn <id>``: a legacy turn with records, before a compaction boundary, that the native
+      projection does not have (pre-compaction records).
+    """
+    n_recs = native.records()
+    n_ids = {r.id for r in n_recs}
+    n_plain_turns = {r.turn_id for r in n_recs if isinstance(r, Reasoning) and r.state == "plain"}
+    n_plain_ids = {r.id for r in n_recs if isinstance(r, Reasoning) and r.state == "plain"}
+    n_turns = {g.turn_id for g in native.turns}
+    out: list[str] = []
+    seen: set[str] = set()
+    for r in legacy.records():
+        ident = _identity(r.id)
+        if r.kind in _TOOL_KINDS and ident is not None and ident not in n_ids and f"tool {ident}" not in seen:
+            seen.add(f"tool {ident}")
+            out.append(f"tool {ident}")
+        elif isinstance(r, Reasoning) and r.state == "plain" and r.turn_id in n_turns:
+            lacks = r.turn_id not in n_plain_turns or (ident is not None and ident in n_ids and ident not in n_plain_ids)
+            if lacks and f"reasoning {r.turn_id}" not in seen:
+                seen.add(f"reasoning {r.turn_id}")
+                out.append(f"reasoning {r.turn_id}")
+    last_compaction = max((i for i, g in enumerate(legacy.turns)
+                           if any(isinstance(r, CompactionBoundary) for r in g.records)), default=-1)
+    for i, g in enumerate(legacy.turns):
+        if i <= last_compaction and g.records and g.turn_id not in n_turns and _identity(g.turn_id) is not None:
+            out.append(f"turn {g.turn_id}")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# native paging
+
+
+class _Walk:
+    """Result of walking one paginated method to its end."""
+
+    __slots__ = ("complete", "pages")
+
+    def __init__(self) -> None:
+        self.complete = True
+        self.pages = 0
+
+
+async def _walk(conn: Connection, method: str, params: dict[str, Any], on_page: Callable[[list[Any]], None],
+                *, max_pages: int, prefetch: bool = False) -> _Walk:
+    """Call ``method`` page after page, passing ``nextCursor`` back verbatim. ``complete`` is
+    False when a page had no ``nextCursor`` field (cannot tell whether more exists) or the
+    server repeated a cursor; the walk then stops — never guesses.
+
+    ``prefetch``: once a page's cursor is known, the next page is requested (and written)
+    *before* ``on_page`` handles this one, so the server works while we do; at most one
+    request ahead, never past ``max_pages`` or the last page. If ``on_page`` raises, that one
+    read is cancelled with the walk."""
+    w = _Walk()
+    if max_pages <= 0:
+        w.complete = False
+        return w
+    seen: set[str] = set()
+
+    def page_params(cursor: Any) -> dict[str, Any]:
+        p = dict(params)
+        if cursor is not None:
+            p["cursor"] = cursor
+        return p
+
+    async def fetch(cursor: Any, box: list[Any], written: trio.Event, done: trio.Event) -> None:
+        try:
+            box.append((True, await call_read(conn, method, page_params(cursor), on_written=written.set)))
+        except Exception as exc:  # handed to the walk, which raises it where it would have
+            box.append((False, exc))
+        finally:
+            written.set()
+            done.set()
+
+    async def pages(nursery: trio.Nursery | None) -> _Walk:
+        res = await call_read(conn, method, page_params(None))
+        while True:
+            w.pages += 1
+            if not isinstance(res, dict) or not isinstance(res.get("data"), list):
+                raise RemoteProtocolError(f"{method} answered without a data list", details={"method": method})
+            more = False
+            if "nextCursor" not in res:
+                w.complete = False
+            elif res["nextCursor"] is not None:
+                cursor = res["nextCursor"]
+                marker = json.dumps(cursor, sort_keys=True)
+                if marker in seen or w.pages >= max_pages:
+                    w.complete = False
+                else:
+                    seen.add(marker)
+                    more = True
+            if more and nursery is not None:
+                box: list[Any] = []
+                written, done = trio.Event(), trio.Event()
+                nursery.start_soon(fetch, cursor, box, written, done)
+                await written.wait()  # bounded: set when written or when the read ends
+            on_page(res["data"])
+            if not more:
+                return w
+            if nursery is not None:
+                await done.wait()
+                ok, value = box[0]
+                if not ok:
+                    raise value
+                res = value
+            else:
+                res = await call_read(conn, method, page_params(cursor))
+
+    if not prefetch:
+        return await pages(None)
+    error: Exception | None = None
+    async with trio.open_nursery() as nursery:
+        try:
+            await pages(nursery)
+        except Exception as exc:  # raised as itself below, not as a group; cancels the read ahead
+            error = exc
+        nursery.cancel_scope.cancel()
+    if error is not None:
+        raise error
+    return w
+
+
+def _full_read_complete(turns: list[Any]) -> bool:
+    return all(not isinstance(t, dict) or t.get("itemsView") in (None, "full") for t in turns)
+
+
+# ---------------------------------------------------------------------------------------------
+# message counter (R-H-7)
+
+
+@attrs.define
+class _InFlight:
+    done: trio.Event = attrs.Factory(trio.Event)
+    result: MessageCount | None = None
+
+
+class MessageCounter:
+    """Host-level message counting (R-H-7). Create with :meth:`open` (nursery-scoped) or give
+    it a nursery. Share one per host: the cache and the in-flight table are per counter."""
+
+    def __init__(self, nursery: trio.Nursery, *, max_concurrent: int = 4, budget: float = 110.0,
+                 cache_size: int = 128, cache_ttl: float = 60.0, page_limit: int = DEFAULT_PAGE_LIMIT,
+                 max_pages: int = DEFAULT_MAX_PAGES) -> None:
+        self._nursery = nursery
+        self.limiter = trio.CapacityLimiter(max_concurrent)
+        self.budget = budget
+        self.cache_size = cache_size
+        self.cache_ttl = cache_ttl
+        self.page_limit = page_limit
+        self.max_pages = max_pages
+        self._cache: OrderedDict[str, tuple[str | None, int, float]] = OrderedDict()
+        self._inflight: dict[tuple[str, str | None], _InFlight] = {}
+        self.started = 0  # counts actually run (not served from cache or shared)
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def open(cls, **kwargs: Any) -> AsyncIterator[MessageCounter]:
+        async with trio.open_nursery() as nursery:
+            counter = cls(nursery, **kwargs)
+            try:
+                yield counter
+            finally:
+                nursery.cancel_scope.cancel()
+
+    def __repr__(self) -> str:
+        return f"<MessageCounter cached={len(self._cache)} inflight={len(self._inflight)}>"
+
+    # -- cache -----------------------------------------------------------------------------
+
+    def invalidate(self, thread_id: str) -> None:
+        """Metadata of ``thread_id`` changed (or it became active): forget its count."""
+        self._cache.pop(thread_id, None)
+
+    def note_version(self, thread_id: str, version: str | None) -> None:
+        """A list showed ``thread_id`` at ``version``: a count cached for another version is
+        dropped (R-H-7 invalidation by metadata change)."""
+        hit = self._cache.get(thread_id)
+        if hit is not None and hit[0] != version:
+            del self._cache[thread_id]
+
+    def cached(self, thread_id: str, version: str | None = None) -> int | None:
+        hit = self._cache.get(thread_id)
+        if hit is None:
+            return None
+        v, count, at = hit
+        if trio.current_time() - at >= self.cache_ttl:
+            del self._cache[thread_id]
+            return None
+        if version is not None and v != version:
+            return None
+        self._cache.move_to_end(thread_id)
+        return count
+
+    def _store(self, thread_id: str, version: str | None, count: int) -> None:
+        self._cache[thread_id] = (version, count, trio.current_time())
+        self._cache.move_to_end(thread_id)
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+
+    # -- counting --------------------------------------------------------------------------
+
+    async def count(self, thread_id: str, provider: ConnectionProvider, *,
+                    expected_version: str | None = None) -> MessageCount:
+        """Count ``thread_id``'s messages; see the module doc. Never raises for a failed count:
+        the failure is a :class:`MessageCount` with ``count=None`` and the error."""
+        hit = self.cached(thread_id, expected_version)
+        if hit is not None:
+            v = self._cache[thread_id][0]
+            return MessageCount(thread_id, hit, version=v, cached=True)
+        key = (thread_id, expected_version)
+        fl = self._inflight.get(key)
+        if fl is None:
+            fl = self._inflight[key] = _InFlight()
+            self._nursery.start_soon(self._run, key, fl, provider)
+        await fl.done.wait()
+        assert fl.result is not None
+        return fl.result
+
+    async def _run(self, key: tuple[str, str | None], fl: _InFlight, provider: ConnectionProvider) -> None:
+        thread_id, expected = key
+        result = MessageCount(thread_id, None, reason="error", error={"code": "CANCELLED", "message": "count cancelled"})
+        try:
+            async with self.limiter:
+                self.started += 1
+                with trio.move_on_after(self.budget) as scope:
+                    result = await self._count_native(thread_id, provider, expected)
+                if scope.cancelled_caught:
+                    result = MessageCount(thread_id, None, reason="budget",
+                                          error={"code": "COUNT_BUDGET",
+                                                 "message": f"message count stopped after {self.budget:g}s; retry"})
+        except CodexError as exc:
+            result = MessageCount(thread_id, None, reason="unavailable" if is_offline_error(exc) else "error",
+                                  error=exc.to_dict())
+        except Exception as exc:  # never let a count task take its nursery (the host's) down
+            err = RemoteProtocolError(f"message count failed: {type(exc).__name__}",
+                                      details={"malformed": "history data", "error": type(exc).__name__})
+            result = MessageCount(thread_id, None, reason="error", error=err.to_dict())
+        finally:
+            fl.result = result
+            if self._inflight.get(key) is fl:
+                del self._inflight[key]  # a later identical request starts afresh (retry)
+            fl.done.set()
+        if result.count is not None and not result.active:
+            self._store(thread_id, result.version, result.count)
+
+    async def _count_native(self, thread_id: str, provider: ConnectionProvider, expected: str | None) -> MessageCount:
+        conn = await provider()
+        meta = await call_read(conn, "thread/read", {"threadId": thread_id})
+        thread = meta.get("thread") if isinstance(meta, dict) else None
+        if not isinstance(thread, dict):
+            raise RemoteProtocolError("thread/read answered without a thread", details={"method": "thread/read"})
+        updated = thread.get("updatedAt")
+        version = None if updated is None else str(updated)
+        active = _status_type(thread.get("status")) == "active"
+        if active:
+            self.invalidate(thread_id)
+        stale = expected is not None and version != expected
+        tally = MessageTally(thread_id)  # the projection's count without its records
+        try:
+            walk = await _walk(conn, "thread/items/list", {"threadId": thread_id, "limit": self.page_limit},
+                               tally.add_native_entries, max_pages=self.max_pages, prefetch=True)
+            complete = walk.complete
+            n = tally.count() if complete else None
+        except RpcError as exc:
+            if not is_pagination_unsupported(exc):
+                raise
+            full = await call_read(conn, "thread/read", {"threadId": thread_id, "includeTurns": True})
+            turns = ((full or {}).get("thread") or {}).get("turns") or []
+            proj = Projector(thread_id)
+            for t in turns:
+                if isinstance(t, dict):
+                    proj.add_native_turn(t)
+            complete = _full_read_complete(turns)
+            n = count_messages(proj.records()) if complete else None
+        if not complete:
+            return MessageCount(thread_id, None, version=version, reason="incomplete", stale=stale, active=active)
+        return MessageCount(thread_id, n, version=version, stale=stale, active=active)
+
+
+# ---------------------------------------------------------------------------------------------
+# the reader
+
+
+class HistoryReader:
+    """Read-only history of one runtime (or provider). Create with :func:`open_history_reader`."""
+
+    def __init__(self, nursery: trio.Nursery, provider: ConnectionProvider | None, *,
+                 codex_home: str | os.PathLike[str] | None = None, inactive: bool = False,
+                 redact: Callable[[str], str] | None = None, counter: MessageCounter | None = None,
+                 page_limit: int = DEFAULT_PAGE_LIMIT, max_pages: int = DEFAULT_MAX_PAGES,
+                 privacy: PrivacySource | None = None) -> None:
+        self._nursery = nursery
+        self._provider = provider
+        self.codex_home = Path(codex_home) if codex_home is not None else _default_codex_home()
+        self.inactive = inactive or provider is None
+        self.redact = redact
+        self.privacy = privacy
+        self.counter = counter if counter is not None else MessageCounter(nursery)
+        self.page_limit = page_limit
+        self.max_pages = max_pages
+        self.index = ThreadIndex()
+        #: ``thread_id -> [LocalSubmission]``: the host's unconfirmed sends (R-H-1); set by
+        #: :func:`open_history_reader` for a ``Runtime`` source.
+        self.local_source: Callable[[str], list[LocalSubmission]] | None = None
+
+    def __repr__(self) -> str:
+        return f"<HistoryReader inactive={self.inactive} known={len(self.index)}>"
+
+    async def _masker(self) -> tuple[Masker | None, tuple[str, ...]]:
+        """The privacy-index masking of this read (R-PRIV-2) and the notices it implies: no
+        index → no masker (legacy reads then carry :data:`MASKING_NOTICE`); an index that lost
+        a classification, or a loader that failed → conservative masking and
+        :data:`PRIVACY_DAMAGED_NOTICE`."""
+        src = self.privacy
+        if src is None:
+            return None, ()
+        if isinstance(src, PrivacyIndex):
+            index = src
+        else:
+            try:
+                index = await trio.to_thread.run_sync(src)
+            except Exception as exc:  # an index we cannot read must not unmask anything
+                log.warning("privacy index could not be loaded (%s); masking conservatively", type(exc).__name__)
+                index = PrivacyIndex("unavailable", problems=[f"index could not be loaded ({type(exc).__name__})"],
+                                     conservative=True)
+        return Masker(index), ((PRIVACY_DAMAGED_NOTICE,) if index.conservative else ())
+
+    async def _conn(self) -> Connection:
+        if self._provider is None:
+            raise ConfigError("no runtime: history is read from rollout files only", code="ACCESS_INACTIVE")
+        return await self._provider()
+
+    # -- thread list (R-H-6) ---------------------------------------------------------------
+
+    @malformed_data_is_typed("history data")
+    async def list_threads(self, *, cursor: Any = None, limit: int | None = None, **filters: Any) -> ThreadPage:
+        """One page of ``thread/list`` (``source="native"``), merged into :attr:`index`. In
+        inactive mode, the legacy list (every rollout file, one page, ``source="legacy"``)."""
+        if self.inactive:
+            rows = await trio.to_thread.run_sync(legacy_thread_list, self.codex_home)
+            if limit is not None:
+                rows = rows[:limit]
+            self.index.merge(rows)
+            return ThreadPage(tuple(rows), None, partial=False, source="legacy")
+        conn = await self._conn()
+        params: dict[str, Any] = {k: v for k, v in filters.items() if v is not None}
+        if cursor is not None:
+            params["cursor"] = cursor
+        if limit is not None:
+            params["limit"] = limit
+        res = await call_read(conn, "thread/list", params)
+        if not isinstance(res, dict) or not isinstance(res.get("data"), list):
+            raise RemoteProtocolError("thread/list answered without a data list", details={"method": "thread/list"})
+        rows, skipped = [], 0
+        for t in res["data"]:
+            if isinstance(t, dict) and isinstance(t.get("id"), str):
+                rows.append(ThreadSummary.from_native(t))
+            else:
+                skipped += 1
+        for tid in self.index.merge(rows):
+            self.counter.invalidate(tid)
+        nxt = res.get("nextCursor")
+        partial = nxt is not None or "nextCursor" not in res or skipped > 0
+        return ThreadPage(tuple(rows), nxt, partial=partial, source="native", skipped=skipped)
+
+    @malformed_data_is_typed("history data")
+    async def list_all_threads(self, *, limit: int | None = None, **filters: Any) -> ThreadPage:
+        """Every page (up to ``limit`` threads) as one page; ``partial`` if stopped early."""
+        rows: list[ThreadSummary] = []
+        cursor: Any = None
+        seen: set[str] = set()
+        partial = False
+        source = "native"
+        while True:
+            want = None if limit is None else max(1, min(self.page_limit, limit - len(rows)))
+            page = await self.list_threads(cursor=cursor, limit=want, **filters)
+            source = page.source
+            rows.extend(page.threads)
+            if page.next_cursor is None:
+                partial = partial or page.partial
+                break
+            if limit is not None and len(rows) >= limit:
+                partial = True
+                break
+            marker = json.dumps(page.next_cursor, sort_keys=True)
+            if marker in seen:
+                partial = True
+                break
+            seen.add(marker)
+            cursor = page.next_cursor
+        if limit is not None:
+            rows = rows[:limit]
+        return ThreadPage(tuple(rows), None, partial=partial, source=source)
+
+    # -- message counts (R-H-7) ------------------------------------------------------------
+
+    @malformed_data_is_typed("history data")
+    async def count_messages(self, thread_id: str, *, expected_version: str | None = None) -> MessageCount:
+        """R-H-7 count over native pages; in inactive mode, over the rollout file (the legacy
+        source is then the whole source of this host). Never 0 for unknown."""
+        if self.inactive:
+            info = await trio.to_thread.run_sync(find_rollout, self.codex_home, thread_id)
+            if info is None:
+                return MessageCount(thread_id, None, reason="unavailable",
+                                    error={"code": "THREAD_NOT_FOUND", "message": f"no rollout file for {thread_id}"})
+            tr = await trio.to_thread.run_sync(lambda: load_rollout_transcript(info.path, thread_id=thread_id))
+            return MessageCount(thread_id, tr.message_count, version=str(int(info.mtime)))
+        assert self._provider is not None
+        res = await self.counter.count(thread_id, self._provider, expected_version=expected_version)
+        t = self.index.get(thread_id)
+        if t is not None and not res.stale and res.version == t.version:
+            self.index.set_count(thread_id, res.version, res.count)
+        return res
+
+    async def count_many(self, thread_ids: Iterable[str]) -> tuple[dict[str, MessageCount], int | None]:
+        """Counts of several threads (concurrency bounded by the counter) and their total —
+        ``None`` unless every count is known (R-H-7)."""
+        ids = list(dict.fromkeys(thread_ids))
+        out: dict[str, MessageCount] = {}
+
+        async def one(tid: str) -> None:
+            t = self.index.get(tid)
+            out[tid] = await self.count_messages(tid, expected_version=t.version if t is not None else None)
+
+        async with trio.open_nursery() as n:
+            for tid in ids:
+                n.start_soon(one, tid)
+        total = sum(c.count for c in out.values() if c.count is not None) \
+            if all(c.known for c in out.values()) else None
+        return out, total
+
+    # -- transcripts (R-H-1 … R-H-4) -------------------------------------------------------
+
+    @malformed_data_is_typed("history data")
+    async def read_thread(self, thread_id: str, *, allow_legacy: bool = True,
+                          local: Iterable[LocalSubmission] | None = None) -> Transcript:
+        """The whole thread from one source (module doc). ``allow_legacy=False`` never reads the
+        rollout file (offline errors are then raised). ``local``: submissions this host sent
+        that the native pages may not show yet (R-H-1), reconciled by ``clientId``; default:
+        the runtime's own unconfirmed sends when the reader was opened on a ``Runtime``."""
+        if local is None and self.local_source is not None:
+            local = self.local_source(thread_id)
+        subs = list(local or ())
+        if self.inactive:
+            if not allow_legacy:
+                raise ConfigError("runtime access is inactive and legacy reading is disabled", code="ACCESS_INACTIVE")
+            return await self._read_legacy(thread_id, None, "runtime access is inactive")
+        try:
+            conn = await self._conn()
+            return await self._read_native(conn, thread_id, allow_legacy=allow_legacy, local=subs)
+        except CodexError as exc:
+            if allow_legacy and is_offline_error(exc):
+                return await self._read_legacy(thread_id, None, f"the app-server is unavailable ({exc.message})",
+                                               original=exc)
+            raise
+
+    async def _read_legacy(self, thread_id: str, path: str | None, reason: str,
+                           original: CodexError | None = None) -> Transcript:
+        masker, privacy_notices = await self._masker()
+
+        def load() -> Transcript | None:
+            p: Path | None = Path(path) if path else None
+            if p is None or not p.is_file():
+                info: RolloutInfo | None = find_rollout(self.codex_home, thread_id)
+                p = info.path if info is not None else None
+            if p is None:
+                return None
+            return load_rollout_transcript(p, thread_id=thread_id, redact=self.redact,
+                                           notices=(f"showing the rollout file: {reason}", *privacy_notices),
+                                           fallback_reason=reason, mask=masker.mask if masker is not None else None)
+
+        tr = await trio.to_thread.run_sync(load)
+        if tr is None:
+            if original is not None:
+                raise original
+            raise CodexError(f"no rollout file for thread {thread_id} under {self.codex_home}",
+                             code="THREAD_NOT_FOUND", details={"threadId": thread_id})
+        return tr
+
+    async def _read_native(self, conn: Connection, thread_id: str, *, allow_legacy: bool,
+                           local: Sequence[LocalSubmission] = ()) -> Transcript:
+        meta = await call_read(conn, "thread/read", {"threadId": thread_id})
+        thread = meta.get("thread") if isinstance(meta, dict) else None
+        if not isinstance(thread, dict):
+            raise RemoteProtocolError("thread/read answered without a thread", details={"method": "thread/read"})
+        masker, privacy_notices = await self._masker()
+        mask = masker.mask if masker is not None else None
+        proj = Projector(thread_id, redact=self.redact, mask=mask)
+        turns_walk = await _walk(conn, "thread/turns/list",
+                                 {"threadId": thread_id, "sortDirection": "asc", "limit": self.page_limit},
+                                 lambda data: [proj.add_native_turn(t) for t in data if isinstance(t, dict)],
+                                 max_pages=self.max_pages)
+        pagination = "paged"
+        try:
+            items_walk = await _walk(conn, "thread/items/list", {"threadId": thread_id, "limit": self.page_limit},
+                                     proj.add_native_entries, max_pages=self.max_pages)
+            complete = turns_walk.complete and items_walk.complete
+        except RpcError as exc:
+            if not is_pagination_unsupported(exc):
+                raise
+            pagination = "fullRead"
+            full = await call_read(conn, "thread/read", {"threadId": thread_id, "includeTurns": True})
+            full_thread = (full or {}).get("thread") if isinstance(full, dict) else None
+            turns = (full_thread or {}).get("turns") or []
+            proj = Projector(thread_id, redact=self.redact, mask=mask)
+            for t in turns:
+                if isinstance(t, dict):
+                    proj.add_native_turn(t)
+            complete = _full_read_complete(turns)
+        for sub in local:
+            proj.add_local_submission(sub.client_id, sub.text)
+        native = Transcript(thread_id=thread_id, source="native", turns=tuple(proj.turns()), thread=thread,
+                            complete=complete, pagination=pagination, notices=privacy_notices)
+        if pagination == "fullRead" and allow_legacy:
+            lacking = await self._legacy_if_lacking(thread_id, thread, native)
+            if lacking is not None:
+                return lacking
+        return native
+
+    async def _legacy_if_lacking(self, thread_id: str, thread: dict[str, Any], native: Transcript) -> Transcript | None:
+        """R-H-3 "native projection misses tools, plaintext reasoning or pre-compaction
+        records": the rollout wins *whole* only when it identifies calls, reasoning or turns the
+        native projection lacks (:func:`missing_identities`) — never by raw counts."""
+        path = thread.get("path") if isinstance(thread.get("path"), str) else None
+        try:
+            legacy = await self._read_legacy(thread_id, path, "the native history of this legacy-mode thread "
+                                             "lacks records the rollout file has")
+        except CodexError:
+            return None  # no rollout file: the native history is all there is
+        missing = missing_identities(native, legacy)
+        if not missing:
+            return None
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        return attrs.evolve(legacy, thread=thread, notices=(*legacy.notices, f"the native history lacks: {shown}"))
+
+    @malformed_data_is_typed("history data")
+    async def read_page(self, thread_id: str, *, scope: str = "turns", cursor: Any = None,
+                        limit: int | None = None, sort_direction: str | None = None) -> dict[str, Any]:
+        """One native history page (``scope`` ``turns`` or ``items``), cursor passed verbatim,
+        with its display records. Pagination-unsupported errors are raised: the caller decides
+        (:meth:`read_thread` does the full read)."""
+        conn = await self._conn()
+        method = "thread/items/list" if scope == "items" else "thread/turns/list"
+        params: dict[str, Any] = {"threadId": thread_id}
+        if cursor is not None:
+            params["cursor"] = cursor
+        if limit is not None:
+            params["limit"] = limit
+        if sort_direction is not None:
+            params["sortDirection"] = sort_direction
+        res = await call_read(conn, method, params)
+        if not isinstance(res, dict) or not isinstance(res.get("data"), list):
+            raise RemoteProtocolError(f"{method} answered without a data list", details={"method": method})
+        masker, _ = await self._masker()
+        proj = Projector(thread_id, redact=self.redact, mask=masker.mask if masker is not None else None)
+        if scope == "items":
+            proj.add_native_entries(e for e in res["data"] if isinstance(e, dict))
+        else:
+            for t in res["data"]:
+                if isinstance(t, dict):
+                    proj.add_native_turn(t, prepend=(sort_direction or "desc") == "desc")
+        return {**res, "source": "native", "records": [record_to_json(r) for r in proj.records()]}
+
+    # -- sub-agents (R-H-8) ----------------------------------------------------------------
+
+    @malformed_data_is_typed("history data")
+    async def read_subagent(self, thread_id: str, parent_thread_id: str | None = None) -> SubagentView:
+        """Verify ``thread_id`` descends from ``parent_thread_id`` through ``parentThreadId``
+        (bounded walk) and report the child's own status. Raises ``RELATION_UNVERIFIED`` when
+        a parent is given and is not an ancestor. Never resumes anything."""
+        conn = await self._conn()
+        res = await call_read(conn, "thread/read", {"threadId": thread_id})
+        thread = (res or {}).get("thread") if isinstance(res, dict) else None
+        if not isinstance(thread, dict):
+            raise RemoteProtocolError("thread/read answered without a thread", details={"method": "thread/read"})
+        ancestry: list[str] = []
+        cur = thread.get("parentThreadId")
+        verified = False
+        while isinstance(cur, str) and cur and len(ancestry) < MAX_ANCESTRY_DEPTH and cur not in ancestry:
+            ancestry.append(cur)
+            if parent_thread_id is not None and cur == parent_thread_id:
+                verified = True
+                break
+            up = await call_read(conn, "thread/read", {"threadId": cur})
+            cur = ((up or {}).get("thread") or {}).get("parentThreadId") if isinstance(up, dict) else None
+        if parent_thread_id is not None and not verified:
+            raise CodexError(
+                f"thread {thread_id} is not a descendant of {parent_thread_id} (ancestry: {ancestry or 'none'})",
+                code="RELATION_UNVERIFIED",
+                details={"threadId": thread_id, "parentThreadId": thread.get("parentThreadId"), "ancestry": ancestry})
+        status = await self._own_status(conn, thread)
+        return SubagentView(thread=thread, parent_thread_id=thread.get("parentThreadId"), ancestry=tuple(ancestry),
+                            relation_verified=verified, status=status)
+
+    async def _own_status(self, conn: Connection, thread: dict[str, Any]) -> str:
+        st = _status_type(thread.get("status"))
+        if st == "active":
+            return "inProgress"
+        try:
+            res = await call_read(conn, "thread/turns/list", {"threadId": thread["id"], "limit": 1, "sortDirection": "desc"})
+        except RpcError:
+            return "unknown"  # unknown means keep querying, never guess (R-H-8)
+        data = res.get("data") if isinstance(res, dict) else None
+        if isinstance(data, list) and data and isinstance(data[0], dict):
+            return _norm_status(data[0].get("status"))
+        return "unknown"
+
+
+def _default_codex_home() -> Path:
+    env = os.environ.get("CODEX_HOME")
+    return Path(env) if env else Path.home() / ".codex"
+
+
+@contextlib.asynccontextmanager
+async def open_history_reader(
+    source: Any = None,
+    *,
+    codex_home: str | os.PathLike[str] | None = None,
+    redact: Callable[[str], str] | None = None,
+    counter: MessageCounter | None = None,
+    page_limit: int = DEFAULT_PAGE_LIMIT,
+    max_pages: int = DEFAULT_MAX_PAGES,
+    inactive: bool | None = None,
+    privacy: PrivacySource | None = None,
+) -> AsyncIterator[HistoryReader]:
+    """``async with open_history_reader(rt) as reader:`` (see the module doc).
+
+    ``source``: a :class:`~codexrt._runtime._runtime.Runtime` (its ``ensure_started`` is the provider;
+    its ``codex_home``, access mode and known secrets are used), an ``async () -> Connection``
+    provider, or ``None`` for rollout files only. ``privacy`` is the privacy index
+    (:data:`PrivacySource`) whose :class:`~codexrt._sansio._privacy.Masker` is applied to every
+    transcript and page, native and legacy (R-PRIV-2, R-H-3); for a ``Runtime`` it defaults to
+    ``rt.privacy_index``. Without an index, transcripts read from rollout files carry
+    :data:`MASKING_NOTICE`. ``redact`` is a text-level hook (a ``Runtime``'s known secrets).
+    """
+    from codexrt._runtime._runtime import Runtime
+
+    provider: ConnectionProvider | None
+    if isinstance(source, Runtime):
+        provider = source.ensure_started
+        if codex_home is None and source.config.codex_home:
+            codex_home = source.config.codex_home
+        if inactive is None:
+            inactive = source.config.access_mode == "inactive"
+        if redact is None and source.config.secrets:
+            redact = Redactor(source.config.secrets)
+        if privacy is None:
+            privacy = source.privacy_index
+    else:
+        provider = source
+    async with trio.open_nursery() as nursery:
+        reader = HistoryReader(nursery, provider, codex_home=codex_home, inactive=bool(inactive), redact=redact,
+                               counter=counter, page_limit=page_limit, max_pages=max_pages, privacy=privacy)
+        if isinstance(source, Runtime):
+            rt = source
+            reader.local_source = lambda tid: local_submissions(rt, tid)
+        try:
+            yield reader
+        finally:
+            nursery.cancel_scope.cancel()
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON forms (serve, --json)
+
+
+def _camel(s: str) -> str:
+    head, *rest = s.split("_")
+    return head + "".join(w[:1].upper() + w[1:] for w in rest)
+
+
+def _jsonable(v: Any) -> Any:
+    if attrs.has(type(v)):
+        return {_camel(f.name): _jsonable(getattr(v, f.name)) for f in attrs.fields(type(v))}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    return v
+
+
+def record_to_json(r: DisplayRecord) -> dict[str, Any]:
+    """A display record as JSON: ``kind`` plus its fields in camelCase."""
+    return {"kind": r.kind, **_jsonable(r)}
+
+
+def transcript_to_json(t: Transcript) -> dict[str, Any]:
+    return {
+        "threadId": t.thread_id,
+        "source": t.source,
+        "complete": t.complete,
+        "pagination": t.pagination,
+        "notices": list(t.notices),
+        "fallbackReason": t.fallback_reason,
+        "messageCount": t.message_count,
+        "turns": [{"turnId": g.turn_id, "status": g.status, "startedAt": g.started_at,
+                   "completedAt": g.completed_at, "records": [record_to_json(r) for r in g.records]}
+                  for g in t.turns],
+    }
+
+
+
+# ---------------------------------------------------------------------------------------------
+# serve: the read-only history commands (R-D-1)
+
+HISTORY_COMMANDS = frozenset({"codex.listThreads", "codex.readThread", "codex.readHistoryPage",
+                              "codex.countThreadMessages", "codex.readSubagent"})
+
+
+@malformed_data_is_typed("history data")
+async def run_history_command(rt: Any, name: str, params: dict[str, Any], *, counter: MessageCounter,
+                              nursery: trio.Nursery) -> Any:
+    """One read-only history command of ``codexrt serve`` on ``rt``'s connection — never the
+    send FIFO, never ``thread/resume`` (R-D-1). ``counter`` is the host-level message counter
+    (R-H-7). Results (``docs/daemon-protocol.md``):
+
+    * ``codex.listThreads``: the native ``thread/list`` result plus ``source`` and ``partial`` (R-H-6);
+    * ``codex.readThread``: the native ``thread/read`` result; with ``display: true`` instead
+      ``{thread, transcript}`` — the whole projected transcript from one source (R-H-1, R-H-3);
+    * ``codex.readHistoryPage``: the native page plus ``source`` and its display ``records``;
+    * ``codex.countThreadMessages``: :meth:`MessageCount.to_json` (``messageCount`` null when unknown);
+    * ``codex.readSubagent``: ``{thread, parentThreadId, relationVerified, ancestry, status}`` (R-H-8).
+    """
+    p = {k: v for k, v in params.items() if k != "channelId"}
+    reader = HistoryReader(nursery, rt.ensure_started, codex_home=rt.config.codex_home,
+                           inactive=rt.config.access_mode == "inactive",
+                           redact=Redactor(rt.config.secrets) if rt.config.secrets else None, counter=counter,
+                           privacy=rt.privacy_index)
+    if name == "codex.countThreadMessages":
+        expected = p.get("updatedAt")
+        res = await reader.count_messages(p["threadId"], expected_version=None if expected is None else str(expected))
+        return res.to_json()
+    if name == "codex.readSubagent":
+        view = await reader.read_subagent(p["threadId"], p.get("parentThreadId"))
+        return {"thread": view.thread, "parentThreadId": view.parent_thread_id,
+                "relationVerified": view.relation_verified, "ancestry": list(view.ancestry), "status": view.status}
+    if name == "codex.readThread" and p.pop("display", False):
+        tr = await reader.read_thread(p["threadId"])
+        return {"thread": tr.thread, "transcript": transcript_to_json(tr)}
+    if name == "codex.readHistoryPage":
+        return await reader.read_page(p["threadId"], scope=p.get("scope", "turns"), cursor=p.get("cursor"),
+                                      limit=p.get("limit"), sort_direction=p.get("sortDirection"))
+    conn = await rt.ensure_started()
+    if name == "codex.listThreads":
+        res = await call_read(conn, "thread/list", p)
+        if not isinstance(res, dict) or not isinstance(res.get("data"), list):
+            raise RemoteProtocolError("thread/list answered without a data list", details={"method": "thread/list"})
+        page = [ThreadSummary.from_native(t) for t in res["data"] if isinstance(t, dict) and isinstance(t.get("id"), str)]
+        for t in page:
+            counter.note_version(t.thread_id, t.version)
+        partial = res.get("nextCursor") is not None or "nextCursor" not in res or len(page) != len(res["data"])
+        return {**res, "source": "native", "partial": partial}
+    return await call_read(conn, "thread/read", p)  # codex.readThread, native form
+
+
+#: What ``codexrt serve --access-mode inactive`` still answers, from rollout files only (R-LC-3,
+#: R-H-3, R-H-6): no process is spawned for them.
+LEGACY_HISTORY_COMMANDS = frozenset({"codex.listThreads", "codex.readThread", "codex.countThreadMessages"})
+
+
+@malformed_data_is_typed("history data")
+async def run_legacy_history_command(name: str, params: dict[str, Any], *, codex_home: str | os.PathLike[str],
+                                     privacy: PrivacySource | None, nursery: trio.Nursery) -> Any:
+    """One of :data:`LEGACY_HISTORY_COMMANDS` in access mode ``inactive``: the rollout files
+    under ``codex_home/sessions`` are the whole source and nothing is spawned (R-LC-3). Results:
+
+    * ``codex.listThreads``: ``{data, nextCursor: null, source: "legacy", partial: false}``, one row
+      per rollout file, newest first (:meth:`ThreadSummary.to_json` plus ``id``); ``limit`` honoured (R-H-6);
+    * ``codex.readThread``: always the display form ``{thread, transcript}`` — ``thread`` is the
+      legacy list row (or null), ``transcript`` the whole rollout, masked with ``privacy`` (R-H-3);
+    * ``codex.countThreadMessages``: the count over the rollout file (R-H-7).
+    """
+    reader = HistoryReader(nursery, None, codex_home=codex_home, inactive=True, privacy=privacy)
+    if name == "codex.listThreads":
+        limit = params.get("limit")
+        page = await reader.list_threads(limit=limit if isinstance(limit, int) and limit >= 0 else None)
+        return {"data": [{"id": t.thread_id, **t.to_json()} for t in page.threads], "nextCursor": None,
+                "source": "legacy", "partial": page.partial}
+    if name == "codex.readThread":
+        tr = await reader.read_thread(params["threadId"])
+
+        def row_of() -> ThreadSummary | None:
+            info = find_rollout(reader.codex_home, tr.thread_id)
+            if info is None:
+                return None
+            return ThreadSummary(thread_id=info.thread_id, name=_session_names(reader.codex_home).get(info.thread_id),
+                                 updated_at=int(info.mtime), path=str(info.path), source="legacy", status="notLoaded")
+
+        row = await trio.to_thread.run_sync(row_of)
+        thread = {"id": row.thread_id, **row.to_json()} if row is not None else None
+        return {"thread": thread, "transcript": transcript_to_json(tr)}
+    if name == "codex.countThreadMessages":
+        return (await reader.count_messages(params["threadId"])).to_json()
+    raise ConfigError(f"{name} is not available in access mode inactive", code="ACCESS_INACTIVE",
+                      details={"command": name})

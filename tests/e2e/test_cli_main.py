@@ -1,0 +1,68 @@
+"""The ``codexrt`` entry point: quick ``--version`` and ``--help`` (only what they print is
+imported), one help line per command kept in step with its module, and global flags accepted
+after the sub-command too (issue 22)."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+
+import pytest
+
+from codexrt_cli import _main
+from tests._support import ROOT
+
+PROBE = """
+import sys
+from codexrt_cli._main import main
+try:
+    main({argv!r})
+except SystemExit:
+    pass
+heavy = sorted(m for m in ("trio", "codexrt", "codexrt._runtime._runtime", "codexrt._serve._daemon", "msgspec") if m in sys.modules)
+print("HEAVY=" + ",".join(heavy), file=sys.stderr)
+"""
+
+
+def _heavy_modules_after(argv: list[str]) -> tuple[str, str]:
+    proc = subprocess.run([sys.executable, "-c", PROBE.format(argv=argv)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    line = [l for l in proc.stderr.splitlines() if l.startswith("HEAVY=")][-1]
+    return line.removeprefix("HEAVY="), proc.stdout
+
+
+def test_version_imports_nothing_heavy():
+    heavy, out = _heavy_modules_after(["--version"])
+    assert out.startswith("codexrt ")
+    assert heavy == ""
+
+
+def test_top_level_help_lists_every_command_without_importing_them():
+    heavy, out = _heavy_modules_after(["--help"])
+    assert heavy == ""
+    for name, (_module, help_line) in _main.COMMANDS.items():
+        assert name in out
+        assert help_line.split()[0] in out
+
+
+def test_each_module_registers_its_command_with_the_listed_help_line():
+    parser = _main.build_parser()  # every module imported
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    registered = {choice.dest: choice.help for choice in sub._choices_actions}
+    assert registered == {name: help_line for name, (_m, help_line) in _main.COMMANDS.items()}
+
+
+def test_log_level_is_accepted_before_and_after_the_sub_command():
+    before = _main.build_parser("diff").parse_args(["--log-level", "debug", "diff"])
+    after = _main.build_parser("diff").parse_args(["diff", "--log-level", "info"])
+    neither = _main.build_parser("diff").parse_args(["diff"])
+    assert (before.log_level, after.log_level, neither.log_level) == ("debug", "info", "warning")
+
+
+@pytest.mark.parametrize(("argv", "command"), [
+    (["run", "hi"], "run"), (["--log-level", "debug", "serve"], "serve"), (["--version"], None),
+    (["--log-level", "info"], None),
+])
+def test_command_is_found_past_global_flags(argv, command):
+    assert _main._command_in(argv) == command

@@ -1,0 +1,495 @@
+"""History reader on Trio against the scripted fake app-server (R-H-1 … R-H-8).
+
+Every native answer here comes from a dict scenario (``docs/fake-peer.md``) whose rules play
+one situation: overlapping item pages, a server that does not paginate a thread, auth errors,
+slow/big/failing threads for the counting rules. Timing rules run on ``autojump_clock``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+import codexrt
+from codexrt._sansio._errors import ChildExited, CodexError, RpcError
+from codexrt._features._history import (
+    MASKING_NOTICE,
+    MessageCounter,
+    ThreadIndex,
+    ThreadSummary,
+    is_offline_error,
+    open_history_reader,
+)
+from codexrt._runtime._runtime import RuntimeConfig
+from codexrt._sansio._privacy import PrivacyIndex
+from tests._support import MemoryPeers
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "rollouts"
+T1 = "11111111-1111-4111-8111-111111111111"
+T2 = "22222222-2222-4222-8222-222222222222"
+T3 = "33333333-3333-4333-8333-333333333333"
+TURN = "aaaaaaaa-0000-4000-8000-000000000001"
+
+
+@pytest.fixture
+async def peers(nursery):
+    return MemoryPeers(nursery)
+
+
+def thread(tid: Any = "$params.threadId", **kw: Any) -> dict[str, Any]:
+    base = {"id": tid, "name": None, "preview": "", "updatedAt": 100, "createdAt": 50,
+            "status": {"type": "notLoaded"}, "parentThreadId": None, "path": None, "historyMode": "paginated",
+            "turns": []}
+    base.update(kw)
+    return base
+
+
+def user(iid: str, text: str) -> dict[str, Any]:
+    return {"type": "userMessage", "id": iid, "clientId": None, "content": [{"type": "text", "text": text}]}
+
+
+def agent(iid: str, text: str) -> dict[str, Any]:
+    return {"type": "agentMessage", "id": iid, "text": text}
+
+
+def cmd(iid: str, command: str) -> dict[str, Any]:
+    return {"type": "commandExecution", "id": iid, "command": command, "cwd": "/w", "status": "completed",
+            "exitCode": 0, "aggregatedOutput": "ok\n", "commandActions": []}
+
+
+def entry(item: dict[str, Any], turn: str = TURN) -> dict[str, Any]:
+    return {"turnId": turn, "item": item, "startedAtMs": None, "completedAtMs": None}
+
+
+def turn(tid: str = TURN, status: str = "completed", items: list[Any] | None = None, view: str = "notLoaded") -> dict[str, Any]:
+    return {"id": tid, "rootTurnId": tid, "items": items or [], "itemsView": view, "status": status, "error": None,
+            "startedAt": 1000, "completedAt": 1001, "durationMs": 1000}
+
+
+def rule(method: str, actions: list[Any], params: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
+    match: dict[str, Any] = {"method": method}
+    if params is not None:
+        match["params"] = params
+    return {"match": match, "actions": actions, **kw}
+
+
+def respond(result: Any, sleep: float | None = None) -> list[Any]:
+    return ([{"sleep": sleep}] if sleep else []) + [{"respond": result}]
+
+
+def page(data: list[Any], nxt: Any = None) -> dict[str, Any]:
+    return {"data": data, "nextCursor": nxt, "backwardsCursor": None}
+
+
+def scenario(*rules: dict[str, Any]) -> dict[str, Any]:
+    return {"name": "history", "rules": list(rules)}
+
+
+def methods(peers: MemoryPeers, name: str | None = None) -> list[dict[str, Any]]:
+    return [m for p in peers.peers for m in p.received if "method" in m and (name is None or m["method"] == name)]
+
+
+def rt_for(peers: MemoryPeers, sc: dict[str, Any], **kw: Any):
+    return codexrt.open_runtime(RuntimeConfig(transports=[peers.factory(sc)], **kw))
+
+
+def install_rollout(home: Path, name: str) -> tuple[str, Path]:
+    """Copy a golden rollout into ``home/sessions`` under its real file-name pattern."""
+    nat = json.loads((DATA / f"{name}.native.json").read_text())
+    tid = nat["threadId"]
+    day = home / "sessions" / "2026" / "11" / "30"
+    day.mkdir(parents=True, exist_ok=True)
+    path = day / f"rollout-2026-11-30T10-00-00-{tid}.jsonl"
+    shutil.copy(DATA / f"{name}.rollout.jsonl", path)
+    return tid, path
+
+
+# Cursors are opaque: odd strings prove they are passed back verbatim.
+CUR_T = '{"scope":{"kind":"turns"},"rolloutOrdinal":7}'
+CUR_I = '{"scope":"itemsByCreatedAtOrdinal","n":2, "é":true}'
+
+
+def paged_thread_scenario() -> dict[str, Any]:
+    return scenario(
+        rule("thread/read", respond({"thread": thread(), "readState": None})),
+        rule("thread/turns/list", respond(page([turn("t2", items=[user("u2", "second")], view="summary")])),
+             params={"cursor": CUR_T}),
+        rule("thread/turns/list", respond(page([turn("t1", items=[user("u1", "first")], view="summary")], CUR_T))),
+        rule("thread/items/list", respond(page([entry(cmd("c1", "ls"), "t1"), entry(agent("a1", "done"), "t1"),
+                                                entry(user("u2", "second"), "t2"), entry(agent("a2", "bye"), "t2")])),
+             params={"cursor": CUR_I}),
+        # page 1 overlaps page 2 (c1, a1 appear in both)
+        rule("thread/items/list", respond(page([entry(user("u1", "first"), "t1"), entry(cmd("c1", "ls"), "t1"),
+                                                entry(agent("a1", "done"), "t1")], CUR_I))),
+    )
+
+
+# -- R-H-1: native paging -------------------------------------------------------------------
+
+
+async def test_r_h_1_pages_cursors_verbatim_overlap_upserted_never_resumes(peers):
+    async with rt_for(peers, paged_thread_scenario()) as rt, open_history_reader(rt) as reader:
+        tr = await reader.read_thread(T1)
+    assert (tr.source, tr.pagination, tr.complete) == ("native", "paged", True)
+    assert [(r.kind, r.id) for r in tr.records()] == [
+        ("userMessage", "u1"), ("commandExecution", "c1"), ("assistantMessage", "a1"),
+        ("userMessage", "u2"), ("assistantMessage", "a2")]
+    assert [g.turn_id for g in tr.turns] == ["t1", "t2"]
+    assert tr.message_count == 4
+    sent = {m["method"]: [] for m in methods(peers)}
+    for m in methods(peers):
+        sent[m["method"]].append(m.get("params", {}).get("cursor"))
+    assert sent["thread/turns/list"] == [None, CUR_T]
+    assert sent["thread/items/list"] == [None, CUR_I]
+    assert not {"thread/resume", "turn/start", "thread/start"} & set(sent)
+    assert all("includeTurns" not in m["params"] for m in methods(peers, "thread/read"))
+
+
+async def test_r_h_1_full_read_only_when_pagination_unsupported(peers):
+    full = thread(turns=[turn("t1", items=[user("u1", "hi"), agent("a1", "yo")], view="full")])
+    sc = scenario(
+        rule("thread/read", respond({"thread": full, "readState": None}), params={"includeTurns": True}),
+        rule("thread/read", respond({"thread": thread(), "readState": None})),
+        rule("thread/turns/list", respond(page([turn("t1", items=[user("item-1", "hi")], view="summary")]))),
+        rule("thread/items/list", [{"error": {"code": -32601, "message": "thread/items/list is not supported yet"}}]),
+    )
+    async with rt_for(peers, sc) as rt, open_history_reader(rt) as reader:
+        tr = await reader.read_thread(T1)
+    assert (tr.source, tr.pagination, tr.complete) == ("native", "fullRead", True)
+    assert [r.id for r in tr.records()] == ["u1", "a1"]  # the full read alone, no summary copy spliced in
+    assert [m["params"].get("includeTurns") for m in methods(peers, "thread/read")] == [None, True]
+
+
+async def test_r_h_2_other_pagination_errors_stay_visible_no_full_read(peers, tmp_path):
+    sc = scenario(
+        rule("thread/read", respond({"thread": thread(), "readState": None})),
+        rule("thread/turns/list", respond(page([]))),
+        rule("thread/items/list", [{"error": {"code": -32600, "message": "permission denied by policy"}}]),
+    )
+    async with rt_for(peers, sc) as rt, open_history_reader(rt, codex_home=tmp_path) as reader:
+        with pytest.raises(RpcError, match="permission denied by policy"):
+            await reader.read_thread(T1)
+    assert [m["params"].get("includeTurns") for m in methods(peers, "thread/read")] == [None]
+
+
+async def test_r_h_2_auth_error_is_raised_even_when_a_rollout_exists(peers, tmp_path):
+    tid, _ = install_rollout(tmp_path, "paginated")
+    sc = scenario(rule("thread/read", [{"error": {"code": -32600, "message": "401 Unauthorized: sign in again"}}]))
+    async with rt_for(peers, sc) as rt, open_history_reader(rt, codex_home=tmp_path) as reader:
+        with pytest.raises(RpcError, match="401 Unauthorized"):
+            await reader.read_thread(tid)
+        # counting too: unknown with the error, never 0, never the rollout
+        c = await reader.count_messages(tid)
+    assert c.count is None and c.reason == "error" and "401" in c.error["message"]
+
+
+async def test_r_h_1_reads_do_not_wait_behind_a_running_send(peers):
+    sc = paged_thread_scenario()
+    sc["rules"].insert(0, rule("turn/start", [{"hang_turn": True}]))
+    async with rt_for(peers, sc) as rt, open_history_reader(rt) as reader:
+        op = rt.send("hang please")
+        async for ev in op.events():
+            if ev.kind == "turnStarted":
+                break
+        with trio.fail_after(5):
+            tr = await reader.read_thread(T1)
+        assert tr.message_count == 4 and not op.terminal
+        rt.abort(op)
+        await op.wait()
+    assert len(methods(peers, "turn/start")) == 1 and not methods(peers, "thread/resume")
+
+
+# -- R-H-3: legacy as a whole source --------------------------------------------------------
+
+
+def test_r_h_3_offline_error_classification():
+    assert is_offline_error(ChildExited(1, None))
+    assert is_offline_error(CodexError("codex app-server exited (code=1, signal=null): panic at main.rs:3"))
+    assert is_offline_error(codexrt.CliUnavailable("no codex"))
+    assert not is_offline_error(RpcError("401 Unauthorized", rpc_code=-32600))
+    assert not is_offline_error(CodexError("another process holds the writer", code="WRITER_CONFLICT"))
+    assert not is_offline_error(CodexError("the codex app-server exited"))  # prefix, not substring
+
+
+async def test_r_h_3_exit_error_with_suffix_falls_back_to_the_whole_rollout(tmp_path):
+    tid, _ = install_rollout(tmp_path, "paginated")
+
+    async def gone():
+        raise CodexError("codex app-server exited (code=101, signal=null) — stderr: thread 'main' panicked")
+
+    async with open_history_reader(gone, codex_home=tmp_path) as reader:
+        tr = await reader.read_thread(tid)
+    assert tr.source == "legacy" and {r.source for r in tr.records()} == {"legacy"}
+    assert MASKING_NOTICE in tr.notices and tr.fallback_reason.startswith("the app-server is unavailable")
+    assert [r.kind for r in tr.records()].count("commandExecution") == 1
+
+
+async def test_r_h_3_masking_applied_to_legacy_and_notice_dropped_when_an_index_exists(tmp_path):
+    tid, _ = install_rollout(tmp_path, "paginated")
+    async with open_history_reader(None, codex_home=tmp_path, redact=lambda s: s.replace("mock", "****")) as reader:
+        tr = await reader.read_thread(tid)
+    # a text hook is applied, but it is no privacy index: the notice stays (R-H-3)
+    assert MASKING_NOTICE in tr.notices
+    assert all("mock" not in r.text for r in tr.records() if r.kind == "assistantMessage")
+    async with open_history_reader(None, codex_home=tmp_path, privacy=PrivacyIndex("fp")) as reader:
+        tr = await reader.read_thread(tid)
+    assert MASKING_NOTICE not in tr.notices
+
+
+async def test_r_h_3_legacy_thread_lacking_tools_natively_is_read_whole_from_its_rollout(peers, tmp_path):
+    tid, path = install_rollout(tmp_path, "legacy")
+    nat = json.loads((DATA / "legacy.native.json").read_text())
+    meta = thread(tid, historyMode="legacy", path=str(path))
+    sc = scenario(
+        rule("thread/read", respond({"thread": {**meta, "turns": nat["readTurns"]}, "readState": None}),
+             params={"includeTurns": True}),
+        rule("thread/read", respond({"thread": meta, "readState": None})),
+        rule("thread/turns/list", respond(page(nat["turnsFull"]))),
+        rule("thread/items/list", [{"error": {"code": -32601, "message": "thread/items/list is not supported yet"}}]),
+    )
+    async with rt_for(peers, sc) as rt, open_history_reader(rt, codex_home=tmp_path) as reader:
+        tr = await reader.read_thread(tid)
+        native_only = await reader.read_thread(tid, allow_legacy=False)
+    assert tr.source == "legacy" and {r.source for r in tr.records()} == {"legacy"}  # never spliced
+    assert "commandExecution" in [r.kind for r in tr.records()]
+    assert "commandExecution" not in [r.kind for r in native_only.records()]
+    assert any("lacks records" in n for n in tr.notices)
+
+
+async def test_r_h_3_inactive_reads_rollouts_and_lists_them(tmp_path):
+    tid, _ = install_rollout(tmp_path, "paginated")
+    (tmp_path / "session_index.jsonl").write_text(json.dumps({"id": tid, "thread_name": "golden", "updated_at": "x"}) + "\n")
+    async with open_history_reader(None, codex_home=tmp_path) as reader:
+        page_ = await reader.list_threads()
+        tr = await reader.read_thread(tid)
+        c = await reader.count_messages(tid)
+    assert page_.source == "legacy" and [(t.thread_id, t.name) for t in page_.threads] == [(tid, "golden")]
+    assert tr.source == "legacy" and c.count == tr.message_count == 8
+
+
+# -- R-H-6: thread list ---------------------------------------------------------------------
+
+
+async def test_r_h_6_list_pages_keep_cursor_partial_source_and_empty_pages_clear_nothing(peers):
+    sc = scenario(
+        rule("thread/list", respond(page([])), params={"cursor": "p3"}),
+        rule("thread/list", respond(page([thread(T2, updatedAt=90)], "p3")), params={"cursor": "p2"}),
+        rule("thread/list", respond(page([thread(T1, updatedAt=100)], "p2"))),
+    )
+    async with rt_for(peers, sc) as rt, open_history_reader(rt) as reader:
+        p1 = await reader.list_threads(limit=1)
+        assert (p1.source, p1.next_cursor, p1.partial) == ("native", "p2", True)
+        p2 = await reader.list_threads(cursor=p1.next_cursor, limit=1)
+        p3 = await reader.list_threads(cursor=p2.next_cursor, limit=1)
+        assert (p3.threads, p3.next_cursor, p3.partial) == ((), None, False)
+        assert [t.thread_id for t in reader.index.threads()] == [T1, T2]  # the empty page cleared nothing
+        everything = await reader.list_all_threads()
+    assert [t.thread_id for t in everything.threads] == [T1, T2] and not everything.partial
+    assert [m["params"].get("cursor") for m in methods(peers, "thread/list")][:3] == [None, "p2", "p3"]
+
+
+def test_r_h_6_index_merge_keeps_newer_records_local_deletes_and_renames():
+    idx = ThreadIndex()
+    assert idx.merge([ThreadSummary(T1, name="a", updated_at=10), ThreadSummary(T2, updated_at=5)]) == [T1, T2]
+    idx.set_count(T1, "10", 7)
+    assert idx.get(T1).message_count == 7
+    assert idx.merge([ThreadSummary(T1, name="old", updated_at=9)]) == []  # stale page never wins
+    assert idx.get(T1).name == "a"
+    idx.forget(T2)
+    idx.rename(T1, "mine")
+    assert idx.merge([ThreadSummary(T2, updated_at=6), ThreadSummary(T1, name="server", updated_at=11)]) == [T1]
+    assert [t.thread_id for t in idx.threads()] == [T1]
+    assert idx.get(T1).name == "mine"
+    assert idx.get(T1).message_count is None  # a newer record never inherits the older count
+    idx.set_count(T1, "11", None)
+    assert idx.get(T1).message_count is None  # unknown is never stored as a number
+
+
+async def test_r_h_6_native_list_is_refused_errors_visible_not_legacy(tmp_path):
+    install_rollout(tmp_path, "paginated")
+
+    async def auth_fail():
+        raise RpcError("401 Unauthorized", rpc_code=-32600)
+
+    async with open_history_reader(auth_fail, codex_home=tmp_path) as reader:
+        with pytest.raises(RpcError):
+            await reader.list_threads()
+
+
+# -- R-H-7: message counting ----------------------------------------------------------------
+
+
+def counting_scenario(delay: float = 0.0, *, items_page: dict[str, Any] | None = None, extra=()) -> dict[str, Any]:
+    items = items_page or page([entry(user("u1", "a")), entry(cmd("c1", "ls")), entry(agent("a1", "b"))])
+    return scenario(
+        *extra,
+        rule("thread/read", respond({"thread": thread(), "readState": None})),
+        rule("thread/items/list", respond(items, sleep=delay)),
+    )
+
+
+async def test_r_h_7_count_walks_the_display_projection_and_is_cached(peers, autojump_clock):
+    async with rt_for(peers, counting_scenario()) as rt, open_history_reader(rt) as reader:
+        c = await reader.count_messages(T1)
+        assert (c.count, c.known, c.cached, c.version) == (2, True, False, "100")
+        assert (await reader.count_messages(T1)).cached
+        await trio.sleep(30)
+        assert (await reader.count_messages(T1)).cached
+        await trio.sleep(31)  # past the 60 s TTL
+        again = await reader.count_messages(T1)
+        assert not again.cached and again.count == 2
+    assert len(methods(peers, "thread/items/list")) == 2
+
+
+async def test_r_h_7_at_most_four_counts_in_flight(peers, autojump_clock):
+    ids = [f"{i:08d}-0000-4000-8000-000000000000" for i in range(6)]
+    async with rt_for(peers, counting_scenario(delay=10)) as rt, open_history_reader(rt) as reader:
+        await rt.ensure_started()
+        t0 = trio.current_time()
+        counts, total = await reader.count_many(ids)
+        elapsed = trio.current_time() - t0
+    assert total == 12 and all(c.count == 2 for c in counts.values())
+    assert elapsed == pytest.approx(20, abs=0.5)  # 4 at once, then 2: two rounds of 10 s
+
+
+async def test_r_h_7_identical_requests_share_one_count(peers, autojump_clock):
+    results = []
+    async with rt_for(peers, counting_scenario(delay=5)) as rt, open_history_reader(rt) as reader:
+        async def one():
+            results.append(await reader.count_messages(T1, expected_version="100"))
+
+        async with trio.open_nursery() as n:
+            for _ in range(3):
+                n.start_soon(one)
+    assert [c.count for c in results] == [2, 2, 2]
+    assert len(methods(peers, "thread/items/list")) == 1 and reader.counter.started == 1
+
+
+async def test_r_h_7_budget_110s_then_unknown_and_a_retry_starts_afresh(peers, autojump_clock):
+    # A big thread: 30 pages of 10 s each (every call within the RPC timeout), a fresh cursor each.
+    pages = [rule("thread/items/list", respond(page([entry(user(f"u{i}", "a"))], f"c{i}"), sleep=10), times=1)
+             for i in range(30)]
+    async with rt_for(peers, counting_scenario(extra=pages)) as rt, open_history_reader(rt) as reader:
+        await rt.ensure_started()
+        t0 = trio.current_time()
+        c = await reader.count_messages(T1)
+        assert trio.current_time() - t0 == pytest.approx(110, abs=0.5)
+        assert (c.count, c.reason, c.error["code"]) == (None, "budget", "COUNT_BUDGET")
+        assert reader.counter.cached(T1) is None  # nothing recorded
+        n_before = len(methods(peers, "thread/items/list"))
+        assert n_before == 11
+        with trio.move_on_after(1):
+            await reader.count_messages(T1)
+    assert len(methods(peers, "thread/items/list")) == n_before + 1  # the retry started a new walk
+
+
+async def test_r_h_7_incomplete_page_without_cursor_is_unknown_never_zero(peers):
+    no_cursor = {"data": []}  # no nextCursor field at all: cannot tell whether more exists
+    async with rt_for(peers, counting_scenario(items_page=no_cursor)) as rt, open_history_reader(rt) as reader:
+        c = await reader.count_messages(T1)
+        assert (c.count, c.reason) == (None, "incomplete")
+        assert reader.counter.cached(T1) is None
+
+
+async def test_r_h_7_summary_only_full_read_is_unknown(peers):
+    full = thread(turns=[turn("t1", items=[user("u1", "hi")], view="summary")])
+    sc = scenario(
+        rule("thread/read", respond({"thread": full, "readState": None}), params={"includeTurns": True}),
+        rule("thread/read", respond({"thread": thread(), "readState": None})),
+        rule("thread/items/list", [{"error": {"code": -32601, "message": "thread/items/list is not supported yet"}}]),
+    )
+    async with rt_for(peers, sc) as rt, open_history_reader(rt) as reader:
+        c = await reader.count_messages(T1)
+    assert (c.count, c.reason) == (None, "incomplete")
+
+
+async def test_r_h_7_full_read_count_when_pagination_unsupported(peers):
+    full = thread(turns=[turn("t1", items=[user("u1", "hi"), agent("a1", "yo"), agent("a2", "more")], view="full")])
+    sc = scenario(
+        rule("thread/read", respond({"thread": full, "readState": None}), params={"includeTurns": True}),
+        rule("thread/read", respond({"thread": thread(), "readState": None})),
+        rule("thread/items/list", [{"error": {"code": -32601, "message": "thread/items/list is not supported yet"}}]),
+    )
+    async with rt_for(peers, sc) as rt, open_history_reader(rt) as reader:
+        c = await reader.count_messages(T1)
+    assert c.count == 3
+
+
+async def test_r_h_7_failures_unknown_total_only_when_all_known_no_jsonl(peers, tmp_path):
+    tid, _ = install_rollout(tmp_path, "paginated")
+    bad = rule("thread/items/list", [{"error": {"code": -32603, "message": "database is locked"}}],
+               params={"threadId": tid})
+    async with rt_for(peers, counting_scenario(extra=[bad])) as rt, \
+            open_history_reader(rt, codex_home=tmp_path) as reader:
+        counts, total = await reader.count_many([T1, tid])
+    assert counts[T1].count == 2 and counts[tid].count is None and counts[tid].error["code"] == "RPC_ERROR"
+    assert total is None
+
+
+async def test_r_h_7_cache_bounded_and_invalidated_by_metadata_and_activity(peers):
+    sc = counting_scenario(extra=[
+        rule("thread/read", respond({"thread": thread(status={"type": "active", "activeFlags": []}), "readState": None}),
+             params={"threadId": T3}),
+        rule("thread/list", respond(page([thread(T1, updatedAt=200)]))),
+    ])
+    async with rt_for(peers, sc) as rt:
+        async with MessageCounter.open(cache_size=2) as counter:
+            async with open_history_reader(rt, counter=counter) as reader:
+                for t in (T1, T2):
+                    await reader.count_messages(t)
+                assert counter.cached(T1) == 2 and counter.cached(T2) == 2
+                active = await reader.count_messages(T3)
+                assert active.count == 2 and active.active and counter.cached(T3) is None  # active: never cached
+                await reader.count_messages("44444444-4444-4444-8444-444444444444")
+                assert counter.cached(T1) is None  # LRU bound evicted the oldest
+                await reader.count_messages(T1)
+                assert counter.cached(T1) == 2
+                await reader.list_threads()  # T1's metadata changed (updatedAt 200)
+                assert counter.cached(T1) is None
+                stale = await reader.count_messages(T1, expected_version="200")
+                assert stale.stale and stale.version == "100"  # checked against the list's version
+
+
+def test_r_h_7_counter_defaults_match_the_contract():
+    kw = MessageCounter.__init__.__kwdefaults__
+    assert (kw["max_concurrent"], kw["budget"], kw["cache_size"], kw["cache_ttl"]) == (4, 110.0, 128, 60.0)
+
+
+# -- R-H-8: sub-agents ----------------------------------------------------------------------
+
+
+async def test_r_h_8_ancestry_verified_and_child_status_is_its_own(peers):
+    sc = scenario(
+        rule("thread/read", respond({"thread": thread(T3, parentThreadId=T2, status={"type": "active", "activeFlags": []}),
+                                     "readState": None}), params={"threadId": T3}),
+        rule("thread/read", respond({"thread": thread(T2, parentThreadId=T1), "readState": None}),
+             params={"threadId": T2}),
+        rule("thread/read", respond({"thread": thread(T1, status={"type": "idle"}), "readState": None}),
+             params={"threadId": T1}),
+        rule("thread/turns/list", respond(page([turn("t9", status="inProgress")])), params={"threadId": T2}),
+    )
+    async with rt_for(peers, sc) as rt, open_history_reader(rt) as reader:
+        grandchild = await reader.read_subagent(T3, T1)
+        assert grandchild.relation_verified and grandchild.ancestry == (T2, T1)
+        assert grandchild.status == "inProgress"  # active child, although the root is idle
+        child = await reader.read_subagent(T2, T1)
+        assert child.status == "inProgress" and child.relation_verified
+        unverified = await reader.read_subagent(T2)
+        assert not unverified.relation_verified
+        with pytest.raises(CodexError) as ei:
+            await reader.read_subagent(T1, T3)
+        assert ei.value.code == "RELATION_UNVERIFIED"
+    assert not methods(peers, "thread/resume")
+
+
+async def test_r_h_1_a_repeated_cursor_stops_the_walk_as_incomplete(peers):
+    loop = page([entry(user("u1", "a")), entry(agent("a1", "b"))], "same")
+    async with rt_for(peers, counting_scenario(items_page=loop)) as rt, open_history_reader(rt) as reader:
+        c = await reader.count_messages(T1)
+    assert (c.count, c.reason) == (None, "incomplete")  # never loops, never guesses
+    assert [m["params"].get("cursor") for m in methods(peers, "thread/items/list")] == [None, "same"]

@@ -1,0 +1,255 @@
+"""``codexrt serve`` command parsing, replies and the wire schema — no I/O (R-D-1, R-D-4).
+
+Every class of bad input gets an ``ok: false`` reply (``"id": null`` when no usable id could
+be read) and never an exception; a hypothesis test throws arbitrary lines at the parser. The
+shipped JSON Schema is checked to be usable by our own subset validator, and the validator is
+checked to actually reject what it should (so the e2e "every line fits the schema" check can
+fail).
+"""
+
+from __future__ import annotations
+
+import json
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codexrt._serve._daemon import (
+    ALL_COMMANDS,
+    MAX_ID_LENGTH,
+    BadCommand,
+    Command,
+    encode_line,
+    load_schema,
+    parse_command,
+    response_error,
+    response_ok,
+    validate,
+)
+
+SCHEMA = load_schema()
+DEFS = SCHEMA["$defs"]
+
+
+def _check(instance, ref):
+    return validate(instance, {"$ref": f"#/$defs/{ref}"}, SCHEMA)
+
+
+def _line(obj) -> bytes:
+    return json.dumps(obj).encode()
+
+
+def _bad(line) -> BadCommand:
+    out = parse_command(line)
+    assert isinstance(out, BadCommand), out
+    assert _check(out.reply(), "responseError") is None
+    return out
+
+
+# -- schema ---------------------------------------------------------------------------------
+
+
+def test_schema_lists_every_command_with_params_and_result():
+    assert set(DEFS["commandParams"]) == set(ALL_COMMANDS)
+    assert set(DEFS["commandResult"]) == set(ALL_COMMANDS)
+    assert set(DEFS["command"]["properties"]["command"]["enum"]) == set(ALL_COMMANDS)
+    # every subschema is walkable by our validator (unknown keywords raise)
+    for name in ALL_COMMANDS:
+        validate({}, DEFS["commandParams"][name], SCHEMA)
+        validate({}, DEFS["commandResult"][name], SCHEMA)
+
+
+def test_schema_is_shipped_as_package_data():
+    import importlib.resources
+
+    text = importlib.resources.files("codexrt._serve").joinpath("daemon-protocol.schema.json").read_text()
+    assert json.loads(text)["x-protocolVersion"] == 1
+
+
+def test_validator_rejects_what_it_should():
+    ok = response_ok(1, {"x": 1})
+    assert _check(ok, "outputLine") is None
+    assert _check({**ok, "extra": 1}, "outputLine") is not None
+    assert _check({**ok, "id": None}, "outputLine") is not None  # ok replies always have an id
+    assert _check({**ok, "ok": 1}, "outputLine") is not None  # 1 is not true
+    assert _check(response_error(None, "BAD_THING", "m"), "outputLine") is None
+    assert _check(response_error(None, "lower", "m"), "outputLine") is not None
+    ev = {"type": "daemon", "event": "codex_event", "provider": "codex", "runtimeGeneration": 1,
+          "channelId": "c", "sessionEpoch": "e", "clientOperationId": None, "rootThreadId": None,
+          "threadId": None, "turnId": None, "itemId": None, "kind": "turnStarted", "payload": {}}
+    assert _check(ev, "outputLine") is None
+    missing = dict(ev)
+    del missing["sessionEpoch"]
+    assert _check(missing, "outputLine") is not None
+    assert "sessionEpoch" in _check(missing, "event")
+    assert _check({**ev, "payload": []}, "outputLine") is not None
+    with pytest.raises(ValueError, match="not supported"):
+        validate(1, {"maxLength": 3})
+
+
+# -- good commands --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rid", ["a-1", 7, -3, 2**70, 1.5, ""])
+def test_r_d_1_ids_keep_their_type(rid):
+    cmd = parse_command(_line({"id": rid, "command": "status"}))
+    assert isinstance(cmd, Command)
+    assert cmd.id == rid and type(cmd.id) is type(rid)
+    assert json.loads(encode_line(response_ok(cmd.id, {})))["id"] == rid
+
+
+def test_r_d_1_send_params():
+    cmd = parse_command(_line({"id": "s1", "command": "codex.send", "params": {
+        "channelId": "c", "threadId": None, "clientMessageId": "m1", "message": "hi", "images": ["/a.png"],
+        "cwd": "/w", "settings": {"model": "m", "sandbox": "workspace-write", "approvalPolicy": "untrusted",
+                                  "collaborationMode": {"mode": "plan", "settings": {}}},
+        "context": {"ide_context": {"kind": "application", "value": "Active file: a.py"}}}}))
+    assert isinstance(cmd, Command) and cmd.name == "codex.send" and cmd.params["message"] == "hi"
+
+
+def test_status_params_are_optional():
+    assert isinstance(parse_command(b'{"id":1,"command":"status"}'), Command)
+    assert isinstance(parse_command(b'  {"id":1,"command":"status","params":{}}\r'), Command)
+
+
+def test_read_only_commands_pass_native_params_through():
+    cmd = parse_command(_line({"id": 1, "command": "codex.listThreads",
+                               "params": {"channelId": "c", "limit": 2, "cursor": "x"}}))
+    assert isinstance(cmd, Command) and cmd.params["limit"] == 2
+
+
+# -- bad input, one test per class (R-D-4) ------------------------------------------------
+
+
+@pytest.mark.parametrize("line", [b"not json", b"{", b'{"id":1,"command":"status"', b"\xff\xfe", b'"\\ud800"'])
+def test_r_d_4_not_json_gets_null_id(line):
+    bad = _bad(line)
+    assert bad.id is None and bad.code == "INVALID_JSON"
+
+
+@pytest.mark.parametrize("line", [b"[]", b"42", b'"status"', b"null", b'[{"id":1,"command":"status"}]'])
+def test_r_d_4_not_an_object(line):
+    bad = _bad(line)
+    assert bad.id is None and bad.code == "INVALID_REQUEST"
+
+
+@pytest.mark.parametrize("obj", [
+    {"command": "status"},  # no id: not a notification here
+    {"id": None, "command": "status"},
+    {"id": True, "command": "status"},
+    {"id": {"a": 1}, "command": "status"},
+    {"id": [1], "command": "status"},
+    {"id": "x" * (MAX_ID_LENGTH + 1), "command": "status"},
+])
+def test_r_d_4_missing_or_unusable_id_gets_null_id(obj):
+    bad = _bad(_line(obj))
+    assert bad.id is None and bad.code == "INVALID_REQUEST"
+    assert "id" in bad.message
+
+
+@pytest.mark.parametrize("obj", [{"id": 3}, {"id": 3, "command": 5}, {"id": 3, "command": None}])
+def test_r_d_4_missing_command_keeps_the_id(obj):
+    bad = _bad(_line(obj))
+    assert bad.id == 3 and bad.code == "INVALID_REQUEST"
+
+
+def test_r_d_4_unknown_top_level_field():
+    bad = _bad(_line({"id": "a", "command": "status", "jsonrpc": "2.0"}))
+    assert bad.id == "a" and bad.code == "INVALID_REQUEST" and bad.details == {"fields": ["jsonrpc"]}
+
+
+def test_r_d_4_unknown_command():
+    bad = _bad(_line({"id": "a", "command": "codex.fly", "params": {}}))
+    assert bad.id == "a" and bad.code == "UNKNOWN_COMMAND"
+    assert "codex.send" in bad.details["known"]
+
+
+@pytest.mark.parametrize("params,fragment", [
+    ([], "params must be an object"),
+    ("x", "params must be an object"),
+    ({"message": "hi"}, "missing required field 'channelId'"),
+    ({"channelId": "c"}, "missing required field 'message'"),
+    ({"channelId": "", "message": "hi"}, "params.channelId: must not be empty"),
+    ({"channelId": 5, "message": "hi"}, "params.channelId: expected string, got integer"),
+    ({"channelId": "c", "message": 5}, "params.message: expected string, got integer"),
+    ({"channelId": "c", "message": "hi", "threadId": 7}, "params.threadId: expected string or null"),
+    ({"channelId": "c", "message": "hi", "images": "a.png"}, "params.images: expected array"),
+    ({"channelId": "c", "message": "hi", "images": [1]}, "params.images[0]: expected string"),
+    ({"channelId": "c", "message": "hi", "settings": {"sandbox": "yolo"}}, "params.settings.sandbox: must be one of"),
+    ({"channelId": "c", "message": "hi", "settings": {"colour": "red"}}, "unknown field 'colour'"),
+    ({"channelId": "c", "message": "hi", "context": {"k": {"kind": "application"}}}, "missing required field 'value'"),
+    ({"channelId": "c", "message": "hi", "mesage": "typo"}, "unknown field 'mesage'"),
+])
+def test_r_d_4_missing_or_wrong_typed_params(params, fragment):
+    bad = _bad(_line({"id": 9, "command": "codex.send", "params": params}))
+    assert bad.id == 9 and bad.code == "INVALID_PARAMS"
+    assert fragment in bad.message
+
+
+@pytest.mark.parametrize("command,params", [
+    ("codex.respondInteraction", {"interactionKey": "k", "dialogToken": "t"}),  # result missing
+    ("codex.respondInteractionError", {"interactionKey": "k", "dialogToken": "t", "error": {"code": "x", "message": "m"}}),
+    ("codex.abortTurn", {"channelId": "c", "clientOperationId": 3}),
+    ("codex.readHistoryPage", {"channelId": "c", "threadId": "t", "scope": "pages"}),
+    ("codex.compact", {"channelId": "c"}),
+    ("codex.updateSettings", {"channelId": "c", "settings": {"approvalPolicy": "sometimes"}}),
+])
+def test_r_d_4_bad_params_of_other_commands(command, params):
+    bad = _bad(_line({"id": "z", "command": command, "params": params}))
+    assert bad.id == "z" and bad.code == "INVALID_PARAMS"
+
+
+# -- arbitrary lines ------------------------------------------------------------------------
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=12,
+)
+_command_like = st.fixed_dictionaries(
+    {},
+    optional={
+        "id": _json_values,
+        "command": st.sampled_from(sorted(ALL_COMMANDS)) | st.text(max_size=15),
+        "params": st.dictionaries(st.sampled_from(["channelId", "threadId", "message", "settings", "x"]),
+                                  _json_values, max_size=4) | _json_values,
+    },
+)
+
+
+def _assert_well_formed(out, source):
+    if isinstance(out, Command):
+        assert out.name in ALL_COMMANDS
+        assert isinstance(source, dict) and source["id"] == out.id
+        return
+    reply = out.reply()
+    assert _check(reply, "responseError") is None, reply
+    json.loads(encode_line(reply))  # always encodable
+    usable = (isinstance(source, dict) and "id" in source and not isinstance(source["id"], bool)
+              and isinstance(source["id"], (str, int, float)) and (not isinstance(source["id"], str)
+                                                                  or len(source["id"]) <= MAX_ID_LENGTH))
+    if not usable:
+        assert out.id is None
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(max_size=200))
+def test_r_d_4_arbitrary_bytes_never_raise(data):
+    out = parse_command(data)
+    try:
+        source = msgspec.json.decode(data)
+    except msgspec.MsgspecError:
+        source = None
+        assert isinstance(out, BadCommand) and out.id is None
+    _assert_well_formed(out, source)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_command_like | _json_values)
+def test_r_d_4_arbitrary_json_lines_never_raise(value):
+    out = parse_command(json.dumps(value).encode())
+    _assert_well_formed(out, value)
+    if isinstance(out, BadCommand) and out.id is not None:
+        assert out.id == value["id"]

@@ -1,0 +1,206 @@
+"""The layers of ``docs/architecture.md``, enforced: every import in ``codexrt`` and
+``codexrt_cli`` — at module level, inside functions and under ``TYPE_CHECKING`` — points down
+(or sideways inside one layer), and the module graph has no cycle.
+
+This walks the source with :mod:`ast` (nothing is imported), so it also sees the imports a test
+run never executes.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("codexrt", "codexrt_cli")
+
+#: (prefix, rank, name) — the first matching prefix wins; a module may import modules of its own
+#: rank or lower. Keep in step with the table in docs/architecture.md.
+LAYERS: tuple[tuple[str, int, str], ...] = (
+    ("codexrt._version", 0, "version"),
+    ("codexrt._sansio", 1, "_sansio"),
+    ("codexrt._io", 2, "_io"),
+    ("codexrt._connection", 3, "_connection"),
+    ("codexrt._runtime", 4, "_runtime"),
+    ("codexrt._features", 5, "_features"),
+    ("codexrt._serve", 7, "_serve"),
+    ("codexrt.__main__", 9, "entry point"),
+    ("codexrt_cli", 8, "codexrt_cli"),
+    ("codexrt", 6, "public API"),  # __init__, blocking, aio, _payloads, loopback
+)
+
+#: Modules of the public layer that the CLI may import (plus ``codexrt._serve`` and the version).
+PUBLIC_MODULES = ("codexrt", "codexrt.blocking", "codexrt.aio", "codexrt.loopback", "codexrt._version")
+
+#: Private modules the CLI still imports, to be replaced by public names (issue #20). The test
+#: fails when one is no longer used, so this list only shrinks.
+CLI_PRIVATE_ALLOWED: frozenset[tuple[str, str]] = frozenset({
+    ("codexrt_cli._demo", "codexrt._sansio._errors"),
+    ("codexrt_cli._demo", "codexrt._sansio._settings"),
+    ("codexrt_cli._diff", "codexrt._io._workspace"),
+    ("codexrt_cli._doctor", "codexrt._features._endpoint_probe"),
+    ("codexrt_cli._doctor", "codexrt._io._discovery"),
+    ("codexrt_cli._doctor", "codexrt._io._transport_ws"),
+    ("codexrt_cli._doctor", "codexrt._sansio._errors"),
+    ("codexrt_cli._doctor", "codexrt._sansio._redact"),
+    ("codexrt_cli._edits_cli", "codexrt._features._edits_live"),
+    ("codexrt_cli._edits_cli", "codexrt._io._edits"),
+    ("codexrt_cli._edits_cli", "codexrt._runtime._runtime"),
+    ("codexrt_cli._edits_cli", "codexrt._sansio._errors"),
+    ("codexrt_cli._main", "codexrt._sansio._redact"),
+    ("codexrt_cli._run", "codexrt._runtime._events"),
+    ("codexrt_cli._run", "codexrt._runtime._runtime"),
+    ("codexrt_cli._run", "codexrt._sansio._errors"),
+    ("codexrt_cli._run", "codexrt._sansio._settings"),
+    ("codexrt_cli._serve", "codexrt._io._transport_ws"),
+    ("codexrt_cli._serve", "codexrt._runtime._runtime"),
+    ("codexrt_cli._serve", "codexrt._sansio._errors"),
+    ("codexrt_cli._show", "codexrt._features._history"),
+    ("codexrt_cli._show", "codexrt._runtime._runtime"),
+    ("codexrt_cli._show", "codexrt._sansio._errors"),
+    ("codexrt_cli._show", "codexrt._sansio._projection"),
+    ("codexrt_cli._threads", "codexrt._features._history"),
+    ("codexrt_cli._threads", "codexrt._runtime._runtime"),
+    ("codexrt_cli._threads", "codexrt._sansio._errors"),
+})
+
+
+def layer_of(module: str) -> tuple[int, str]:
+    for prefix, rank, name in LAYERS:
+        if module == prefix or module.startswith(prefix + "."):
+            return rank, name
+    raise AssertionError(f"{module} is in no layer")
+
+
+def _modules() -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _imports(module: str, path: Path) -> list[tuple[str, int]]:
+    """``(target module, line)`` for every codexrt import in ``path``. ``from pkg import name``
+    counts as importing ``pkg.name`` when that is a module, else ``pkg``."""
+    is_pkg = path.name == "__init__.py"
+    package = module if is_pkg else module.rpartition(".")[0]
+    found: list[tuple[str, int]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in PACKAGES:
+                    found.append((alias.name, node.lineno))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] not in PACKAGES:
+                continue
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                found.append((sub if sub in MODULES else target, node.lineno))
+    return found
+
+
+EDGES = {m: _imports(m, p) for m, p in MODULES.items()}
+
+
+def test_every_module_is_in_a_layer():
+    for module in MODULES:
+        layer_of(module)
+
+
+def test_imports_point_down():
+    """R-ARCH: no module imports a higher layer (docs/architecture.md)."""
+    bad = []
+    for module, targets in EDGES.items():
+        rank, name = layer_of(module)
+        for target, line in targets:
+            t_rank, t_name = layer_of(target)
+            if t_rank > rank:
+                bad.append(f"{MODULES[module].relative_to(ROOT)}:{line}: {name} imports {target} ({t_name})")
+    assert not bad, "upward imports:\n" + "\n".join(bad)
+
+
+def test_no_import_cycle():
+    """No cycle between modules, counting imports inside functions and under TYPE_CHECKING.
+    (A package's ``__init__`` is not an edge of ``import codexrt._x``: Python runs it first
+    anyway; only an explicit ``import codexrt`` / ``from codexrt import …`` counts.)"""
+    graph = {m: sorted({t for t, _ in ts if t in MODULES and t != m}) for m, ts in EDGES.items()}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        stack.append(m)
+        for t in graph[m]:
+            if state.get(t) == 1:
+                cycles.append(stack[stack.index(t):] + [t])
+            elif t not in state:
+                visit(t)
+        stack.pop()
+        state[m] = 2
+
+    for m in graph:
+        if m not in state:
+            visit(m)
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_sansio_never_imports_trio_or_runs_processes():
+    """The sans-IO core (layer 1) imports no event loop and starts no process."""
+    banned = {"trio", "subprocess", "asyncio", "socket", "selectors"}
+    bad = []
+    for module, path in MODULES.items():
+        if layer_of(module)[1] != "_sansio":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name.split(".")[0] for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module.split(".")[0]]
+            bad += [f"{path.relative_to(ROOT)}:{node.lineno}: {n}" for n in names if n in banned]
+    assert not bad, "\n".join(bad)
+
+
+def _cli_private_imports() -> set[tuple[str, str]]:
+    out = set()
+    for module, targets in EDGES.items():
+        if not module.startswith("codexrt_cli"):
+            continue
+        for target, _line in targets:
+            if target.startswith("codexrt_cli") or target.startswith("codexrt._serve"):
+                continue
+            if target in PUBLIC_MODULES or target.startswith("codexrt.loopback"):
+                continue
+            out.add((module, target))
+    return out
+
+
+def test_cli_uses_public_names_and_serve_only():
+    """``codexrt_cli`` imports the public API and ``codexrt._serve``; nothing else private."""
+    private = _cli_private_imports()
+    new = sorted(private - CLI_PRIVATE_ALLOWED)
+    gone = sorted(CLI_PRIVATE_ALLOWED - private)
+    assert not new, "the CLI imports private modules:\n" + "\n".join(f"{m} -> {t}" for m, t in new)
+    assert not gone, "no longer imported, drop from CLI_PRIVATE_ALLOWED:\n" + "\n".join(map(str, gone))
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_noqa_e402(module):
+    """Imports sit at the top of each module: no ``noqa: E402`` escape hatch."""
+    assert "noqa: E402" not in MODULES[module].read_text(encoding="utf-8")

@@ -1,0 +1,208 @@
+"""R-H-7: the message count without display records (``MessageTally``) is the projection's
+count (``count_messages(Projector.records())``) for any ``thread/items/list`` pages — overlapping
+pages, repeated ids, ids that change kind, ``clientId`` re-keying, malformed entries and items
+(then both fail with the same exception type, or the tally replays the pages through a real
+projector)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codexrt._sansio._projection import MessageTally, Projector, count_messages
+
+TID = "0190cccc-0000-7000-8000-000000000001"
+IDS = ["a", "b", "c", "d", "e", "", "local:x"]
+TURNS = ["t1", "t2", "t3"]
+
+_json = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=3),
+                     lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=3), kids, max_size=3),
+                     max_leaves=6)
+
+
+@st.composite
+def items(draw: Any) -> Any:
+    kind = draw(st.sampled_from(["userMessage", "agentMessage", "commandExecution", "reasoning",
+                                 "collabAgentToolCall", "fileChange", "dynamicToolCall", "other", None]))
+    item: dict[str, Any] = {"type": kind, "id": draw(st.sampled_from(IDS))}
+    if kind == "userMessage":
+        blocks = draw(st.lists(st.one_of(
+            st.fixed_dictionaries({"type": st.just("text"), "text": st.text(max_size=4)}),
+            st.fixed_dictionaries({"type": st.sampled_from(["image", "localImage"]), "url": st.just("data:x,1")}),
+            st.fixed_dictionaries({"type": _json}), _json) if draw(st.integers(0, 4)) == 0 else
+            st.fixed_dictionaries({"type": st.just("text"), "text": st.text(max_size=4)}), max_size=3))
+        item["content"] = blocks
+        if draw(st.booleans()):
+            item["clientId"] = draw(st.sampled_from(["c1", "c2", "c3", "c4", "", 5]))
+    elif kind == "agentMessage":
+        item["text"] = draw(st.text(max_size=4))
+    else:
+        for field in draw(st.lists(st.sampled_from(["command", "receiverThreadIds", "agentsStates", "changes",
+                                                    "contentItems", "status", "commandActions"]), max_size=2)):
+            item[field] = draw(_json) if draw(st.integers(0, 5)) == 0 else draw(st.sampled_from(["ls", [], {}]))
+    if draw(st.integers(0, 150)) == 0:
+        item["id"] = draw(_json)  # not a string
+    return item
+
+
+@st.composite
+def entries(draw: Any) -> Any:
+    shape = draw(st.integers(0, 400))
+    if shape == 0:
+        return draw(_json)  # not an object
+    e: dict[str, Any] = {"turnId": draw(st.sampled_from(TURNS)), "item": draw(items())}
+    if shape == 1:
+        e["item"] = draw(_json)
+    if shape == 2:
+        e["turnId"] = draw(_json)
+    if shape == 3:
+        del e["turnId"]
+    if draw(st.booleans()):
+        e["outputDeferred"] = draw(st.booleans())
+    return e
+
+
+def _outcome(feed: Any, pages: list[list[Any]], finish: Any) -> Any:
+    try:
+        for p in pages:
+            feed(p)
+        return ("count", finish())
+    except Exception as exc:
+        return ("raises", type(exc))
+
+
+def _both(pages: list[list[Any]]) -> tuple[Any, Any, MessageTally]:
+    proj = Projector(TID)
+    tally = MessageTally(TID)
+    want = _outcome(proj.add_native_entries, pages, lambda: count_messages(proj.records()))
+    got = _outcome(tally.add_native_entries, pages, tally.count)
+    return want, got, tally
+
+
+@settings(max_examples=400, deadline=None)
+@given(pages=st.lists(st.lists(entries(), max_size=8), max_size=5))
+def test_r_h_7_tally_equals_projected_count_on_generated_pages(pages: list[list[Any]]) -> None:
+    want, got, _ = _both(pages)
+    assert got == want
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(1, 60), limit=st.integers(1, 15), overlap=st.integers(0, 5), data=st.data())
+def test_r_h_7_tally_of_well_formed_overlapping_pages_needs_no_projector(n: int, limit: int, overlap: int,
+                                                                         data: Any) -> None:
+    """Pages of a well-formed thread, each re-sending the tail of the previous one: counted
+    without a projector, and exactly the projection's count (every id once)."""
+    kinds = data.draw(st.lists(st.sampled_from(["userMessage", "agentMessage", "commandExecution", "reasoning"]),
+                               min_size=n, max_size=n))
+    rows = [{"turnId": f"t{k // 4}", "item": {"type": t, "id": f"i{k}", "text": "x", "content": [{"type": "text", "text": "x"}],
+                                              "command": "ls", "status": "completed"}}
+            for k, t in enumerate(kinds)]
+    pages, start = [], 0
+    while start < n:
+        pages.append(rows[max(0, start - overlap):start + limit])
+        start += limit
+    want, got, tally = _both(pages)
+    assert got == want == ("count", sum(t in ("userMessage", "agentMessage") for t in kinds))
+    assert not tally.projected
+
+
+def test_r_h_7_tally_counts_an_id_listed_twice_as_the_projection_does() -> None:
+    """A batch whose first ids are new and repeated is listed twice by the projector; a
+    ``clientId`` shared by two ids is re-keyed there (one message) — the tally agrees."""
+    twice = [[{"turnId": "t", "item": {"type": "agentMessage", "id": "a", "text": "x"}},
+              {"turnId": "t", "item": {"type": "agentMessage", "id": "a", "text": "y"}}]]
+    want, got, tally = _both(twice)
+    assert want == got == ("count", 2) and not tally.projected
+    rekey = [[{"turnId": "t", "item": {"type": "userMessage", "id": "u1", "clientId": "c", "content": []}}],
+             [{"turnId": "t", "item": {"type": "userMessage", "id": "u2", "clientId": "c", "content": []}}]]
+    want, got, tally = _both(rekey)
+    assert want == got == ("count", 1) and tally.projected
+    kind_change = [[{"turnId": "t", "item": {"type": "agentMessage", "id": "a", "text": "x"}}],
+                   [{"turnId": "t", "item": {"type": "commandExecution", "id": "a", "command": "ls"}}]]
+    want, got, _ = _both(kind_change)
+    assert want == got == ("count", 0)
+
+
+class _PagedConn:
+    """``thread/items/list`` over ``n`` items, ``limit`` per page; ``tail`` shapes the last
+    page's continuation (``None``: no more, ``"missing"``: no field, ``"repeat"``: a cursor
+    already given). Logs each request and when it is written; a read still waiting when the
+    walk ends is logged as cancelled."""
+
+    def __init__(self, n: int, limit: int, tail: Any = None, hold: int | None = None) -> None:
+        self.n, self.limit, self.tail, self.hold = n, limit, tail, hold  # hold: never answer that page
+        self.log: list[tuple[str, Any]] = []
+
+    async def call(self, method: str, params: Any = None, *, timeout: Any = None, on_written: Any = None) -> Any:
+        import trio
+
+        start = int(params.get("cursor") or 0)
+        self.log.append(("request", start))
+        if on_written is not None:
+            on_written()
+        try:
+            if start == self.hold:
+                await trio.sleep_forever()
+            await trio.sleep(0)
+        except trio.Cancelled:
+            self.log.append(("cancelled", start))
+            raise
+        end = min(self.n, start + self.limit)
+        res: dict[str, Any] = {"data": [{"turnId": "t", "item": {"type": "agentMessage", "id": f"i{k}"}}
+                                        for k in range(start, end)]}
+        if end < self.n:
+            res["nextCursor"] = str(end)
+        elif self.tail == "repeat":
+            res["nextCursor"] = "0"
+        elif self.tail != "missing":
+            res["nextCursor"] = None
+        return res
+
+
+async def test_r_h_7_prefetched_walk_sees_the_same_pages_and_asks_ahead_once() -> None:
+    """The count's walk requests page k+1 before handling page k (one read ahead, never past
+    the last page or ``max_pages``) and ends exactly like the plain walk: same pages in the
+    same order, same completeness (no more / no cursor field / repeated cursor / page cap)."""
+    from codexrt._features._history import _walk
+
+    for n, limit, tail, max_pages in [(35, 10, None, 100), (35, 10, "missing", 100), (20, 10, "repeat", 100),
+                                      (35, 10, None, 2), (0, 10, None, 100), (10, 10, None, 100)]:
+        outs = []
+        for prefetch in (False, True):
+            conn = _PagedConn(n, limit, tail)
+            seen: list[Any] = []
+
+            def on_page(data: list[Any], conn: _PagedConn = conn, seen: list[Any] = seen) -> None:
+                seen.append([e["item"]["id"] for e in data])
+                conn.log.append(("handled", len(seen)))
+
+            w = await _walk(conn, "thread/items/list", {"threadId": TID}, on_page,  # type: ignore[arg-type]
+                            max_pages=max_pages, prefetch=prefetch)
+            outs.append((seen, w.complete, w.pages))
+            if prefetch:
+                requests = [e for e in conn.log if e[0] == "request"]
+                assert len(requests) == w.pages  # nothing requested past the end
+                for k in range(1, w.pages):  # page k+1 asked for before page k was handled
+                    assert conn.log.index(requests[k]) < conn.log.index(("handled", k))
+        assert outs[0] == outs[1]
+
+
+async def test_r_h_7_prefetched_walk_raises_a_page_error_as_itself_and_cancels_the_read_ahead() -> None:
+    from codexrt._features._history import _walk
+
+    conn = _PagedConn(50, 10, hold=20)  # the read ahead is still waiting when page 2 fails
+
+    def on_page(data: list[Any]) -> None:
+        if data[0]["item"]["id"] == "i10":
+            raise ValueError("bad page")
+
+    try:
+        await _walk(conn, "thread/items/list", {"threadId": TID}, on_page,  # type: ignore[arg-type]
+                    max_pages=100, prefetch=True)
+    except ValueError as exc:
+        assert str(exc) == "bad page"
+    else:
+        raise AssertionError("the page error was swallowed")
+    assert conn.log[-1] == ("cancelled", 20)
