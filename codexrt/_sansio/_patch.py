@@ -33,6 +33,10 @@ Rules of the reverse check — *a mismatch is a conflict, never an overwrite*:
 
 Content is text: codex itself only patches UTF-8 files. A diff carrying NUL, or a file on disk
 that is not UTF-8 or holds NUL bytes, is refused with :class:`BinaryContentError`.
+
+The other patch shape, the ``apply_patch`` *envelope* a model writes (``*** Begin Patch`` …),
+is read here too, by :func:`parse_apply_patch` — the one parser the history projection and the
+wrapper replay share. It is lenient and for display and matching only; nothing applies it.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ import difflib
 import enum
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -65,6 +69,8 @@ __all__ = [
     "render",
     "decode_text",
     "split_lines",
+    "EnvelopeFile",
+    "parse_apply_patch",
 ]
 
 NO_EOF_MARKER = "\\ No newline at end of file"
@@ -542,3 +548,78 @@ def render(patch: FilePatch) -> str:
         for ln in h.lines:
             out.extend(_render_lines(ln.tag, [ln.value]))
     return "".join(out)
+
+
+# ---------------------------------------------------------------- apply_patch envelopes
+
+
+_ENVELOPE_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$")
+_ENVELOPE_MOVE = "*** Move to: "
+_ENVELOPE_MARKERS = ("*** Begin Patch", "*** End Patch", "*** End of File")
+
+
+@attrs.frozen
+class EnvelopeFile:
+    """One file section of an ``apply_patch`` envelope — the patch *text* the model hands
+    codex's ``apply_patch`` tool (``*** Begin Patch`` / ``*** Add File: p`` / ``+line`` …
+    ``*** End Patch``), as opposed to the native change :func:`parse_change` reads.
+
+    ``lines`` are the section's lines after its header, endings kept, without the ``*** Move
+    to:`` line and the ``*** …`` markers. Parsed for display and matching only: never applied.
+    """
+
+    kind: Literal["add", "update", "delete"]
+    path: str
+    move_path: str | None = None
+    lines: tuple[str, ...] = ()
+
+    @property
+    def added(self) -> int:
+        """``+`` lines. The envelope has no ``---``/``+++`` file headers (its headers are
+        ``*** `` lines), so ``+++x`` is the added line ``++x``."""
+        return sum(1 for ln in self.lines if ln.startswith("+"))
+
+    @property
+    def removed(self) -> int:
+        """``-`` lines (none for an added file)."""
+        if self.kind == "add":
+            return 0
+        return sum(1 for ln in self.lines if ln.startswith("-"))
+
+    @property
+    def body(self) -> str:
+        """The section as written (hunk lines of an update)."""
+        return "".join(self.lines)
+
+    @property
+    def content(self) -> str:
+        """The text of an added file: its lines without their ``+``."""
+        return "".join(ln[1:] if ln.startswith("+") else ln for ln in self.lines)
+
+
+def parse_apply_patch(text: str) -> tuple[EnvelopeFile, ...]:
+    """The file sections of an ``apply_patch`` envelope, in order; ``()`` when ``text`` holds
+    none. Lenient, because it reads what a model wrote: text before the first file header is
+    ignored, and nothing raises. Lines split on ``\\n`` only (:func:`split_lines`); a header
+    line's trailing ``\\r`` is ignored, the body keeps its endings."""
+    out: list[EnvelopeFile] = []
+    head: tuple[Any, str] | None = None  # (kind, path) of the open section
+    move: str | None = None
+    lines: list[str] = []
+    for line in split_lines(text):
+        bare = line.rstrip("\r\n")
+        m = _ENVELOPE_FILE.match(bare)
+        if m:
+            if head is not None:
+                out.append(EnvelopeFile(head[0], head[1], move, tuple(lines)))
+            head, move, lines = (m[1].lower(), m[2].strip()), None, []
+            continue
+        if head is None or bare.startswith(_ENVELOPE_MARKERS):
+            continue
+        if bare.startswith(_ENVELOPE_MOVE):
+            move = bare[len(_ENVELOPE_MOVE) :].strip() or None
+        else:
+            lines.append(line)
+    if head is not None:
+        out.append(EnvelopeFile(head[0], head[1], move, tuple(lines)))
+    return tuple(out)

@@ -4,6 +4,7 @@ reverse them, and check a reverse against current text — a mismatch is a Confl
 from __future__ import annotations
 
 import difflib
+import json
 
 import pytest
 from hypothesis import given, settings
@@ -19,6 +20,7 @@ from codexrt._sansio._patch import (
     ReversePlan,
     apply_hunks,
     decode_text,
+    parse_apply_patch,
     parse_change,
     parse_unified_diff,
     plan_apply,
@@ -240,3 +242,50 @@ def test_r_edit_3_property_reverse_restores_byte_exact(old, new, ctx):
     plan = plan_apply(reverse(p), {"/w/f": new})
     assert isinstance(plan, ReversePlan)
     assert plan.ops[0].content == old
+
+
+# -- apply_patch envelopes (the model's patch text; display and matching only) --------------
+
+ENVELOPE = (
+    "*** Begin Patch\r\n"
+    "*** Add File: docs/new.md\r\n+---\r\n+title: x\r\n+++ not a header\r\n"
+    "*** Update File: conf.yaml\n*** Move to: conf/main.yaml \n@@ top\n----\n a: 1\n-b: 2\n+b: 3\n*** End of File\n"
+    "*** Delete File: gone.txt\n"
+    "*** End Patch"
+)
+
+
+def test_r_h_4_envelope_sections_kinds_moves_and_grammar_counts():
+    """R-H-4: one file per section; ``+``/``-`` lines count whatever follows them (the envelope
+    has no ``---``/``+++`` headers, so a YAML ``---`` added or removed is a line); markers and
+    the ``Move to`` line are not body; CRLF bodies keep their endings."""
+    add, upd, dele = parse_apply_patch(ENVELOPE)
+    assert (add.kind, add.path, add.move_path, add.added, add.removed) == ("add", "docs/new.md", None, 3, 0)
+    assert add.content == "---\r\ntitle: x\r\n++ not a header\r\n"
+    assert (upd.kind, upd.path, upd.move_path, upd.added, upd.removed) == ("update", "conf.yaml", "conf/main.yaml", 1, 2)
+    assert upd.body == "@@ top\n----\n a: 1\n-b: 2\n+b: 3\n"
+    assert (dele.kind, dele.path, dele.lines) == ("delete", "gone.txt", ())
+
+
+def test_r_h_4_envelope_is_lenient_and_splits_on_newline_only():
+    """Text before the first header is ignored, no header gives ``()``, nothing raises; a
+    form feed or U+2028 inside a line does not split it (``str.splitlines`` would)."""
+    assert parse_apply_patch("no patch here\n+x\n") == ()
+    assert parse_apply_patch("") == ()
+    [f] = parse_apply_patch("junk\n*** Add File: a\n+one\u2028still one\x0cand one\n")
+    assert (f.added, f.lines) == (1, ("+one\u2028still one\x0cand one\n",))
+
+
+def test_r_h_4_r_h_5_history_and_wrapper_replay_read_envelopes_with_the_one_parser():
+    """R-H-4/R-H-5: the history projection's file changes and the wrapper replay's patch
+    previews come from :func:`parse_apply_patch`, so they agree file for file."""
+    from codexrt._sansio._projection import parse_apply_patch as projection_files
+    from codexrt._sansio._wrappers import WrapperCall, attribute_wrapper
+
+    src = "await tools.apply_patch(" + json.dumps(ENVELOPE) + ");"
+    [preview] = attribute_wrapper(WrapperCall(src, None), []).previews
+    want = [(f.path, f.added, f.removed, f.move_path) for f in parse_apply_patch(ENVELOPE)]
+    assert [(f.path, f.added, f.removed, f.move_to) for f in preview.files] == want
+    assert [(c.path, c.added, c.removed, c.move_path) for c in projection_files(ENVELOPE)] == want
+    assert [c.kind for c in projection_files(ENVELOPE)] == ["add", "move", "delete"]
+

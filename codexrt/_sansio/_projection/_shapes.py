@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .._patch import parse_apply_patch as parse_envelope
 from ._records import ContentBlock, FileChangeEntry, ImageSource
 
 _STATUS_MAP = {
@@ -155,45 +156,17 @@ def patch_line_counts(diff: str, kind: str) -> tuple[int, int]:
     return (added, removed)
 
 
-_PATCH_HDR = re.compile(r"^\*\*\* (Add|Delete|Update) File: (.+)$")
-
-
 def parse_apply_patch(text: str) -> tuple[FileChangeEntry, ...]:
     """Files of an ``apply_patch`` envelope (``*** Begin Patch`` … ``*** End Patch``), each with
-    its hunk lines and +/− counts. Display only: the patch is never applied."""
+    its hunk lines and +/− counts. Display only: the patch is never applied. Read by the
+    library's one envelope parser, :func:`codexrt._sansio._patch.parse_apply_patch`."""
     out: list[FileChangeEntry] = []
-    cur: dict[str, Any] | None = None
-
-    def flush() -> None:
-        if cur is None:
-            return
-        body = "".join(cur["lines"])
-        if cur["kind"] == "add":
-            content = "".join(l[1:] if l.startswith("+") else l for l in cur["lines"])
-            a, r = patch_line_counts(content, "add")
-            out.append(FileChangeEntry(cur["path"], "add", content, a, r))
+    for f in parse_envelope(text):
+        if f.kind == "add":
+            out.append(FileChangeEntry(f.path, "add", f.content, f.added, f.removed))
         else:
-            a, r = patch_line_counts(body, "update")
-            kind = "move" if cur["move"] else cur["kind"]
-            out.append(FileChangeEntry(cur["path"], kind, body, a, r, cur["move"]))
-
-    for line in text.splitlines(keepends=True):
-        bare = line.rstrip("\r\n")
-        m = _PATCH_HDR.match(bare)
-        if m:
-            flush()
-            cur = {"kind": m[1].lower(), "path": m[2].strip(), "lines": [], "move": None}
-            continue
-        if bare.startswith("*** Move to: ") and cur is not None:
-            cur["move"] = bare[len("*** Move to: ") :].strip()
-            continue
-        if bare.startswith("*** Begin Patch") or bare.startswith("*** End Patch") or bare.startswith(
-            "*** End of File"
-        ):
-            continue
-        if cur is not None:
-            cur["lines"].append(line)
-    flush()
+            kind = "move" if f.move_path else f.kind
+            out.append(FileChangeEntry(f.path, kind, f.body, f.added, f.removed, f.move_path))
     return tuple(out)
 
 

@@ -15,6 +15,7 @@ from urllib.parse import unquote, urlparse
 
 import attrs
 
+from .._patch import parse_apply_patch
 #: Default bound of the cache of unpaired native receipts (calls waiting for their output
 #: and outputs waiting for their call). Overflow evicts the oldest entry and is reported.
 DEFAULT_MAX_UNPAIRED = 256
@@ -287,24 +288,8 @@ def normalize_dir(path: Any) -> str | None:
 
 
 def _patch_preview(index: int, patch: str) -> PatchPreview:
-    files: list[PatchFile] = []
-    cur: dict[str, Any] | None = None
-    for line in _crlf(patch).split("\n"):
-        m = re.match(r"^\*\*\* (Add|Update|Delete) File: (.+)$", line)
-        if m:
-            if cur:
-                files.append(PatchFile(**cur))
-            cur = {"path": m.group(2).strip(), "change": m.group(1).lower(), "added": 0, "removed": 0}
-            continue
-        if cur is None:
-            continue
-        m = re.match(r"^\*\*\* Move to: (.+)$", line)
-        if m:
-            cur["move_to"] = m.group(1).strip()
-        elif line.startswith("+") and not line.startswith("+++"):
-            cur["added"] += 1
-        elif line.startswith("-") and not line.startswith("---"):
-            cur["removed"] += 1
-    if cur:
-        files.append(PatchFile(**cur))
-    return PatchPreview(index, _crlf(patch), tuple(files))
+    """A static ``apply_patch`` literal as a preview (read by the one envelope parser,
+    :func:`codexrt._sansio._patch.parse_apply_patch`)."""
+    text = _crlf(patch)
+    files = tuple(PatchFile(f.path, f.kind, f.move_path, f.added, f.removed) for f in parse_apply_patch(text))
+    return PatchPreview(index, text, files)
