@@ -24,6 +24,7 @@ from typing import Any
 
 import attrs
 
+from ._lexer import _has_dynamic
 from ._model import (
     _CTRL_C,
     DEFAULT_MAX_UNPAIRED,
@@ -44,7 +45,6 @@ from ._model import (
     normalize_dir,
 )
 from ._output import _slot_values, _split_output
-from ._lexer import _has_dynamic
 from ._plan import _find_plans, _Plan
 from ._receipts import (
     Receipt,
