@@ -61,6 +61,33 @@ class _Lexer:
         self.i = i + 2
         return _ESC.get(c, c)
 
+    def escaped(self) -> str:
+        """:meth:`escape`, an unreadable escape keeping the wrapper."""
+        try:
+            return self.escape()
+        except (ValueError, IndexError):
+            raise self.error("bad escape") from None
+
+    def string(self, quote: str) -> _Tok:
+        """A ``'…'`` / ``"…"`` literal starting at the current offset, decoded."""
+        s = self.s
+        start = self.i
+        self.i += 1
+        buf = []
+        while True:
+            if self.i >= len(s) or s[self.i] == "\n":
+                raise self.error("unterminated string")
+            ch = s[self.i]
+            if ch == quote:
+                self.i += 1
+                break
+            if ch == "\\":
+                buf.append(self.escaped())
+            else:
+                buf.append(ch)
+                self.i += 1
+        return _Tok("str", "".join(buf), start)
+
     def tokens(self, *, until_brace: bool = False) -> list[_Tok]:
         s = self.s
         out: list[_Tok] = []
@@ -78,25 +105,7 @@ class _Lexer:
                     raise self.error("unterminated comment")
                 self.i = end + 2
             elif c in "\"'":
-                start = self.i
-                self.i += 1
-                buf = []
-                while True:
-                    if self.i >= len(s) or s[self.i] == "\n":
-                        raise self.error("unterminated string")
-                    ch = s[self.i]
-                    if ch == c:
-                        self.i += 1
-                        break
-                    if ch == "\\":
-                        try:
-                            buf.append(self.escape())
-                        except (ValueError, IndexError):
-                            raise self.error("bad escape") from None
-                    else:
-                        buf.append(ch)
-                        self.i += 1
-                out.append(_Tok("str", "".join(buf), start))
+                out.append(self.string(c))
             elif c == "`":
                 out.append(self.template())
             elif c.isdigit() or (c == "." and self.i + 1 < len(s) and s[self.i + 1].isdigit()):
@@ -148,10 +157,7 @@ class _Lexer:
                 self.i += 1
                 break
             if ch == "\\":
-                try:
-                    buf.append(self.escape())
-                except (ValueError, IndexError):
-                    raise self.error("bad escape") from None
+                buf.append(self.escaped())
             elif s.startswith("${", self.i):
                 parts.append("".join(buf))
                 buf = []

@@ -20,7 +20,8 @@ from typing import Any, Literal
 
 import attrs
 
-from ._model import COMMAND_TOOLS, DEFAULT_MAX_UNPAIRED, DYNAMIC, _crlf, _patch_preview, _pid, normalize_dir
+from .._patch import parse_apply_patch
+from ._model import COMMAND_TOOLS, DEFAULT_MAX_UNPAIRED, DYNAMIC, _crlf, _pid, normalize_dir
 
 
 @attrs.frozen
@@ -317,8 +318,8 @@ def _cwd_of(args: Any) -> str | None:
 def _same_files(patch: str, files: Sequence[Any]) -> bool:
     """A native FileChange result (absolute paths) is this literal patch's when each file
     of the patch names exactly one of the result's files and none is left over."""
-    pv = _patch_preview(0, patch)
-    mine = [f.path for f in pv.files] + [f.move_to for f in pv.files if f.move_to]
+    files_of_patch = parse_apply_patch(patch)
+    mine = [f.path for f in files_of_patch] + [f.move_path for f in files_of_patch if f.move_path]
     theirs = [normalize_dir(f) or str(f).replace("\\", "/") for f in files if isinstance(f, str)]
     if not mine or len(mine) != len(theirs):
         return False
