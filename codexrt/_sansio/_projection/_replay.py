@@ -155,11 +155,6 @@ class WrapperReplay:
         """Whether anything was logged that the replay changes (a wrapper or a direct poll)."""
         return bool(self._log.wrappers or self._log.polls)
 
-    def wrapper_attributions(self) -> dict[str, Attribution]:
-        """The engine's decision for every legacy exec wrapper that has an output, by the
-        wrapper's call id (R-H-5). A wrapper without an output is kept whole and not listed."""
-        return dict(self.resolve().attributions)
-
     def _wrapper_receipts(self, w: _Wrapper, first: Attribution | None, ix: _ReceiptIndex) -> list[Receipt]:
         """R-H-5: only what the wrapper produced. Nested receipts are those written between
         the wrapper's call and its output in its turn that no model call made; a later
