@@ -33,6 +33,7 @@ from codexrt._sansio._errors import (
 from codexrt._connection import ClientInfo, Connection, open_connection
 from codexrt._runtime._events import CodexEvent, EventStream
 from codexrt._runtime._runtime import (
+    ChildHandle,
     Interaction,
     Operation,
     OperationResult,
@@ -192,6 +193,7 @@ __all__ = [
     "ReviewError",
     "UndoError",
     *sorted(_LAZY),
+    "ChildHandle",
     "ClientInfo",
     "CodexEvent",
     "Connection",

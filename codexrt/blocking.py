@@ -720,10 +720,8 @@ class BlockingOperation:
 _KILL_SETTLE = 10.0  # seconds to wait for a killed child's turn to settle (SIGKILL is prompt)
 
 
-def _kill_child(runtime: Any) -> None:
-    conn = runtime.conn
-    if conn is not None:
-        conn.kill()
+def _kill_child(runtime: Runtime) -> None:
+    runtime.kill_child()
 
 
 class BlockingRuntime:

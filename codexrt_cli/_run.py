@@ -369,8 +369,7 @@ class _Session:
                 self.status.line(f"interrupting the turn ({path}); Ctrl+C again to kill the app-server")
             elif self.interrupts == 2:
                 self.status.line("killing the app-server")
-                if self.rt.conn is not None:
-                    self.rt.conn.kill()  # SIGKILL to its process group; the reader then settles the turn
+                self.rt.kill_child()  # SIGKILL to its process group; the reader then settles the turn
 
 
 async def run_turn(config: RuntimeConfig, prompt: str, settings: Settings, thread_id: str | None,

@@ -40,10 +40,8 @@ from typing import Any, Sequence
 import attrs
 import trio
 
-from codexrt._io._retry import call_read
-from codexrt._connection import Connection
 from codexrt._sansio._errors import CodexError, ConfigError, RemoteProtocolError, malformed_data_is_typed
-from codexrt._runtime._runtime import Operation, Runtime
+from codexrt._runtime._runtime import ChildHandle, Operation, Runtime
 
 __all__ = [
     "DEFAULT_MAX_PAGES",
@@ -208,16 +206,11 @@ class McpStatus:
 # --------------------------------------------------------------------------- paging
 
 
-async def _connection(rt: Runtime) -> tuple[Connection, int]:
-    conn = await rt.ensure_started()  # ACCESS_INACTIVE in inactive mode: nothing spawned
-    return conn, rt.generation
-
-
-def _check_same_child(rt: Runtime, conn: Connection, generation: int, method: str) -> None:
-    if rt.generation != generation or rt.conn is not conn:
+def _check_same_child(rt: Runtime, child: ChildHandle, method: str) -> None:
+    if not child.is_current():
         raise CodexError(
             f"{method}: the app-server changed while the catalog was read; ask again",
-            code="CATALOG_STALE", details={"method": method, "startedGeneration": generation,
+            code="CATALOG_STALE", details={"method": method, "startedGeneration": child.generation,
                                            "currentGeneration": rt.generation})
 
 
@@ -225,7 +218,7 @@ async def _walk(rt: Runtime, method: str, params: dict[str, Any], max_pages: int
     """All ``data`` of a paged native list, bounded (R-CAT-1)."""
     if max_pages < 1:
         raise ConfigError("max_pages must be at least 1")
-    conn, generation = await _connection(rt)
+    child = await rt.start_child()  # ACCESS_INACTIVE in inactive mode: nothing spawned
     items: list[Any] = []
     cursor = params.get("cursor")
     seen: set[str] = {cursor} if isinstance(cursor, str) else set()
@@ -233,8 +226,8 @@ async def _walk(rt: Runtime, method: str, params: dict[str, Any], max_pages: int
         req = dict(params)
         if cursor is not None:
             req["cursor"] = cursor
-        result = await call_read(conn, method, req)
-        _check_same_child(rt, conn, generation, method)
+        result = await child.call_read(method, req)
+        _check_same_child(rt, child, method)
         data = result.get("data") if isinstance(result, dict) else None
         if not isinstance(data, list):
             raise RemoteProtocolError(f"{method} answered without a data list", code="CATALOG_BAD_PAGE",
@@ -290,9 +283,9 @@ async def list_skills(rt: Runtime, cwds: Sequence[str | os.PathLike[str]] = (), 
         params["cwds"] = [os.fspath(c) for c in cwds]
     if force_reload:
         params["forceReload"] = True
-    conn, generation = await _connection(rt)
-    result = await call_read(conn, "skills/list", params)
-    _check_same_child(rt, conn, generation, "skills/list")
+    child = await rt.start_child()  # ACCESS_INACTIVE in inactive mode: nothing spawned
+    result = await child.call_read("skills/list", params)
+    _check_same_child(rt, child, "skills/list")
     data = result.get("data") if isinstance(result, dict) else None
     if not isinstance(data, list):
         raise RemoteProtocolError("skills/list answered without a data list", code="CATALOG_BAD_PAGE")
@@ -334,9 +327,9 @@ async def mcp_status(rt: Runtime, *, thread_id: str | None = None, server_name: 
 async def reload_mcp(rt: Runtime) -> dict[str, Any]:
     """Explicit ``config/mcpServer/reload`` (after a refresh or a successful config write).
     Gated by the access mode (inactive → ``ACCESS_INACTIVE``); errors are raised."""
-    conn, generation = await _connection(rt)
-    result = await conn.call("config/mcpServer/reload", {})
-    _check_same_child(rt, conn, generation, "config/mcpServer/reload")
+    child = await rt.start_child()  # ACCESS_INACTIVE in inactive mode: nothing spawned
+    result = await child.call("config/mcpServer/reload", {})
+    _check_same_child(rt, child, "config/mcpServer/reload")
     return result if isinstance(result, dict) else {}
 
 

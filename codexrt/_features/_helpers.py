@@ -571,7 +571,7 @@ class TitleManager:
         self._changed.set()
         self._changed = trio.Event()
         with contextlib.suppress(Exception):  # a closed runtime has no subscribers left
-            self.rt._publish(self.rt._event("threadTitle", outcome.to_wire(), thread_id=outcome.thread_id))
+            self.rt.publish("threadTitle", outcome.to_wire(), thread_id=outcome.thread_id)
 
     async def _title_task(self, tid: str, text: str, scope: trio.CancelScope, done: trio.Event,
                           generation: int) -> None:
@@ -600,16 +600,15 @@ class TitleManager:
     async def _save(self, tid: str, title: str) -> TitleOutcome:
         if tid in self.manual:
             return TitleOutcome(tid, "skipped", title=title, reason="manual name")
-        rt = self.rt
-        conn = rt.conn
         # Never start, restart or resume the writer: only a READY runtime with a live child.
-        if rt.state is not RuntimeState.READY or conn is None or conn.closed.is_set():
+        child = self.rt.current_child()
+        if child is None:
             return TitleOutcome(tid, "skipped", title=title, reason="runtime not ready")
         # Our own thread/name/updated echo must not look like a manual rename: remembered
         # until that echo arrives (see _on_event).
         self._saving.add(tid)
         try:
-            await conn.call("thread/name/set", {"threadId": tid, "name": title})
+            await child.call("thread/name/set", {"threadId": tid, "name": title})
         except CodexError as exc:
             self._saving.discard(tid)
             return TitleOutcome(tid, "failed", title=title, error=exc.to_dict())

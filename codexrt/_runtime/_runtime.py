@@ -114,6 +114,7 @@ from codexrt._sansio._privacy import PrivacyIndex
 __all__ = [
     "RuntimeConfig",
     "Runtime",
+    "ChildHandle",
     "Operation",
     "OperationResult",
     "Interaction",
@@ -547,6 +548,32 @@ class _ThreadInfo:
     status_event: trio.Event = attrs.field(factory=trio.Event)
 
 
+@attrs.frozen(eq=False)
+class ChildHandle:
+    """One child (one generation) of a :class:`Runtime`, as its public port hands it out
+    (:meth:`Runtime.start_child`, :meth:`Runtime.current_child`): layers above the runtime call
+    the child through this and never hold ``Runtime.conn``. A handle never starts, restarts
+    or resumes anything; calls on a retired child fail like calls on its closed connection."""
+
+    connection: Connection
+    generation: int
+    _runtime: "Runtime"
+
+    def is_current(self) -> bool:
+        """True while the runtime still holds this child: same generation, same connection
+        (R-RT-2). Its connection may already be ending; a call then fails with ``ClosedError``."""
+        return self._runtime.generation == self.generation and self._runtime.conn is self.connection
+
+    async def call(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
+        """One request on this child, never retried (for requests that change state)."""
+        return await self.connection.call(method, params, timeout=timeout)
+
+    async def call_read(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
+        """A read on this child: retried on overload only for the methods of
+        :data:`~codexrt._io._retry.READ_ONLY_RETRY_TABLE` (:func:`~codexrt._io._retry.call_read`)."""
+        return await call_read(self.connection, method, params, timeout=timeout)
+
+
 class Runtime:
     """Create with :func:`open_runtime`."""
 
@@ -642,6 +669,66 @@ class Runtime:
             "cliPath": self.cli_path,
             "settingsRevision": self.settings_revision,
         }
+
+    # -- the public port (what the features, serve, the facades and the CLI use) ----------
+
+    def is_connected(self) -> bool:
+        """True while the runtime holds a child's connection: from READY until that child is
+        retired or its exit settled (R-RT-1, R-RT-4). The connection may already be ending."""
+        return self.conn is not None
+
+    async def start_child(self) -> ChildHandle:
+        """:meth:`ensure_started`, as a :class:`ChildHandle` bound to the generation it
+        returned (R-RT-2, R-RT-3)."""
+        conn = await self.ensure_started()
+        return ChildHandle(conn, self.generation, self)
+
+    def current_child(self) -> ChildHandle | None:
+        """The READY child with an open connection, else None. Never starts, restarts or
+        resumes a child (for writers that must not: titles, R-HLP-3)."""
+        conn = self.conn
+        if self.state is not RuntimeState.READY or conn is None or conn.closed.is_set():
+            return None
+        return ChildHandle(conn, self.generation, self)
+
+    def kill_child(self) -> bool:
+        """SIGKILL the current child's process group, at once (a second Ctrl+C). The reader
+        then sees its exit and settles what was bound to it (R-RT-4). False when no child."""
+        conn = self.conn
+        if conn is None:
+            return False
+        conn.kill()
+        return True
+
+    def publish(self, kind: str, payload: dict[str, Any] | None = None, *, thread_id: str | None = None,
+                turn_id: str | None = None, item_id: str | None = None) -> None:
+        """Publish one event to every subscriber, stamped like the runtime's own (generation,
+        channel, root thread; R-D-2). Never blocks: each subscriber buffers its own copy."""
+        self._publish(self._event(kind, payload, thread_id=thread_id, turn_id=turn_id, item_id=item_id))
+
+    def idle_retirable(self) -> bool:
+        """READY, nothing queued or running, no session loaded in this generation and no
+        interaction pending: the idle reaper may retire the child (R-RT-6). The caller adds
+        its own idle time (the runtime's reaper, or serve's per-channel one)."""
+        return (self.state is RuntimeState.READY and not self.busy
+                and self.runtime_snapshot()["sessionCount"] == 0 and not self.pending_interactions())
+
+    async def unload_thread(self, thread_id: str) -> str | None:
+        """Mark ``thread_id`` unloaded (its id is kept: the next operation on it resumes it) and,
+        when it is loaded on the current child, tell the server (``thread/unsubscribe``).
+        Returns the server's ``status`` (None when nothing was sent); a failed unsubscribe
+        raises its :class:`CodexError` after the thread is marked unloaded. Does not stop
+        its operations or sub-agents (:meth:`release_thread` does)."""
+        info = self.threads.get(thread_id)
+        if info is None:
+            return None
+        loaded = info.loaded_generation == self.generation
+        info.loaded_generation = None
+        conn = self.conn
+        if not loaded or conn is None:
+            return None
+        res = await conn.call("thread/unsubscribe", {"threadId": thread_id})
+        return (res or {}).get("status")
 
     # -- events --------------------------------------------------------------------------
 
@@ -1937,10 +2024,7 @@ class Runtime:
         assert self.config.idle_timeout is not None
         while True:
             await trio.sleep(min(self.config.idle_timeout, 1.0))
-            snapshot = self.runtime_snapshot()
-            if (self.state is RuntimeState.READY and not self.busy and snapshot["sessionCount"] == 0
-                    and trio.current_time() - self._idle_since >= self.config.idle_timeout
-                    and not self.pending_interactions()):
+            if self.idle_retirable() and trio.current_time() - self._idle_since >= self.config.idle_timeout:
                 await self.reset(reason="idle")
 
     # -- sub-agent relations (R-H-8, R-D-1, R-OP-6) ----------------------------------------
@@ -2108,16 +2192,10 @@ class Runtime:
                 self.abort(op)
                 with trio.move_on_after(self.config.stop_budget + 11):
                     await op._done.wait()
-        info = self.threads.get(thread_id)
-        if info is None or info.loaded_generation != self.generation:
-            self.release_relation_lease(thread_id)
-            return
-        info.loaded_generation = None
-        if self.conn is not None:
-            try:
-                await self.conn.call("thread/unsubscribe", {"threadId": thread_id})
-            except CodexError as exc:
-                log.info("thread/unsubscribe failed: %s", exc.message)
+        try:
+            await self.unload_thread(thread_id)
+        except CodexError as exc:
+            log.info("thread/unsubscribe failed: %s", exc.message)
         self.release_relation_lease(thread_id)
 
     # -- close ---------------------------------------------------------------------------

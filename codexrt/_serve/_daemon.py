@@ -574,7 +574,7 @@ class _Channel:
         """No child, no work, nothing pending: forgetting this channel loses only its desired
         settings and thread bookkeeping (the threads themselves resume on next use)."""
         rt = self.rt
-        return (rt.state in (RuntimeState.STOPPED, RuntimeState.FAILED) and rt.conn is None and not rt.busy
+        return (rt.state in (RuntimeState.STOPPED, RuntimeState.FAILED) and not rt.is_connected() and not rt.busy
                 and not self.ops
                 and self.inflight == 0 and not rt.pending_interactions()
                 and not (self.titles is not None and self.titles.pending())
@@ -955,9 +955,7 @@ class Daemon:
             await trio.sleep(max(0.05, min(idle_timeout / 2, 5.0)))
             now = trio.current_time()
             for ch in list(self._channels.values()):
-                snap = ch.rt.runtime_snapshot()
-                if (snap["state"] == RuntimeState.READY.value and not snap["busy"] and snap["sessionCount"] == 0
-                        and snap["pendingInteractions"] == 0 and ch.inflight == 0
+                if (ch.rt.idle_retirable() and ch.inflight == 0
                         and not (ch.titles is not None and ch.titles.pending())
                         and now - ch.last_activity >= idle_timeout):
                     log.info("retiring idle runtime of channel %s", ch.id)
@@ -1145,18 +1143,12 @@ class Daemon:
             result["releasedChildren"] = await rt.drain_relations(tid)
             result["stoppedOperations"] += await self._stop_ops(ch, ch.live_ops(tid))
             await ch.cancel_titles(tid, reason="releaseThread")  # R-HLP-3: release waits for helpers
-            info = rt.threads.get(tid)
-            conn = rt.conn
-            if info is not None and info.loaded_generation == rt.generation and conn is not None:
-                try:
-                    res = await conn.call("thread/unsubscribe", {"threadId": tid})
-                    result["unsubscribe"] = (res or {}).get("status")
-                except CodexError as exc:
-                    result["unsubscribeError"] = exc.to_dict()
-            if info is not None:
-                info.loaded_generation = None  # the next operation on it resumes it
+            try:  # the next operation on it resumes it
+                result["unsubscribe"] = await rt.unload_thread(tid)
+            except CodexError as exc:
+                result["unsubscribeError"] = exc.to_dict()
             snap = rt.runtime_snapshot()
-            if snap["sessionCount"] == 0 and not snap["busy"] and rt.conn is not None:
+            if snap["sessionCount"] == 0 and not snap["busy"] and rt.is_connected():
                 await ch.cancel_titles(reason="releaseThread")  # nothing may save on a retired child
                 await rt.reset(reason="releaseThread")  # confirms the child's exit (R-RT-5)
                 result["runtimeRetired"] = True
@@ -1294,15 +1286,14 @@ class Daemon:
                 tid, saved, reason = p.get("threadId"), False, None
                 if tid and p.get("save", True):
                     ch = self._channels.get(p["channelId"])
-                    rt = ch.rt if ch is not None else None
-                    conn = rt.conn if rt is not None else None
                     # never starts or restarts the writer: only a READY runtime with a live child
-                    if rt is None or rt.state is not RuntimeState.READY or conn is None or conn.closed.is_set():
+                    child = ch.rt.current_child() if ch is not None else None
+                    if child is None:
                         reason = "runtime not ready"
                     else:
                         if ch is not None and ch.titles is not None:
                             ch.titles.name_set_manually(tid)  # the host's name wins over an automatic one
-                        await conn.call("thread/name/set", {"threadId": tid, "name": title})
+                        await child.call("thread/name/set", {"threadId": tid, "name": title})
                         saved = True
                 result = {"title": title, "threadId": tid, "saved": saved, "reason": reason}
             await self._reply(cmd.id, result)

@@ -1,0 +1,73 @@
+"""The Runtime's public port (issue #20): what the features, ``serve``, the facades and the CLI
+use instead of ``Runtime.conn`` / ``Runtime.threads`` / ``Runtime._publish``.
+Memory peers (``tests/_support.MemoryPeers``); what a peer received is the proof of what was sent.
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+
+import codexrt
+from codexrt import CodexError, RuntimeConfig, RuntimeState
+from tests._support import MemoryPeers
+
+
+@pytest.fixture
+async def peers(nursery):
+    return MemoryPeers(nursery)
+
+
+def _rt(peers, *scenarios, **kw):
+    return codexrt.open_runtime(RuntimeConfig(transports=[peers.sequence(*scenarios)], **kw))
+
+
+async def test_r_rt_2_a_child_handle_is_bound_to_its_generation(peers):
+    async with _rt(peers, "handshake-ok", "handshake-ok") as rt:
+        assert not rt.is_connected() and rt.current_child() is None  # lazy: nothing started
+        child = await rt.start_child()
+        assert child.generation == rt.generation == 1 and child.is_current()
+        assert rt.is_connected()
+        now = rt.current_child()
+        assert now is not None and now.generation == 1 and now.connection is child.connection
+        await rt.reset()
+        assert not rt.is_connected() and rt.current_child() is None and not child.is_current()
+        second = await rt.start_child()
+        assert second.generation == 2 and second.is_current() and not child.is_current()
+
+
+async def test_r_rt_4_kill_child_kills_the_current_child_only(peers):
+    async with _rt(peers, "handshake-ok") as rt:
+        assert rt.kill_child() is False  # no child: nothing to kill, nothing started
+        assert peers.peers == []
+        child = await rt.start_child()
+        assert rt.kill_child() is True
+        with trio.fail_after(5):
+            await child.connection.closed.wait()
+            await rt.wait_state(RuntimeState.STOPPED, RuntimeState.FAILED)
+        assert not rt.is_connected()
+
+
+async def test_r_d_2_publish_stamps_events_like_the_runtimes_own(peers):
+    async with _rt(peers, "handshake-ok", channel_id="ch-9") as rt:
+        await rt.ensure_started()
+        with rt.subscribe() as events:
+            rt.publish("threadTitle", {"title": "t"}, thread_id="th-1")
+            ev = events.get_nowait()
+        assert ev is not None and ev.kind == "threadTitle" and ev.payload == {"title": "t"}
+        assert (ev.channel_id, ev.runtime_generation, ev.thread_id, ev.root_thread_id) == ("ch-9", 1, "th-1", "th-1")
+
+
+async def test_r_rt_6_unload_thread_marks_unloaded_and_unsubscribes_once(peers):
+    async with _rt(peers, "handshake-ok") as rt:
+        op = await rt.send("x").wait()
+        assert rt.runtime_snapshot()["sessionCount"] == 1 and not rt.idle_retirable()
+        # the fake peer does not know thread/unsubscribe: its error is raised, the thread is unloaded anyway
+        with pytest.raises(CodexError):
+            await rt.unload_thread(op.thread_id)
+        assert rt.runtime_snapshot()["sessionCount"] == 0 and rt.idle_retirable()
+        assert await rt.unload_thread(op.thread_id) is None  # not loaded: nothing sent
+        assert await rt.unload_thread("never-seen") is None
+        sent = [m for m in peers.received(0) if m.get("method") == "thread/unsubscribe"]
+        assert [m["params"] for m in sent] == [{"threadId": op.thread_id}]
