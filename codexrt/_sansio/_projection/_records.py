@@ -1,5 +1,10 @@
 """Display records of the history projection (R-H-4): frozen attrs value objects, one class per
-item kind, grouped by turn. Both sources (native items, rollout records) land in these."""
+item kind, grouped by turn. Both sources (native items, rollout records) land in these.
+
+The records carry no ``to_wire``/``to_dict`` methods: their JSON form (serve, ``show --json``) is
+:func:`codexrt._features._history.record_to_json`, one generic walk over the attrs fields
+(camelCase names, ``kind`` first), so there is no per-class conversion here for a cattrs
+converter to replace."""
 
 from __future__ import annotations
 
