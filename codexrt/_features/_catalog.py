@@ -10,8 +10,10 @@ Theory of operation
 -------------------
 * :func:`list_models` walks ``model/list`` pages, :func:`mcp_status` walks
   ``mcpServerStatus/list`` pages. A paged walk stops with an error when the server hands back a
-  cursor it already gave (``CATALOG_CURSOR_REPEATED``) or when more than ``max_pages`` pages
-  came (``CATALOG_PAGE_LIMIT``): a buggy or hostile server can never make it loop.
+  cursor it already gave (``CATALOG_CURSOR_REPEATED``), when a page has no ``nextCursor`` field
+  (``CATALOG_BAD_PAGE``: nobody can tell whether more exists) or when more than ``max_pages``
+  pages came (``CATALOG_PAGE_LIMIT``): a buggy or hostile server can never make it loop. The
+  walk is the shared one (``codexrt._features._paging``).
 * A walk is bound to the connection (and generation) it started on: if the runtime's child
   changed between two pages, the walk fails with ``CATALOG_STALE`` rather than mixing pages
   of two children or publishing an old client's answer into the new generation (R-RT-2).
@@ -40,6 +42,7 @@ from typing import Any, Sequence
 import attrs
 import trio
 
+from codexrt._features._paging import CursorRepeated, CursorWalk, walk_pages
 from codexrt._sansio._errors import CodexError, ConfigError, RemoteProtocolError, malformed_data_is_typed
 from codexrt._runtime._runtime import ChildHandle, Operation, Runtime
 
@@ -215,35 +218,36 @@ def _check_same_child(rt: Runtime, child: ChildHandle, method: str) -> None:
 
 
 async def _walk(rt: Runtime, method: str, params: dict[str, Any], max_pages: int) -> tuple[list[Any], int]:
-    """All ``data`` of a paged native list, bounded (R-CAT-1)."""
+    """All ``data`` of a paged native list, bounded (R-CAT-1): the one cursor walk, where a
+    repeated cursor, a page without ``nextCursor`` and the page limit are errors."""
     if max_pages < 1:
         raise ConfigError("max_pages must be at least 1")
     child = await rt.start_child()  # ACCESS_INACTIVE in inactive mode: nothing spawned
     items: list[Any] = []
-    cursor = params.get("cursor")
-    seen: set[str] = {cursor} if isinstance(cursor, str) else set()
-    for page in range(1, max_pages + 1):
-        req = dict(params)
-        if cursor is not None:
-            req["cursor"] = cursor
-        result = await child.call_read(method, req)
+    req = dict(params)
+    walk = CursorWalk(method, max_pages=max_pages, cursor=req.pop("cursor", None))
+
+    async def read(p: dict[str, Any], _on_written: Any) -> Any:  # no read ahead here: always None
+        result = await child.call_read(method, p)
         _check_same_child(rt, child, method)
-        data = result.get("data") if isinstance(result, dict) else None
-        if not isinstance(data, list):
-            raise RemoteProtocolError(f"{method} answered without a data list", code="CATALOG_BAD_PAGE",
-                                      details={"method": method, "page": page})
-        items.extend(data)
-        nxt = result.get("nextCursor")
-        if nxt is None:
-            return items, page
-        if not isinstance(nxt, str) or nxt in seen:
-            raise RemoteProtocolError(
-                f"{method} repeated the cursor {str(nxt)[:80]!r}; stopped instead of looping",
-                code="CATALOG_CURSOR_REPEATED", details={"method": method, "page": page, "items": len(items)})
-        seen.add(nxt)
-        cursor = nxt
-    raise CodexError(f"{method} has more than {max_pages} pages; stopped", code="CATALOG_PAGE_LIMIT",
-                     details={"method": method, "maxPages": max_pages, "items": len(items)})
+        return result
+
+    def bad_page(w: CursorWalk) -> Exception:
+        return RemoteProtocolError(f"{method} answered without a data list", code="CATALOG_BAD_PAGE",
+                                   details={"method": method, "page": w.pages + 1})
+
+    try:
+        await walk_pages(read, walk, req, items.extend, bad_page=bad_page)
+    except CursorRepeated as exc:
+        raise RemoteProtocolError(exc.message, code="CATALOG_CURSOR_REPEATED",
+                                  details={"method": method, "page": walk.pages, "items": len(items)}) from None
+    if walk.stop == "missing":
+        raise RemoteProtocolError(f"{method} answered without nextCursor; cannot tell whether more pages exist",
+                                  code="CATALOG_BAD_PAGE", details={"method": method, "page": walk.pages})
+    if walk.stop == "pageLimit":
+        raise CodexError(f"{method} has more than {max_pages} pages; stopped", code="CATALOG_PAGE_LIMIT",
+                         details={"method": method, "maxPages": max_pages, "items": len(items)})
+    return items, walk.pages
 
 
 # --------------------------------------------------------------------------- catalogs

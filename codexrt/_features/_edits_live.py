@@ -47,6 +47,7 @@ import attrs
 import trio
 
 from codexrt._io._retry import call_read
+from codexrt._features._paging import CursorWalk, walk_pages
 from codexrt._io._edits import EditEntry, EditKey, EditLedger, EditStore, ReviewTicket, default_store_path
 from codexrt._sansio._errors import ClosedError, CodexError, ReviewError, RpcError, UndoError
 
@@ -148,31 +149,35 @@ async def read_thread_turns(conn: _Caller, thread_id: str, *, page_size: int = P
 
     ``thread/turns/list`` (``itemsView: "full"``, ascending, paginated); if the server does not
     know that method, ``thread/read`` with ``includeTurns``. Each call is bounded by the
-    connection's RPC timeout (or ``timeout``); more than ``max_pages`` pages is an error rather
-    than an endless read."""
+    connection's RPC timeout (or ``timeout``); more than ``max_pages`` pages or a page without
+    ``nextCursor`` is ``HISTORY_READ_FAILED``, a repeated cursor ``CURSOR_REPEATED`` (the shared
+    cursor walk) — never an endless or a guessed read."""
     turns: list[dict[str, Any]] = []
-    cursor: str | None = None
-    for _ in range(max_pages):
-        params: dict[str, Any] = {"threadId": thread_id, "itemsView": "full", "sortDirection": "asc",
-                                  "limit": page_size}
-        if cursor is not None:
-            params["cursor"] = cursor
-        try:
-            page = await call_read(conn, "thread/turns/list", params, timeout=timeout)
-        except RpcError as exc:
-            if turns or not _unsupported(exc):
-                raise _thread_read_error(thread_id, exc) from None
-            return await _read_with_turns(conn, thread_id, timeout)
-        data = (page or {}).get("data") if isinstance(page, dict) else None
-        if not isinstance(data, list):
-            raise CodexError(f"thread/turns/list of {thread_id} returned no data", code="HISTORY_READ_FAILED",
-                             details={"threadId": thread_id})
-        turns.extend(t for t in data if isinstance(t, dict))
-        cursor = page.get("nextCursor")
-        if not isinstance(cursor, str) or not cursor:
-            return turns
-    raise CodexError(f"thread {thread_id} has more than {max_pages} pages of turns; refusing to read on",
-                     code="HISTORY_READ_FAILED", details={"threadId": thread_id, "pages": max_pages})
+    walk = CursorWalk("thread/turns/list", max_pages=max_pages)
+
+    async def read(params: dict[str, Any], on_written: Any) -> Any:
+        return await call_read(conn, "thread/turns/list", params, timeout=timeout, on_written=on_written)
+
+    def bad_page(w: CursorWalk) -> Exception:
+        return CodexError(f"thread/turns/list of {thread_id} returned no data", code="HISTORY_READ_FAILED",
+                          details={"threadId": thread_id})
+
+    try:
+        await walk_pages(read, walk, {"threadId": thread_id, "itemsView": "full", "sortDirection": "asc",
+                                      "limit": page_size},
+                         lambda data: turns.extend(t for t in data if isinstance(t, dict)), bad_page=bad_page)
+    except RpcError as exc:
+        if walk.pages or not _unsupported(exc):
+            raise _thread_read_error(thread_id, exc) from None
+        return await _read_with_turns(conn, thread_id, timeout)
+    if walk.stop == "missing":
+        raise CodexError(f"thread/turns/list of {thread_id} answered without nextCursor; cannot tell whether "
+                         "more turns exist", code="HISTORY_READ_FAILED", details={"threadId": thread_id,
+                                                                                   "pages": walk.pages})
+    if walk.stop == "pageLimit":
+        raise CodexError(f"thread {thread_id} has more than {max_pages} pages of turns; refusing to read on",
+                         code="HISTORY_READ_FAILED", details={"threadId": thread_id, "pages": max_pages})
+    return turns
 
 
 def _unsupported(exc: RpcError) -> bool:

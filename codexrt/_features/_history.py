@@ -80,6 +80,8 @@ import trio
 
 from codexrt._io._retry import call_read
 from codexrt._connection import Connection
+from codexrt._features._paging import CursorRepeated, CursorWalk, walk_pages
+from codexrt._sansio._paging import page_is_partial
 from codexrt._sansio._errors import (
     CHILD_EXITED_PREFIX,
     CliUnavailable,
@@ -532,93 +534,24 @@ def missing_identities(native: Transcript, legacy: Transcript) -> list[str]:
 # native paging
 
 
-class _Walk:
-    """Result of walking one paginated method to its end."""
-
-    __slots__ = ("complete", "pages")
-
-    def __init__(self) -> None:
-        self.complete = True
-        self.pages = 0
-
-
 async def _walk(conn: Connection, method: str, params: dict[str, Any], on_page: Callable[[list[Any]], None],
-                *, max_pages: int, prefetch: bool = False) -> _Walk:
-    """Call ``method`` page after page, passing ``nextCursor`` back verbatim. ``complete`` is
-    False when a page had no ``nextCursor`` field (cannot tell whether more exists) or the
-    server repeated a cursor; the walk then stops — never guesses.
-
-    ``prefetch``: once a page's cursor is known, the next page is requested (and written)
-    *before* ``on_page`` handles this one, so the server works while we do; at most one
-    request ahead, never past ``max_pages`` or the last page. If ``on_page`` raises, that one
-    read is cancelled with the walk."""
-    w = _Walk()
+                *, max_pages: int, prefetch: bool = False) -> CursorWalk:
+    """The cursor walk (:func:`~codexrt._features._paging.walk_pages`) over one history
+    method. ``complete`` is False when a page had no ``nextCursor`` field (cannot tell whether
+    more exists), past ``max_pages``, or when the server repeated a cursor: for history a loop
+    is an incomplete read (a count is then unknown, R-H-7), never a guess and never a second
+    request. ``prefetch``: one page read ahead (see ``walk_pages``)."""
+    walk = CursorWalk(method, max_pages=max_pages)
     if max_pages <= 0:
-        w.complete = False
-        return w
-    seen: set[str] = set()
+        walk.stop = "pageLimit"
+        return walk
 
-    def page_params(cursor: Any) -> dict[str, Any]:
-        p = dict(params)
-        if cursor is not None:
-            p["cursor"] = cursor
-        return p
+    async def read(p: dict[str, Any], on_written: Callable[[], None] | None) -> Any:
+        return await call_read(conn, method, p, on_written=on_written)
 
-    async def fetch(cursor: Any, box: list[Any], written: trio.Event, done: trio.Event) -> None:
-        try:
-            box.append((True, await call_read(conn, method, page_params(cursor), on_written=written.set)))
-        except Exception as exc:  # handed to the walk, which raises it where it would have
-            box.append((False, exc))
-        finally:
-            written.set()
-            done.set()
-
-    async def pages(nursery: trio.Nursery | None) -> _Walk:
-        res = await call_read(conn, method, page_params(None))
-        while True:
-            w.pages += 1
-            if not isinstance(res, dict) or not isinstance(res.get("data"), list):
-                raise RemoteProtocolError(f"{method} answered without a data list", details={"method": method})
-            more = False
-            if "nextCursor" not in res:
-                w.complete = False
-            elif res["nextCursor"] is not None:
-                cursor = res["nextCursor"]
-                marker = json.dumps(cursor, sort_keys=True)
-                if marker in seen or w.pages >= max_pages:
-                    w.complete = False
-                else:
-                    seen.add(marker)
-                    more = True
-            if more and nursery is not None:
-                box: list[Any] = []
-                written, done = trio.Event(), trio.Event()
-                nursery.start_soon(fetch, cursor, box, written, done)
-                await written.wait()  # bounded: set when written or when the read ends
-            on_page(res["data"])
-            if not more:
-                return w
-            if nursery is not None:
-                await done.wait()
-                ok, value = box[0]
-                if not ok:
-                    raise value
-                res = value
-            else:
-                res = await call_read(conn, method, page_params(cursor))
-
-    if not prefetch:
-        return await pages(None)
-    error: Exception | None = None
-    async with trio.open_nursery() as nursery:
-        try:
-            await pages(nursery)
-        except Exception as exc:  # raised as itself below, not as a group; cancels the read ahead
-            error = exc
-        nursery.cancel_scope.cancel()
-    if error is not None:
-        raise error
-    return w
+    with contextlib.suppress(CursorRepeated):  # walk.stop == "repeated": incomplete
+        await walk_pages(read, walk, params, on_page, prefetch=prefetch)
+    return walk
 
 
 def _full_read_complete(turns: list[Any]) -> bool:
@@ -860,35 +793,32 @@ class HistoryReader:
                 skipped += 1
         for tid in self.index.merge(rows):
             self.counter.invalidate(tid)
-        nxt = res.get("nextCursor")
-        partial = nxt is not None or "nextCursor" not in res or skipped > 0
-        return ThreadPage(tuple(rows), nxt, partial=partial, source="native", skipped=skipped)
+        partial = page_is_partial(res) or skipped > 0
+        return ThreadPage(tuple(rows), res.get("nextCursor"), partial=partial, source="native", skipped=skipped)
 
     @malformed_data_is_typed("history data")
     async def list_all_threads(self, *, limit: int | None = None, **filters: Any) -> ThreadPage:
         """Every page (up to ``limit`` threads) as one page; ``partial`` if stopped early."""
         rows: list[ThreadSummary] = []
-        cursor: Any = None
-        seen: set[str] = set()
+        walk = CursorWalk("thread/list", max_pages=self.max_pages)  # the one cursor rule set
         partial = False
         source = "native"
         while True:
             want = None if limit is None else max(1, min(self.page_limit, limit - len(rows)))
-            page = await self.list_threads(cursor=cursor, limit=want, **filters)
+            page = await self.list_threads(cursor=walk.cursor, limit=want, **filters)
             source = page.source
             rows.extend(page.threads)
-            if page.next_cursor is None:
-                partial = partial or page.partial
-                break
-            if limit is not None and len(rows) >= limit:
+            if page.next_cursor is not None and limit is not None and len(rows) >= limit:
                 partial = True
                 break
-            marker = json.dumps(page.next_cursor, sort_keys=True)
-            if marker in seen:
-                partial = True
+            try:
+                more = walk.advance({"nextCursor": page.next_cursor})
+            except CursorRepeated:
+                partial = True  # a loop: what was read so far, marked partial
                 break
-            seen.add(marker)
-            cursor = page.next_cursor
+            if not more:
+                partial = partial or page.partial or walk.stop == "pageLimit"
+                break
         if limit is not None:
             rows = rows[:limit]
         return ThreadPage(tuple(rows), None, partial=partial, source=source)
@@ -1249,7 +1179,7 @@ async def run_history_command(rt: Any, name: str, params: dict[str, Any], *, cou
         page = [ThreadSummary.from_native(t) for t in res["data"] if isinstance(t, dict) and isinstance(t.get("id"), str)]
         for t in page:
             counter.note_version(t.thread_id, t.version)
-        partial = res.get("nextCursor") is not None or "nextCursor" not in res or len(page) != len(res["data"])
+        partial = page_is_partial(res) or len(page) != len(res["data"])
         return {**res, "source": "native", "partial": partial}
     return await call_read(conn, "thread/read", p)  # codex.readThread, native form
 

@@ -33,6 +33,7 @@ __all__ = [
     "CodexError",
     "LocalProtocolError",
     "RemoteProtocolError",
+    "CursorRepeated",
     "RpcError",
     "RpcTimeout",
     "ChildExited",
@@ -114,6 +115,13 @@ class RemoteProtocolError(CodexError):
     """The peer broke the protocol (bad line, unknown shape, response to an unknown id)."""
 
     code = "PROTOCOL_ERROR"
+
+
+class CursorRepeated(RemoteProtocolError):
+    """The server handed back a cursor that the walk already sent (``codexrt._sansio._paging``):
+    stopped instead of looping. ``details``: ``method``, ``page`` (1-based), ``cursor``."""
+
+    code = "CURSOR_REPEATED"
 
 
 class RpcError(CodexError):

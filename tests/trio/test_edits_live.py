@@ -323,10 +323,18 @@ async def test_turns_are_read_oldest_first_across_pages(tree: Path, state_dir: s
         assert all(m in ("thread/read", "thread/turns/list") for m, _ in conn.calls)  # never a resume
     finally:
         te.ledger.store.close()
-    endless = FakeConn({"thread/turns/list": {"data": [], "nextCursor": "again"}})
+    endless = FakeConn({"thread/turns/list": lambda p: {"data": [], "nextCursor": f"{p.get('cursor', '')}+"}})
     with pytest.raises(CodexError) as exc:
         await read_thread_turns(endless, TID, max_pages=3)
     assert exc.value.code == "HISTORY_READ_FAILED" and len(endless.calls) == 3
+    looping = FakeConn({"thread/turns/list": {"data": [], "nextCursor": "again"}})
+    with pytest.raises(CodexError) as exc:
+        await read_thread_turns(looping, TID, max_pages=3)
+    assert exc.value.code == "CURSOR_REPEATED" and len(looping.calls) == 2  # the loop guard, no third call
+    no_field = FakeConn({"thread/turns/list": {"data": [{"id": "t1", "items": []}]}})
+    with pytest.raises(CodexError) as exc:
+        await read_thread_turns(no_field, TID)
+    assert exc.value.code == "HISTORY_READ_FAILED" and "nextCursor" in exc.value.message
 
 
 async def test_turns_fall_back_to_thread_read_include_turns(tree: Path):
