@@ -92,6 +92,7 @@ from codexrt._sansio._errors import (
     malformed_data_is_typed,
 )
 from codexrt._io._history_files import RolloutInfo, find_rollout, iter_rollout
+from codexrt._io._codex_home import resolve_codex_home
 from codexrt._sansio._legacy import LegacyParser, LegacyProblem
 from codexrt._sansio._privacy import Masker, PrivacyIndex
 from codexrt._sansio._projection import (
@@ -725,7 +726,7 @@ class HistoryReader:
                  privacy: PrivacySource | None = None) -> None:
         self._nursery = nursery
         self._provider = provider
-        self.codex_home = Path(codex_home) if codex_home is not None else _default_codex_home()
+        self.codex_home = resolve_codex_home(codex_home)
         self.inactive = inactive or provider is None
         self.redact = redact
         self.privacy = privacy
@@ -1035,11 +1036,6 @@ class HistoryReader:
         if isinstance(data, list) and data and isinstance(data[0], dict):
             return _norm_status(data[0].get("status"))
         return "unknown"
-
-
-def _default_codex_home() -> Path:
-    env = os.environ.get("CODEX_HOME")
-    return Path(env) if env else Path.home() / ".codex"
 
 
 @contextlib.asynccontextmanager

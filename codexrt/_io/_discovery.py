@@ -78,6 +78,7 @@ import attrs
 import trio
 
 from codexrt._sansio._errors import CliUnavailable, child_exited_message
+from codexrt._io._codex_home import resolve_codex_home
 
 __all__ = [
     "Attempt",
@@ -532,7 +533,7 @@ def _home_dirs(ctx: _Ctx, home: Path) -> list[tuple[Path, str]]:
     else:
         dirs.append((home / ".local" / "bin", "home:~/.local/bin"))
     codex_home_raw = _getenv(env, "CODEX_HOME", win)
-    codex_home = Path(os.path.expanduser(codex_home_raw)) if codex_home_raw else home / ".codex"
+    codex_home = resolve_codex_home(codex_home_raw, {}, home=home)
     current = codex_home / "packages" / "standalone" / "current"
     dirs.append((current / "bin", "home:standalone"))
     dirs.append((current, "home:standalone-flat"))

@@ -45,6 +45,7 @@ from typing import Any
 import attrs
 
 from codexrt._io._discovery import _norm_platform, _run_bounded
+from codexrt._io._codex_home import resolve_codex_home
 from codexrt._sansio._errors import ConfigError
 from codexrt._sansio._redact import register_process_secrets
 
@@ -55,7 +56,6 @@ __all__ = [
     "build_launch_env",
     "cli_version_stamp",
     "discover_env_keys",
-    "effective_codex_home",
     "launch_fingerprint",
     "missing_env_keys",
     "prepare_launch_env",
@@ -158,16 +158,6 @@ class LaunchConfig:
         return sorted(self.headers)
 
 
-def effective_codex_home(config: LaunchConfig | None, base_env: Mapping[str, str], *, home: Path | None = None) -> Path:
-    """``config.codex_home``, else the inherited ``CODEX_HOME``, else ``~/.codex``."""
-    if config is not None and config.codex_home:
-        return Path(os.path.expanduser(config.codex_home))
-    raw = base_env.get("CODEX_HOME")
-    if raw:
-        return Path(os.path.expanduser(raw))
-    return (Path.home() if home is None else home) / ".codex"
-
-
 # ----------------------------------------------------------------------------------------
 # env_key discovery (R-LC-4)
 
@@ -240,7 +230,7 @@ def missing_env_keys(
     if config.access is not AccessMode.CLI_LOGIN:
         return []
     win = _norm_platform(platform) == "win32"
-    names = discover_env_keys(effective_codex_home(config, base_env, home=home))
+    names = discover_env_keys(resolve_codex_home(config.codex_home, base_env, home=home))
     present = {k.lower() for k in base_env} if win else set(base_env)
     return [n for n in names if (n.lower() if win else n) not in present]
 

@@ -76,6 +76,7 @@ from codexrt._sansio._errors import (
 )
 from codexrt._runtime._events import DELTA_METHODS, CodexEvent, EventStream
 from codexrt._io._context_probe import ContextCapabilityProbe
+from codexrt._io._codex_home import resolve_codex_home
 from codexrt._sansio._context import (ContextDelivery, ContextFragment, ContextFragments, EditorState, build_context,
                                       prepare_input)
 from codexrt._sansio._redact import Redactor, looks_secret_name, secret_env_values
@@ -1344,8 +1345,8 @@ class Runtime:
     def privacy_store(self) -> PrivacyStore:
         if self._privacy_store is None:
             env = self.config.env if self.config.env is not None else os.environ
-            home = self.config.codex_home or env.get("CODEX_HOME") or os.path.join(os.path.expanduser("~"), ".codex")
-            self._privacy_store = PrivacyStore.for_home(default_privacy_dir(env), home)
+            home = resolve_codex_home(self.config.codex_home, env)
+            self._privacy_store = PrivacyStore.for_home(default_privacy_dir(env), str(home))
         return self._privacy_store
 
     def privacy_index(self) -> PrivacyIndex:

@@ -83,6 +83,7 @@ import msgspec
 import trio
 
 from codexrt._io._retry import call_read
+from codexrt._io._codex_home import resolve_codex_home
 from codexrt._features._edits_live import EDIT_COMMANDS, LiveEdits, run_edit_command
 from codexrt._sansio._errors import ClosedError, CodexError, ConfigError, InteractionError
 from codexrt._runtime._events import CodexEvent, EventStream
@@ -1224,8 +1225,8 @@ class Daemon:
         runtime is created and nothing is spawned (R-LC-3, R-H-3, R-H-6)."""
         rc = self.config.runtime
         env = rc.env if rc.env is not None else os.environ
-        home = rc.codex_home or env.get("CODEX_HOME") or os.path.join(os.path.expanduser("~"), ".codex")
-        store = PrivacyStore.for_home(default_privacy_dir(env), home)
+        home = resolve_codex_home(rc.codex_home, env)
+        store = PrivacyStore.for_home(default_privacy_dir(env), str(home))
         assert self._nursery is not None
         try:
             result = await run_legacy_history_command(cmd.name, cmd.params, codex_home=home, privacy=store.load,
