@@ -44,7 +44,8 @@ from typing import Any
 
 import attrs
 
-from codexrt._io._discovery import _norm_platform, _run_bounded
+from codexrt._io._cli_find import _norm_platform
+from codexrt._io._cli_spawn import _run_bounded
 from codexrt._io._codex_home import resolve_codex_home
 from codexrt._sansio._errors import ConfigError
 from codexrt._sansio._redact import register_process_secrets
