@@ -43,6 +43,7 @@ import attrs
 import trio
 
 from codexrt._features._paging import CursorRepeated, CursorWalk, walk_pages
+from codexrt._sansio._convert import from_wire, to_wire, wire
 from codexrt._sansio._errors import CodexError, ConfigError, RemoteProtocolError, malformed_data_is_typed
 from codexrt._runtime._runtime import ChildHandle, Operation, Runtime
 
@@ -71,6 +72,7 @@ DEFAULT_MAX_PAGES = 50
 # --------------------------------------------------------------------------- results
 
 
+@wire()
 @attrs.frozen
 class ModelInfo:
     """One model as the runtime sees it: ``slug`` (the ``model`` value a turn takes), whether
@@ -107,9 +109,7 @@ class ModelInfo:
         )
 
     def to_wire(self) -> dict[str, Any]:
-        return {"slug": self.slug, "id": self.id, "displayName": self.display_name, "hidden": self.hidden,
-                "isDefault": self.is_default, "defaultReasoningEffort": self.default_reasoning_effort,
-                "reasoningEfforts": list(self.reasoning_efforts)}
+        return to_wire(self)
 
 
 @attrs.frozen
@@ -126,6 +126,7 @@ class ModelCatalog:
                 "models": [m.to_wire() for m in self.models]}
 
 
+@wire()
 @attrs.frozen
 class SkillInfo:
     """One skill under one cwd. Identity is ``(cwd, path)``, never the name alone."""
@@ -138,8 +139,7 @@ class SkillInfo:
     description: str | None
 
     def to_wire(self) -> dict[str, Any]:
-        return {"cwd": self.cwd, "name": self.name, "path": self.path, "scope": self.scope,
-                "enabled": self.enabled, "description": self.description}
+        return to_wire(self)
 
 
 @attrs.frozen
@@ -156,6 +156,7 @@ class SkillsCatalog:
                 "errors": list(self.errors)}
 
 
+@wire()
 @attrs.frozen
 class SkillRef:
     """A selected skill as a host keeps it: ``name`` and ``path`` (the native skill input),
@@ -173,10 +174,10 @@ class SkillRef:
                 and (v.get("cwd") is None or isinstance(v.get("cwd"), str))):
             raise ConfigError("a skill is {name, path, cwd?} with non-empty name and path", code="INVALID_PARAMS",
                               details={"skill": v if isinstance(v, (dict, str)) else repr(v)})
-        return cls(v["name"], v["path"], v.get("cwd"))
+        return from_wire(v, cls)
 
     def to_wire(self) -> dict[str, Any]:
-        return {"name": self.name, "path": self.path, "cwd": self.cwd}
+        return to_wire(self)
 
     def input_item(self) -> dict[str, Any]:
         """The native ``turn/start`` input item (``SkillUserInput``)."""

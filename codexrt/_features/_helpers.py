@@ -54,6 +54,7 @@ import trio
 
 from codexrt._connection import Connection, ConnectionClosed, ConnectionEvent, open_connection
 from codexrt._sansio._errors import CodexError, ConfigError, OperationFailed
+from codexrt._sansio._convert import to_wire, wire
 from codexrt._runtime._events import CodexEvent
 from codexrt._runtime._runtime import Runtime, RuntimeConfig, resolved_cli
 from codexrt._sansio._redact import Redactor
@@ -418,6 +419,7 @@ async def generate_title(config: RuntimeConfig, message: str, *, timeout: float 
 # --------------------------------------------------------------------------- automatic titles
 
 
+@wire()
 @attrs.frozen
 class TitleOutcome:
     """``status``: ``saved``, ``skipped`` (``reason``: manual name, runtime not ready, no text),
@@ -430,8 +432,7 @@ class TitleOutcome:
     error: dict[str, Any] | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        return {"threadId": self.thread_id, "status": self.status, "title": self.title,
-                "reason": self.reason, "error": self.error}
+        return to_wire(self)
 
 
 class TitleManager:

@@ -44,6 +44,7 @@ from typing import Any, Mapping
 import attrs
 
 from codexrt._sansio._errors import InteractionError
+from codexrt._sansio._convert import to_wire, wire
 
 __all__ = [
     "ELICITATION_METHOD",
@@ -77,15 +78,17 @@ _BOOL_KEYS = {"type", "title", "description", "default"}
 _ARRAY_KEYS = {"type", "title", "description", "default", "items", "minItems", "maxItems"}
 
 
+@wire()
 @attrs.frozen
 class ElicitationOption:
     value: str
     label: str
 
     def to_wire(self) -> dict[str, Any]:
-        return {"value": self.value, "label": self.label}
+        return to_wire(self)
 
 
+@wire(omit_none=True, last=("options",))
 @attrs.frozen
 class ElicitationField:
     """One question of a form elicitation. ``id`` is the property name (stable)."""
@@ -106,16 +109,8 @@ class ElicitationField:
     max_items: int | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "type": self.type, "required": self.required}
-        for key, value in (("title", self.title), ("description", self.description), ("default", self.default),
-                           ("format", self.format), ("minimum", self.minimum), ("maximum", self.maximum),
-                           ("minLength", self.min_length), ("maxLength", self.max_length),
-                           ("minItems", self.min_items), ("maxItems", self.max_items)):
-            if value is not None:
-                out[key] = value
-        if self.options:
-            out["options"] = [o.to_wire() for o in self.options]
-        return out
+        """The set fields, camelCase, ``options`` last (the converter in ``_convert.py``)."""
+        return to_wire(self)
 
 
 @attrs.frozen

@@ -31,6 +31,8 @@ from typing import Any, Mapping
 
 import attrs
 
+from codexrt._sansio._convert import to_wire, wire
+
 __all__ = ["PlanItem", "TodoList", "PlanChange", "PlanTracker", "default_collaboration_mode",
            "EXECUTE_PLAN_MESSAGE"]
 
@@ -38,6 +40,7 @@ __all__ = ["PlanItem", "TodoList", "PlanChange", "PlanTracker", "default_collabo
 EXECUTE_PLAN_MESSAGE = "Implement the plan."
 
 
+@wire()
 @attrs.define
 class PlanItem:
     item_id: str
@@ -47,8 +50,7 @@ class PlanItem:
     authoritative: bool = False
 
     def to_wire(self) -> dict[str, Any]:
-        return {"itemId": self.item_id, "threadId": self.thread_id, "turnId": self.turn_id, "text": self.text,
-                "authoritative": self.authoritative}
+        return to_wire(self)
 
 
 @attrs.frozen

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 import attrs
 
+from codexrt._sansio._convert import to_wire, wire
 from codexrt._sansio._errors import ConfigError
 
 __all__ = ["Settings", "SANDBOX_MODES", "APPROVAL_POLICIES"]
@@ -50,6 +51,7 @@ def _check_approval(_inst: Any, _attr: Any, value: str | None) -> None:
         )
 
 
+@wire(omit_none=True)
 @attrs.frozen
 class Settings:
     """Desired per-turn settings. ``None`` means "leave the server's value alone"."""
@@ -140,18 +142,5 @@ class Settings:
         return out
 
     def to_wire(self) -> dict[str, Any]:
-        return {
-            k: v
-            for k, v in {
-                "model": self.model,
-                "effort": self.effort,
-                "approvalPolicy": self.approval_policy,
-                "sandbox": self.sandbox,
-                "developerInstructions": self.developer_instructions,
-                "collaborationMode": self.collaboration_mode,
-                "cwd": self.cwd,
-                "summary": self.summary,
-                "personality": self.personality,
-            }.items()
-            if v is not None
-        }
+        """The camelCase dict of the set fields (the converter in ``_convert.py``)."""
+        return to_wire(self)
