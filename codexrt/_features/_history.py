@@ -61,51 +61,63 @@ session index cache of :mod:`codexrt._io._session_index`) is used only when acce
 *Sub-agents* (R-H-8): :meth:`HistoryReader.read_subagent` walks ``parentThreadId`` upwards
 (bounded) before anything is shown; the child's status comes from the child's own thread and
 turns, never from its parent's.
+
+*Where it lives*: this module holds the reader, its JSON forms and serve's history commands,
+and re-exports the rest: value objects, the thread index and the error rules in
+:mod:`codexrt._features._history_values`, rollout-file history in
+:mod:`codexrt._features._history_legacy`, counting and the page walk in
+:mod:`codexrt._features._history_count`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
-import re
-from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 import attrs
 import trio
 
 from codexrt._io._retry import call_read
 from codexrt._connection import Connection
-from codexrt._features._paging import CursorRepeated, CursorWalk, walk_pages
+from codexrt._features._paging import CursorRepeated, CursorWalk
 from codexrt._sansio._paging import page_is_partial
-from codexrt._sansio._errors import (
-    CHILD_EXITED_PREFIX,
-    CliUnavailable,
-    CodexError,
-    ConfigError,
-    RemoteProtocolError,
-    RpcError,
-    malformed_data_is_typed,
-)
-from codexrt._io._history_files import RolloutInfo, find_rollout, iter_rollout
+from codexrt._sansio._errors import CodexError, ConfigError, RemoteProtocolError, RpcError, malformed_data_is_typed
+from codexrt._io._history_files import RolloutInfo, find_rollout
 from codexrt._io._codex_home import resolve_codex_home
-from codexrt._sansio._legacy import LegacyParser, LegacyProblem
 from codexrt._sansio._privacy import Masker, PrivacyIndex
-from codexrt._sansio._projection import (
-    CompactionBoundary,
-    DisplayRecord,
-    MessageTally,
-    Projector,
-    Reasoning,
-    TurnGroup,
-    _norm_status,
-    count_messages,
-)
+from codexrt._sansio._projection import DisplayRecord, Projector, _norm_status
 from codexrt._sansio._redact import Redactor
+from codexrt._features._history_values import (
+    ConnectionProvider,
+    DEFAULT_MAX_PAGES,
+    DEFAULT_PAGE_LIMIT,
+    MASKING_NOTICE,
+    MAX_ANCESTRY_DEPTH,
+    MessageCount,
+    PRIVACY_DAMAGED_NOTICE,
+    PrivacySource,
+    SubagentView,
+    ThreadIndex,
+    ThreadPage,
+    ThreadSummary,
+    Transcript,
+    is_offline_error,
+    is_pagination_unsupported,
+    _status_type,
+)
+from codexrt._features._history_legacy import (
+    LocalSubmission,
+    legacy_thread_list,
+    load_rollout_transcript,
+    local_submissions,
+    missing_identities,
+    _session_names,
+)
+from codexrt._features._history_count import MessageCounter, _full_read_complete, _walk
 
 __all__ = [
     "ConnectionProvider",
@@ -135,581 +147,8 @@ __all__ = [
     "run_legacy_history_command",
 ]
 
+
 log = logging.getLogger("codexrt.history")
-
-ConnectionProvider = Callable[[], Awaitable[Connection]]
-
-#: Page size asked of the server (the server may return fewer).
-DEFAULT_PAGE_LIMIT = 100
-#: Upper bound on pages walked for one thread (a runaway cursor never loops forever).
-DEFAULT_MAX_PAGES = 100_000
-#: ``parentThreadId`` hops walked to verify a sub-agent's ancestry (R-H-8).
-MAX_ANCESTRY_DEPTH = 16
-
-MASKING_NOTICE = "secret masking is not guaranteed in this transcript (read from the rollout file)"
-#: Shown when the privacy index lost a classification (R-PRIV-2: conservative masking).
-PRIVACY_DAMAGED_NOTICE = ("the privacy index is incomplete or damaged: results it cannot classify are masked "
-                          "(conservative masking)")
-
-#: Where a reader gets the privacy index (R-PRIV-2): an index, or a blocking loader such as
-#: ``Runtime.privacy_index`` / ``PrivacyStore.load`` (called in a worker thread on every
-#: transcript read, so answers recorded since the last read are covered).
-PrivacySource = Union[PrivacyIndex, Callable[[], PrivacyIndex]]
-
-_TOOL_KINDS = frozenset({"commandExecution", "fileChange", "dynamicToolCall", "mcpToolCall", "webSearch",
-                         "imageView", "imageGeneration", "plan", "subAgent"})
-
-
-# ---------------------------------------------------------------------------------------------
-# classification of errors
-
-
-def is_pagination_unsupported(exc: BaseException) -> bool:
-    """The server explicitly says the paginated method is unsupported (R-H-1): ``-32601``, or
-    a message saying so (0.169.0: ``thread/items/list is not supported yet``)."""
-    if not isinstance(exc, RpcError):
-        return False
-    return exc.rpc_code == -32601 or "not supported" in exc.message.lower()
-
-
-def is_offline_error(exc: BaseException) -> bool:
-    """Errors that permit the offline (rollout) fallback (R-H-3): no CLI, access inactive, or
-    the app-server exited — matched on the canonical prefix, so diagnostic suffixes never
-    defeat it. Auth, writer and policy errors are never offline errors (R-H-2)."""
-    if isinstance(exc, CliUnavailable):
-        return True
-    if isinstance(exc, ConfigError) and exc.code == "ACCESS_INACTIVE":
-        return True
-    msg = exc.message if isinstance(exc, CodexError) else str(exc)
-    return msg.startswith(CHILD_EXITED_PREFIX)
-
-
-# ---------------------------------------------------------------------------------------------
-# value objects
-
-
-def _status_type(v: Any) -> str | None:
-    if isinstance(v, dict):
-        t = v.get("type")
-        return t if isinstance(t, str) else None
-    return v if isinstance(v, str) else None
-
-
-@attrs.frozen
-class ThreadSummary:
-    """One thread of a list. ``message_count`` is ``None`` (unknown) unless a count was made;
-    ``version`` is the metadata version counts are checked against (``updatedAt``)."""
-
-    thread_id: str
-    name: str | None = None
-    preview: str | None = None
-    updated_at: int | None = None
-    created_at: int | None = None
-    status: str | None = None
-    parent_thread_id: str | None = None
-    path: str | None = None
-    history_mode: str | None = None
-    source: str = "native"
-    message_count: int | None = None
-    raw: Any = attrs.field(default=None, eq=False, repr=False)
-
-    @property
-    def version(self) -> str | None:
-        return None if self.updated_at is None else str(self.updated_at)
-
-    @classmethod
-    def from_native(cls, t: dict[str, Any]) -> ThreadSummary:
-        def s(k: str) -> str | None:
-            v = t.get(k)
-            return v if isinstance(v, str) else None
-
-        def i(k: str) -> int | None:
-            v = t.get(k)
-            return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-        return cls(thread_id=str(t["id"]), name=s("name"), preview=s("preview"), updated_at=i("updatedAt"),
-                   created_at=i("createdAt"), status=_status_type(t.get("status")),
-                   parent_thread_id=s("parentThreadId"), path=s("path"), history_mode=s("historyMode"),
-                   source="native", raw=t)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"threadId": self.thread_id, "name": self.name, "preview": self.preview,
-                "updatedAt": self.updated_at, "createdAt": self.created_at, "status": self.status,
-                "parentThreadId": self.parent_thread_id, "path": self.path, "historyMode": self.history_mode,
-                "source": self.source, "messageCount": self.message_count}
-
-
-@attrs.frozen
-class ThreadPage:
-    """One page of a thread list (R-H-6). ``next_cursor`` is opaque (pass it back verbatim).
-    ``partial``: this page is known not to be the whole list — more pages exist, the answer had
-    no ``nextCursor`` field at all, or malformed entries were skipped."""
-
-    threads: tuple[ThreadSummary, ...]
-    next_cursor: Any
-    partial: bool
-    source: str
-    skipped: int = 0
-
-
-@attrs.frozen
-class Transcript:
-    """A whole thread projected to display records, from **one** source (R-H-3).
-
-    ``source``: ``native`` or ``legacy``. ``complete``: every page was read to its end (False
-    when a page ended without a continuation cursor field or a turn's items were only a
-    summary). ``notices``: what the user should be told (fallback reason, masking).
-    ``pagination``: ``paged`` or ``fullRead`` (the server does not paginate this thread) or
-    ``None`` for legacy. ``problems``: skipped rollout lines (legacy only).
-    """
-
-    thread_id: str
-    source: str
-    turns: tuple[TurnGroup, ...]
-    thread: dict[str, Any] | None = None
-    complete: bool = True
-    notices: tuple[str, ...] = ()
-    pagination: str | None = None
-    fallback_reason: str | None = None
-    problems: tuple[LegacyProblem, ...] = ()
-    wrappers: dict[str, Any] = attrs.field(factory=dict, eq=False, repr=False)
-
-    def records(self) -> list[DisplayRecord]:
-        return [r for g in self.turns for r in g.records]
-
-    @property
-    def message_count(self) -> int | None:
-        """R-H-7 on this transcript: unknown (None) unless it is complete."""
-        return count_messages(self.records()) if self.complete else None
-
-
-@attrs.frozen
-class MessageCount:
-    """The answer of one count (R-H-7). ``count`` is ``None`` when unknown — never 0 for a
-    failure. ``reason`` says why it is unknown (``error``, ``budget``, ``incomplete``,
-    ``unavailable``). ``stale``: the thread's metadata version differs from the one the request
-    expected (the caller should drop it for that list row)."""
-
-    thread_id: str
-    count: int | None
-    version: str | None = None
-    reason: str | None = None
-    error: dict[str, Any] | None = None
-    cached: bool = False
-    stale: bool = False
-    active: bool = False
-
-    @property
-    def known(self) -> bool:
-        return self.count is not None
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"threadId": self.thread_id, "messageCount": self.count, "known": self.known,
-                               "version": self.version, "reason": self.reason, "cached": self.cached,
-                               "stale": self.stale, "active": self.active}
-        if self.error is not None:
-            out["error"] = self.error
-        return out
-
-
-@attrs.frozen
-class SubagentView:
-    """A child thread verified through its ``parentThreadId`` ancestry (R-H-8).
-
-    ``ancestry`` lists the thread ids from the child's parent upwards as far as they were
-    walked. ``status`` is the child's own (``active`` thread → ``inProgress``; else its latest
-    turn's status; ``unknown`` when neither says) — never its parent's."""
-
-    thread: dict[str, Any]
-    parent_thread_id: str | None
-    ancestry: tuple[str, ...]
-    relation_verified: bool
-    status: str
-
-
-# ---------------------------------------------------------------------------------------------
-# thread index (R-H-6)
-
-
-class ThreadIndex:
-    """Known thread records merged across list pages (R-H-6, R-H-7 merge rules).
-
-    * upsert by thread id; a record never replaces a *newer* one (``updatedAt``);
-    * an empty (or metadata-only) page never clears anything: absence is not deletion;
-    * local deletes (:meth:`forget`) and local renames (:meth:`rename`) survive later pages;
-    * a count is attached only to the version it was made for; a newer record never inherits
-      an older record's count.
-    """
-
-    def __init__(self) -> None:
-        self._records: dict[str, ThreadSummary] = {}
-        self._deleted: set[str] = set()
-        self._names: dict[str, str | None] = {}
-        self._counts: dict[str, tuple[str | None, int]] = {}
-
-    def __len__(self) -> int:
-        return len(self._records)
-
-    def merge(self, threads: Iterable[ThreadSummary]) -> list[str]:
-        """Merge a page; returns the ids whose metadata version changed."""
-        changed = []
-        for t in threads:
-            if t.thread_id in self._deleted:
-                continue
-            old = self._records.get(t.thread_id)
-            if old is not None and old.updated_at is not None and t.updated_at is not None \
-                    and t.updated_at < old.updated_at:
-                continue  # a stale page: the newer record stays
-            if old is None or old.version != t.version:
-                changed.append(t.thread_id)
-            self._records[t.thread_id] = t
-        return changed
-
-    def forget(self, thread_id: str) -> None:
-        self._deleted.add(thread_id)
-        self._records.pop(thread_id, None)
-
-    def rename(self, thread_id: str, name: str | None) -> None:
-        self._names[thread_id] = name
-
-    def set_count(self, thread_id: str, version: str | None, count: int | None) -> None:
-        if count is None:
-            return  # unknown is never recorded as a number
-        self._counts[thread_id] = (version, count)
-
-    def get(self, thread_id: str) -> ThreadSummary | None:
-        t = self._records.get(thread_id)
-        if t is None:
-            return None
-        name = self._names.get(thread_id, t.name) if thread_id in self._names else t.name
-        c = self._counts.get(thread_id)
-        count = c[1] if c is not None and c[0] == t.version else None
-        return attrs.evolve(t, name=name, message_count=count)
-
-    def threads(self) -> list[ThreadSummary]:
-        """Known threads, newest first."""
-        out = [self.get(k) for k in self._records]
-        return sorted((t for t in out if t is not None), key=lambda t: (t.updated_at or 0), reverse=True)
-
-
-# ---------------------------------------------------------------------------------------------
-# legacy (rollout) sources
-
-
-def _session_names(codex_home: Path) -> dict[str, str]:
-    """Thread names from ``CODEX_HOME/session_index.jsonl`` (the last entry per id wins)."""
-    names: dict[str, str] = {}
-    path = codex_home / "session_index.jsonl"
-    try:
-        with open(path, "rb") as f:
-            for line in f:
-                try:
-                    d = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(d, dict) and isinstance(d.get("id"), str) and isinstance(d.get("thread_name"), str):
-                    names[d["id"].lower()] = d["thread_name"]
-    except OSError:
-        pass
-    return names
-
-
-@attrs.frozen
-class LocalSubmission:
-    """A user message this host submitted (``clientUserMessageId`` = ``client_id``) that the
-    native history may not show yet (R-H-1)."""
-
-    client_id: str
-    text: str
-
-
-def local_submissions(rt: Any, thread_id: str) -> list[LocalSubmission]:
-    """The runtime's sends to ``thread_id`` not yet finished (queued, dispatching or running),
-    in submission order — what a reader shows as unconfirmed until the native pages carry
-    their ``clientId``. A finished send is in the native history (or never reached it)."""
-    out = []
-    for op in list(getattr(rt, "_ops", {}).values()):
-        if (op.kind == "send" and op.thread_id == thread_id and op.client_message_id and not op.terminal
-                and isinstance(op.payload.get("text"), str)):
-            out.append(LocalSubmission(op.client_message_id, op.payload["text"]))
-    return out
-
-
-def legacy_thread_list(codex_home: str | os.PathLike[str], *, index: Any = None) -> list[ThreadSummary]:
-    """The legacy list (R-H-6: only when access is inactive): one row per top-level thread,
-    newest first, names from ``session_index.jsonl``, previews from the session index cache
-    (R-H-9: ``index`` — a :class:`~codexrt._io._session_index.SessionIndex`, default the process's
-    :func:`~codexrt._io._session_index.shared_index`); sub-agent and Guardian rollouts are filtered
-    out by their ``session_meta`` source. Blocking; run it in a thread."""
-    from codexrt._io._session_index import shared_index
-
-    home = Path(codex_home)
-    names = _session_names(home)
-    seen: set[str] = set()
-    out = []
-    for e in (index or shared_index(home)).top_level():
-        if e.thread_id in seen:
-            continue
-        seen.add(e.thread_id)
-        out.append(ThreadSummary(thread_id=e.thread_id, name=names.get(e.thread_id), preview=e.title,
-                                 updated_at=e.mtime_ns // 1_000_000_000, path=e.path, history_mode=e.history_mode,
-                                 source="legacy", status="notLoaded"))
-    return out
-
-
-def load_rollout_transcript(
-    path: str | os.PathLike[str],
-    *,
-    thread_id: str | None = None,
-    redact: Callable[[str], str] | None = None,
-    notices: tuple[str, ...] = (),
-    fallback_reason: str | None = None,
-    mask: Callable[[Any], Any] | None = None,
-) -> Transcript:
-    """A whole rollout file projected (streaming; blocking — run it in a worker thread).
-
-    ``mask`` is the privacy-index masking of display records (``Masker(index).mask``,
-    R-PRIV-2); ``redact`` a text-level hook (known secret values). Without ``mask`` the
-    transcript carries :data:`MASKING_NOTICE` (R-H-3: the index is unavailable)."""
-    parser = LegacyParser()
-    proj = Projector(thread_id, redact=redact, mask=mask)
-    for rec in iter_rollout(path, parser=parser):
-        proj.add_legacy_record(rec)
-    tid = proj.thread_id or thread_id or ""
-    all_notices = tuple(notices) + (() if mask is not None else (MASKING_NOTICE,))
-    if parser.stats.truncated_tail:
-        all_notices += ("the rollout file ends in an unfinished line (a writer may have been killed); it was skipped",)
-    turns = tuple(proj.turns())
-    return Transcript(thread_id=tid, source="legacy", turns=turns, thread=None, complete=True,
-                      notices=all_notices, pagination=None, fallback_reason=fallback_reason,
-                      problems=tuple(parser.problems), wrappers=proj.wrapper_attributions())
-
-
-_SYNTHETIC_ID = re.compile(r"^(?:L\d+|legacy-turn-\d+|turn-error:.*)$")
-
-
-def _identity(record_id: str) -> str | None:
-    """The call/item identity a display record carries, or ``None`` for ids the projector made
-    up (rollout line keys, synthetic turns). A replaced wrapper's records (``<call>#<n>``) carry
-    the wrapper's call id."""
-    base = record_id.split("#", 1)[0]
-    return None if not base or _SYNTHETIC_ID.match(base) else base
-
-
-def missing_identities(native: Transcript, legacy: Transcript) -> list[str]:
-    """R-H-3: what the native projection misses that the legacy transcript identifies — by
-    identity, never by counts (extra records of calls the native side has override nothing):
-
-    * ``tool <id>``: a legacy tool record whose call id the native projection lacks;
-    * ``reasoning <turn>``: a turn both sides have, with plaintext reasoning only in the legacy
-      one (or a reasoning item the native side has only encrypted);
-    * ``turn <id>``: a legacy turn with records, before a compaction boundary, that the native
-      projection does not have (pre-compaction records).
-    """
-    n_recs = native.records()
-    n_ids = {r.id for r in n_recs}
-    n_plain_turns = {r.turn_id for r in n_recs if isinstance(r, Reasoning) and r.state == "plain"}
-    n_plain_ids = {r.id for r in n_recs if isinstance(r, Reasoning) and r.state == "plain"}
-    n_turns = {g.turn_id for g in native.turns}
-    out: list[str] = []
-    seen: set[str] = set()
-    for r in legacy.records():
-        ident = _identity(r.id)
-        if r.kind in _TOOL_KINDS and ident is not None and ident not in n_ids and f"tool {ident}" not in seen:
-            seen.add(f"tool {ident}")
-            out.append(f"tool {ident}")
-        elif isinstance(r, Reasoning) and r.state == "plain" and r.turn_id in n_turns:
-            lacks = r.turn_id not in n_plain_turns or (ident is not None and ident in n_ids and ident not in n_plain_ids)
-            if lacks and f"reasoning {r.turn_id}" not in seen:
-                seen.add(f"reasoning {r.turn_id}")
-                out.append(f"reasoning {r.turn_id}")
-    last_compaction = max((i for i, g in enumerate(legacy.turns)
-                           if any(isinstance(r, CompactionBoundary) for r in g.records)), default=-1)
-    for i, g in enumerate(legacy.turns):
-        if i <= last_compaction and g.records and g.turn_id not in n_turns and _identity(g.turn_id) is not None:
-            out.append(f"turn {g.turn_id}")
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# native paging
-
-
-async def _walk(conn: Connection, method: str, params: dict[str, Any], on_page: Callable[[list[Any]], None],
-                *, max_pages: int, prefetch: bool = False) -> CursorWalk:
-    """The cursor walk (:func:`~codexrt._features._paging.walk_pages`) over one history
-    method. ``complete`` is False when a page had no ``nextCursor`` field (cannot tell whether
-    more exists), past ``max_pages``, or when the server repeated a cursor: for history a loop
-    is an incomplete read (a count is then unknown, R-H-7), never a guess and never a second
-    request. ``prefetch``: one page read ahead (see ``walk_pages``)."""
-    walk = CursorWalk(method, max_pages=max_pages)
-    if max_pages <= 0:
-        walk.stop = "pageLimit"
-        return walk
-
-    async def read(p: dict[str, Any], on_written: Callable[[], None] | None) -> Any:
-        return await call_read(conn, method, p, on_written=on_written)
-
-    with contextlib.suppress(CursorRepeated):  # walk.stop == "repeated": incomplete
-        await walk_pages(read, walk, params, on_page, prefetch=prefetch)
-    return walk
-
-
-def _full_read_complete(turns: list[Any]) -> bool:
-    return all(not isinstance(t, dict) or t.get("itemsView") in (None, "full") for t in turns)
-
-
-# ---------------------------------------------------------------------------------------------
-# message counter (R-H-7)
-
-
-@attrs.define
-class _InFlight:
-    done: trio.Event = attrs.Factory(trio.Event)
-    result: MessageCount | None = None
-
-
-class MessageCounter:
-    """Host-level message counting (R-H-7). Create with :meth:`open` (nursery-scoped) or give
-    it a nursery. Share one per host: the cache and the in-flight table are per counter."""
-
-    def __init__(self, nursery: trio.Nursery, *, max_concurrent: int = 4, budget: float = 110.0,
-                 cache_size: int = 128, cache_ttl: float = 60.0, page_limit: int = DEFAULT_PAGE_LIMIT,
-                 max_pages: int = DEFAULT_MAX_PAGES) -> None:
-        self._nursery = nursery
-        self.limiter = trio.CapacityLimiter(max_concurrent)
-        self.budget = budget
-        self.cache_size = cache_size
-        self.cache_ttl = cache_ttl
-        self.page_limit = page_limit
-        self.max_pages = max_pages
-        self._cache: OrderedDict[str, tuple[str | None, int, float]] = OrderedDict()
-        self._inflight: dict[tuple[str, str | None], _InFlight] = {}
-        self.started = 0  # counts actually run (not served from cache or shared)
-
-    @classmethod
-    @contextlib.asynccontextmanager
-    async def open(cls, **kwargs: Any) -> AsyncIterator[MessageCounter]:
-        async with trio.open_nursery() as nursery:
-            counter = cls(nursery, **kwargs)
-            try:
-                yield counter
-            finally:
-                nursery.cancel_scope.cancel()
-
-    def __repr__(self) -> str:
-        return f"<MessageCounter cached={len(self._cache)} inflight={len(self._inflight)}>"
-
-    # -- cache -----------------------------------------------------------------------------
-
-    def invalidate(self, thread_id: str) -> None:
-        """Metadata of ``thread_id`` changed (or it became active): forget its count."""
-        self._cache.pop(thread_id, None)
-
-    def note_version(self, thread_id: str, version: str | None) -> None:
-        """A list showed ``thread_id`` at ``version``: a count cached for another version is
-        dropped (R-H-7 invalidation by metadata change)."""
-        hit = self._cache.get(thread_id)
-        if hit is not None and hit[0] != version:
-            del self._cache[thread_id]
-
-    def cached(self, thread_id: str, version: str | None = None) -> int | None:
-        hit = self._cache.get(thread_id)
-        if hit is None:
-            return None
-        v, count, at = hit
-        if trio.current_time() - at >= self.cache_ttl:
-            del self._cache[thread_id]
-            return None
-        if version is not None and v != version:
-            return None
-        self._cache.move_to_end(thread_id)
-        return count
-
-    def _store(self, thread_id: str, version: str | None, count: int) -> None:
-        self._cache[thread_id] = (version, count, trio.current_time())
-        self._cache.move_to_end(thread_id)
-        while len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)
-
-    # -- counting --------------------------------------------------------------------------
-
-    async def count(self, thread_id: str, provider: ConnectionProvider, *,
-                    expected_version: str | None = None) -> MessageCount:
-        """Count ``thread_id``'s messages; see the module doc. Never raises for a failed count:
-        the failure is a :class:`MessageCount` with ``count=None`` and the error."""
-        hit = self.cached(thread_id, expected_version)
-        if hit is not None:
-            v = self._cache[thread_id][0]
-            return MessageCount(thread_id, hit, version=v, cached=True)
-        key = (thread_id, expected_version)
-        fl = self._inflight.get(key)
-        if fl is None:
-            fl = self._inflight[key] = _InFlight()
-            self._nursery.start_soon(self._run, key, fl, provider)
-        await fl.done.wait()
-        assert fl.result is not None
-        return fl.result
-
-    async def _run(self, key: tuple[str, str | None], fl: _InFlight, provider: ConnectionProvider) -> None:
-        thread_id, expected = key
-        result = MessageCount(thread_id, None, reason="error", error={"code": "CANCELLED", "message": "count cancelled"})
-        try:
-            async with self.limiter:
-                self.started += 1
-                with trio.move_on_after(self.budget) as scope:
-                    result = await self._count_native(thread_id, provider, expected)
-                if scope.cancelled_caught:
-                    result = MessageCount(thread_id, None, reason="budget",
-                                          error={"code": "COUNT_BUDGET",
-                                                 "message": f"message count stopped after {self.budget:g}s; retry"})
-        except CodexError as exc:
-            result = MessageCount(thread_id, None, reason="unavailable" if is_offline_error(exc) else "error",
-                                  error=exc.to_dict())
-        except Exception as exc:  # never let a count task take its nursery (the host's) down
-            err = RemoteProtocolError(f"message count failed: {type(exc).__name__}",
-                                      details={"malformed": "history data", "error": type(exc).__name__})
-            result = MessageCount(thread_id, None, reason="error", error=err.to_dict())
-        finally:
-            fl.result = result
-            if self._inflight.get(key) is fl:
-                del self._inflight[key]  # a later identical request starts afresh (retry)
-            fl.done.set()
-        if result.count is not None and not result.active:
-            self._store(thread_id, result.version, result.count)
-
-    async def _count_native(self, thread_id: str, provider: ConnectionProvider, expected: str | None) -> MessageCount:
-        conn = await provider()
-        meta = await call_read(conn, "thread/read", {"threadId": thread_id})
-        thread = meta.get("thread") if isinstance(meta, dict) else None
-        if not isinstance(thread, dict):
-            raise RemoteProtocolError("thread/read answered without a thread", details={"method": "thread/read"})
-        updated = thread.get("updatedAt")
-        version = None if updated is None else str(updated)
-        active = _status_type(thread.get("status")) == "active"
-        if active:
-            self.invalidate(thread_id)
-        stale = expected is not None and version != expected
-        tally = MessageTally(thread_id)  # the projection's count without its records
-        try:
-            walk = await _walk(conn, "thread/items/list", {"threadId": thread_id, "limit": self.page_limit},
-                               tally.add_native_entries, max_pages=self.max_pages, prefetch=True)
-            complete = walk.complete
-            n = tally.count() if complete else None
-        except RpcError as exc:
-            if not is_pagination_unsupported(exc):
-                raise
-            full = await call_read(conn, "thread/read", {"threadId": thread_id, "includeTurns": True})
-            turns = ((full or {}).get("thread") or {}).get("turns") or []
-            proj = Projector(thread_id)
-            for t in turns:
-                if isinstance(t, dict):
-                    proj.add_native_turn(t)
-            complete = _full_read_complete(turns)
-            n = count_messages(proj.records()) if complete else None
-        if not complete:
-            return MessageCount(thread_id, None, version=version, reason="incomplete", stale=stale, active=active)
-        return MessageCount(thread_id, n, version=version, stale=stale, active=active)
 
 
 # ---------------------------------------------------------------------------------------------
