@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from pathlib import Path
@@ -9,6 +10,7 @@ from typing import Any
 
 import trio
 
+from codexrt._serve._schema import load_schema
 from codexrt._io._transport import ExitStatus, StreamTransport, spawn_process_transport
 from peer_fixtures.memory import open_memory_peer
 
@@ -125,3 +127,21 @@ def require_real_binary(version: str | None = None, label: str = "pinned"):
     if os.environ.get("CODEXRT_REQUIRE_REAL") == "1":
         pytest.fail(why + " — CODEXRT_REQUIRE_REAL=1, so this is a failure, not a skip", pytrace=False)
     pytest.skip(why)
+
+
+@functools.lru_cache(maxsize=None)
+def _schema_validator(ref: str) -> Any:
+    from jsonschema import Draft202012Validator
+
+    schema = load_schema()
+    return Draft202012Validator({"$schema": schema["$schema"], "$defs": schema["$defs"], "$ref": f"#/$defs/{ref}"})
+
+
+def schema_problem(instance: Any, ref: str) -> str | None:
+    """None when ``instance`` fits ``#/$defs/<ref>`` of the shipped serve schema, else its first
+    problem (``"<json path>: <message>"``). Checked by ``jsonschema`` (the reference
+    implementation), not by codexrt itself."""
+    error = next(iter(_schema_validator(ref).iter_errors(instance)), None)
+    if error is None:
+        return None
+    return f"{error.json_path}: {error.message}"

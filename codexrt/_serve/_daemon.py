@@ -3,17 +3,19 @@
 Why a daemon: IDE plugins and hosts written in other languages spawn ``codexrt serve`` as a
 sidecar and talk to it over its stdin/stdout. The wire is documented in
 ``docs/daemon-protocol.md`` and described by the JSON Schema shipped beside this module
-(``codexrt/_serve/daemon-protocol.schema.json``), which is also what validates command params
-here — one source of truth for the docs, the parser and the tests.
+(``codexrt/_serve/daemon-protocol.schema.json``), whose command part is generated from the
+command types that decode — and so validate — every command's params
+(:mod:`codexrt._serve._commands`): one source of truth for the docs, the parser and the tests.
 
 Theory of operation
 -------------------
-*Parsing* is pure (:func:`parse_command`, no I/O, no trio): a line becomes a :class:`Command`
-or a :class:`BadCommand` that knows its reply. A line that is not JSON, has no usable id, names
-an unknown command or carries params that do not match the schema gets an ``ok: false`` reply
+*Parsing* is pure (:func:`codexrt._serve._codec.parse_command`, no I/O, no trio): a line
+becomes a ``Command`` or a ``BadCommand`` that knows its reply. A line that is not JSON, has no
+usable id, names an unknown command or carries params that do not decode into the command's
+Struct gets an ``ok: false`` reply
 (``"id": null`` when no usable id could be read) and the loop goes on (R-D-4); nothing already
-queued is touched. A line nested deeper than :data:`MAX_COMMAND_DEPTH` gets ``LINE_TOO_DEEP``
-(its id is read from the top level of the line when it can be). The schema bounds every number
+queued is touched. A line nested deeper than ``MAX_COMMAND_DEPTH`` gets ``LINE_TOO_DEEP``
+(its id is read from the top level of the line when it can be). The Structs bound every number
 and enum a handler relies on, so a handler never sees a value it cannot use.
 
 *Fault barrier.* Every command line is answered exactly once, whatever happens inside its
@@ -68,18 +70,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import contextvars
-import json
 import logging
-import math
 import os
-import re
 import traceback
-from functools import lru_cache
-from pathlib import Path
-from typing import Any, Awaitable, Callable, Union
+from typing import Any, Awaitable, Callable
 
 import attrs
-import msgspec
 import trio
 
 from codexrt._io._retry import call_read
@@ -93,7 +89,6 @@ from codexrt._runtime._interactions import INTERACTION_COMMANDS, PrivacyStore, d
 from codexrt._runtime._runtime import Operation, Runtime, RuntimeConfig, open_runtime
 from codexrt._sansio._framing import DEFAULT_MAX_LINE, LineBuffer, OversizedLine
 from codexrt._sansio._redact import process_redactor, register_process_secrets
-from codexrt._sansio._wire import json_depth_exceeds
 from codexrt._sansio._states import RuntimeState
 from codexrt._sansio._settings import Settings
 from codexrt._features._catalog import run_catalog_command
@@ -101,77 +96,29 @@ from codexrt._features._helpers import (DEFAULT_HELPER_TIMEOUT, TitleManager, en
                               generate_title, helper_config, open_title_manager)
 from codexrt._sansio._editor_wire import editor_state_from_wire, is_fragment_map
 from codexrt._io._workspace import DiffStatus, read_workspace_diff
+from codexrt._serve._codec import (BadCommand, Command, RequestId, encode_line, error_reply, parse_command,
+                                   response_error, response_ok)
+from codexrt._serve._commands import (CATALOG_COMMANDS, CONTROL_COMMANDS, HELPER_COMMANDS, LAUNCH_COMMANDS,
+                                      LIFECYCLE_COMMANDS, LONG_COMMANDS, READ_ONLY_METHODS, WORKSPACE_COMMANDS)
 
 __all__ = [
     "PROTOCOL_VERSION",
-    "SCHEMA_PATH",
-    "Command",
-    "BadCommand",
     "DaemonConfig",
     "Daemon",
-    "load_schema",
-    "validate",
-    "parse_command",
-    "encode_line",
-    "response_ok",
-    "response_error",
     "serve_daemon",
-    "LONG_COMMANDS",
-    "CONTROL_COMMANDS",
-    "LIFECYCLE_COMMANDS",
-    "READ_ONLY_COMMANDS",
 ]
 
 log = logging.getLogger("codexrt.daemon")
 
 PROTOCOL_VERSION = 1
-SCHEMA_PATH = Path(__file__).resolve().parent / "daemon-protocol.schema.json"
 
 #: How long a long command's waiter waits for the forwarder to pass ``operationDone`` before
 #: replying anyway (the event can only be late when stdout itself is stuck).
 DONE_EVENT_GRACE = 5.0
-#: Longest usable string id; a longer one is answered with ``"id": null``.
-MAX_ID_LENGTH = 1024
-#: Deepest nesting of arrays/objects in one command line (``LINE_TOO_DEEP`` beyond it). Real
-#: commands nest a few levels; the bound keeps parsing and validation far from Python's
-#: recursion limit whatever the host sends.
-MAX_COMMAND_DEPTH = 64
 #: stdin EOF: the default bound on finishing the work already accepted (``--drain-timeout``).
 DEFAULT_DRAIN_TIMEOUT = 300.0
 #: Default cap on channels (``--max-channels``); each channel may hold one app-server child.
 DEFAULT_MAX_CHANNELS = 32
-
-LONG_COMMANDS = frozenset({"codex.send", "codex.compact", "codex.review", "codex.preconnect"})
-CONTROL_COMMANDS = frozenset(
-    {"codex.updateSettings", "codex.respondInteraction", "codex.respondInteractionError", "codex.abortTurn"}
-)
-LIFECYCLE_COMMANDS = frozenset({"codex.releaseThread", "codex.resetRuntime"})
-#: Launch configuration (R-LC-1..3): answered at once; the rebuild it causes runs on the channel's
-#: FIFO worker (``Runtime.update_launch``).
-LAUNCH_COMMANDS = frozenset({"codex.configureLaunch"})
-#: Read-only command → native method (``codex.readHistoryPage`` picks one by ``scope``).
-READ_ONLY_METHODS: dict[str, str] = {
-    "codex.listThreads": "thread/list",
-    "codex.readThread": "thread/read",
-    "codex.readHistoryPage": "thread/turns/list",
-    "codex.readSubagent": "thread/read",
-    "codex.listModels": "model/list",
-    "codex.listSkills": "skills/list",
-    "codex.getMcpStatus": "mcpServerStatus/list",
-    "codex.reloadMcp": "config/mcpServer/reload",
-}
-READ_ONLY_COMMANDS = frozenset({*READ_ONLY_METHODS, "codex.countThreadMessages"})
-#: Read-only commands answered by ``codexrt._features._catalog`` (paged, bounded; R-CAT-1).
-CATALOG_COMMANDS = frozenset({"codex.listModels", "codex.listSkills", "codex.getMcpStatus", "codex.reloadMcp"})
-#: Helper requests: each on its own ephemeral app-server child (R-HLP-1 … R-HLP-3).
-HELPER_COMMANDS = frozenset({"codex.generateTitle", "codex.enhancePrompt", "codex.generateCommitMessage"})
-#: Git only, no Codex process: works in access mode ``inactive`` too (R-DIFF-1).
-WORKSPACE_COMMANDS = frozenset({"codex.readWorkspaceDiff"})
-ALL_COMMANDS = frozenset({*LONG_COMMANDS, *CONTROL_COMMANDS, *LIFECYCLE_COMMANDS, *READ_ONLY_COMMANDS,
-                          *EDIT_COMMANDS, *HELPER_COMMANDS, *WORKSPACE_COMMANDS, *INTERACTION_COMMANDS,
-                          *LAUNCH_COMMANDS, "status"})
-
-RequestId = Union[str, int, float]
 
 
 class _Answer:
@@ -190,313 +137,6 @@ class _Answer:
 
 #: The command the current task is handling (set by the fault barrier, read by ``_reply``).
 _answering: contextvars.ContextVar[_Answer | None] = contextvars.ContextVar("codexrt_daemon_answer", default=None)
-
-
-# ------------------------------------------------------------------------------------------
-# The schema and a validator for the subset of JSON Schema it uses (no dependency)
-
-
-@lru_cache(maxsize=1)
-def load_schema() -> dict[str, Any]:
-    """The shipped wire schema (``codexrt/_serve/daemon-protocol.schema.json``)."""
-    with open(SCHEMA_PATH, encoding="utf-8") as fh:
-        return json.load(fh)
-
-
-_JSON_TYPES: dict[str, Callable[[Any], bool]] = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-}
-
-
-def _type_name(v: Any) -> str:
-    for name in ("null", "boolean", "integer", "number", "string", "array", "object"):
-        if _JSON_TYPES[name](v):
-            return name
-    return type(v).__name__
-
-
-def _json_equal(a: Any, b: Any) -> bool:
-    """Equality as JSON means it: ``true`` is not ``1``."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a is b
-    return a == b
-
-
-def _resolve(root: dict[str, Any], ref: str) -> dict[str, Any]:
-    if not ref.startswith("#/"):
-        raise ValueError(f"only local $ref is supported, got {ref!r}")
-    node: Any = root
-    for part in ref[2:].split("/"):
-        node = node[part.replace("~1", "/").replace("~0", "~")]
-    return node
-
-
-def _most_specific(problems: list[str]) -> str:
-    """Of the alternatives' problems, the one found deepest (the alternative that got
-    furthest is the one the author meant)."""
-    return max(problems, key=lambda p: len(p.split(": ", 1)[0]))
-
-
-def validate(instance: Any, schema: dict[str, Any], root: dict[str, Any] | None = None, path: str = "$") -> str | None:
-    """Check ``instance`` against ``schema``; ``None`` when it fits, else the first problem as
-    ``"<json path>: <reason>"``. Supports the keywords the daemon schema uses: ``type``,
-    ``enum``, ``const``, ``properties``, ``required``, ``additionalProperties``, ``items``,
-    ``anyOf``, ``oneOf``, ``$ref`` (local), ``minLength``, ``minimum``, ``exclusiveMinimum``,
-    ``maximum``, ``pattern``; annotations (``description``, ``title``, ``examples``,
-    ``writeOnly``, ``x-secret`` — a secret field) are allowed and checked by nothing. Any other
-    keyword is an error in the schema, not silently ignored."""
-    root = root if root is not None else schema
-    known = {"type", "enum", "const", "properties", "required", "additionalProperties", "items", "anyOf",
-             "oneOf", "$ref", "minLength", "minimum", "exclusiveMinimum", "maximum", "pattern",
-             "description", "title", "$schema", "$id",
-             "$defs", "x-protocolVersion", "examples", "writeOnly", "x-secret"}
-    unknown = set(schema) - known
-    if unknown:
-        raise ValueError(f"schema keyword(s) {sorted(unknown)} not supported by codexrt's validator")
-    if "$ref" in schema:
-        problem = validate(instance, _resolve(root, schema["$ref"]), root, path)
-        if problem:
-            return problem
-    if "type" in schema:
-        types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-        if not any(_JSON_TYPES[t](instance) for t in types):
-            return f"{path}: expected {' or '.join(types)}, got {_type_name(instance)}"
-    if "const" in schema and not _json_equal(instance, schema["const"]):
-        return f"{path}: must be {json.dumps(schema['const'])}"
-    if "enum" in schema and not any(_json_equal(instance, e) for e in schema["enum"]):
-        shown = ", ".join(json.dumps(e) for e in schema["enum"][:12])
-        return f"{path}: must be one of {shown}"
-    if isinstance(instance, str):
-        if "minLength" in schema and len(instance) < schema["minLength"]:
-            return f"{path}: must not be empty" if schema["minLength"] == 1 else f"{path}: too short"
-        if "pattern" in schema and not re.search(schema["pattern"], instance):
-            return f"{path}: does not match {schema['pattern']}"
-    if _JSON_TYPES["number"](instance):
-        if isinstance(instance, float) and not math.isfinite(instance):
-            return f"{path}: must be a finite number"
-        if "minimum" in schema and instance < schema["minimum"]:
-            return f"{path}: must be >= {schema['minimum']}"
-        if "exclusiveMinimum" in schema and instance <= schema["exclusiveMinimum"]:
-            return f"{path}: must be > {schema['exclusiveMinimum']}"
-        if "maximum" in schema and instance > schema["maximum"]:
-            return f"{path}: must be <= {schema['maximum']}"
-    if isinstance(instance, dict):
-        props = schema.get("properties", {})
-        for key in schema.get("required", []):
-            if key not in instance:
-                return f"{path}: missing required field {key!r}"
-        for key, value in instance.items():
-            if key in props:
-                problem = validate(value, props[key], root, f"{path}.{key}")
-                if problem:
-                    return problem
-                continue
-            extra = schema.get("additionalProperties", True)
-            if extra is False:
-                return f"{path}: unknown field {key!r}"
-            if isinstance(extra, dict):
-                problem = validate(value, extra, root, f"{path}.{key}")
-                if problem:
-                    return problem
-    if isinstance(instance, list) and "items" in schema:
-        for i, value in enumerate(instance):
-            problem = validate(value, schema["items"], root, f"{path}[{i}]")
-            if problem:
-                return problem
-    if "anyOf" in schema:
-        problems = [validate(instance, s, root, path) for s in schema["anyOf"]]
-        if all(problems):
-            return _most_specific(problems)  # type: ignore[arg-type]
-    if "oneOf" in schema:
-        problems = [validate(instance, s, root, path) for s in schema["oneOf"]]
-        fits = sum(1 for p in problems if p is None)
-        if fits == 0:
-            return _most_specific(problems)  # type: ignore[arg-type]
-        if fits > 1:
-            return f"{path}: matches more than one alternative"
-    return None
-
-
-# ------------------------------------------------------------------------------------------
-# Lines: parsing commands, building replies (pure)
-
-
-@attrs.frozen
-class Command:
-    """A well-formed command line whose params fit the schema."""
-
-    id: RequestId
-    name: str
-    params: dict[str, Any]
-
-
-@attrs.frozen
-class BadCommand:
-    """A line that cannot be run; :meth:`reply` is its ``ok: false`` line."""
-
-    id: RequestId | None
-    code: str
-    message: str
-    details: dict[str, Any] | None = None
-
-    def reply(self) -> dict[str, Any]:
-        return response_error(self.id, self.code, self.message, self.details)
-
-
-def response_ok(request_id: RequestId, result: Any) -> dict[str, Any]:
-    return {"type": "response", "id": request_id, "ok": True, "result": result}
-
-
-def response_error(request_id: RequestId | None, code: str, message: str,
-                   details: Any = None, phase: str | None = None) -> dict[str, Any]:
-    # Every error reply is redacted on its way out, whatever made it (R-WIRE-9, docs/security.md).
-    redact = process_redactor()
-    error: dict[str, Any] = {"code": code, "message": redact(message)}
-    if phase is not None:
-        error["phase"] = phase
-    if details is not None:
-        error["details"] = redact.redact_obj(details, by_key=False)
-    return {"type": "response", "id": request_id, "ok": False, "error": error}
-
-
-def error_reply(request_id: RequestId | None, exc: CodexError) -> dict[str, Any]:
-    d = exc.to_dict()
-    return response_error(request_id, d["code"], d["message"], d.get("details"), d.get("phase"))
-
-
-def _usable_id(value: Any) -> bool:
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, str):
-        return len(value) <= MAX_ID_LENGTH
-    if isinstance(value, int):
-        return True
-    return isinstance(value, float) and math.isfinite(value)
-
-
-def _short(text: str, limit: int = 120) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"
-
-
-_decoder = msgspec.json.Decoder()
-
-#: One token of a JSON text, for the shallow id scan of a line too deep to decode: a string, a
-#: run of openers, a run of closers, ``:``, ``,``, or a bare literal/number.
-_TOKEN = re.compile(rb'\s*(?:("[^"\\]*(?:\\.[^"\\]*)*")|([\[{]+)|([\]}]+)|(:)|(,)|([^\s"\[\]{},:]+))')
-#: The shallow scan gives up after this many tokens (the id is then unreadable).
-_SCAN_TOKENS = 100_000
-
-
-def _shallow_id(line: bytes) -> RequestId | None:
-    """The top-level ``"id"`` of a command line that cannot be decoded whole (too deep), read
-    by walking tokens and decoding only the id's own scalar; None when it is not there, not
-    usable, or not found within :data:`_SCAN_TOKENS` tokens. Linear in the line's length."""
-    pos, depth, n = 0, 0, len(line)
-    key: bytes | None = None
-    expect_key = False
-    for _ in range(_SCAN_TOKENS):
-        m = _TOKEN.match(line, pos)
-        if m is None or m.end() == pos:
-            return None
-        pos = m.end()
-        string, opens, closes, colon, comma, literal = m.groups()
-        if opens:
-            if depth == 0 and opens[:1] != b"{":
-                return None
-            depth += len(opens)
-            if depth == 1:
-                expect_key = True
-            key = None
-        elif closes:
-            depth -= len(closes)
-            if depth <= 0:
-                return None
-            key = None
-        elif depth == 1 and comma:
-            expect_key, key = True, None
-        elif depth == 1 and string is not None and expect_key:
-            key, expect_key = string, False
-        elif depth == 1 and colon:
-            pass
-        elif depth == 1 and key == b'"id"' and (string is not None or literal):
-            try:
-                value = _decoder.decode(string if string is not None else literal)
-            except msgspec.MsgspecError:
-                return None
-            return value if _usable_id(value) else None
-        else:
-            key = None if depth == 1 else key
-        if pos >= n:
-            return None
-    return None
-
-
-def _too_deep(rid: RequestId | None) -> BadCommand:
-    return BadCommand(rid, "LINE_TOO_DEEP", f"command line nests deeper than {MAX_COMMAND_DEPTH} levels",
-                      {"maxDepth": MAX_COMMAND_DEPTH})
-
-
-def parse_command(line: bytes | bytearray | str) -> Command | BadCommand:
-    """One stdin line → a :class:`Command`, or a :class:`BadCommand` carrying its error reply
-    (R-D-4). Never raises for any input."""
-    data = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else bytes(line)
-    try:
-        obj = _decoder.decode(data)
-    except RecursionError:
-        return _too_deep(_shallow_id(data))
-    except msgspec.MsgspecError as exc:
-        return BadCommand(None, "INVALID_JSON", f"line is not valid JSON: {exc}")
-    if json_depth_exceeds(data, MAX_COMMAND_DEPTH):
-        rid = obj.get("id") if isinstance(obj, dict) else None
-        return _too_deep(rid if _usable_id(rid) else None)
-    if not isinstance(obj, dict):
-        return BadCommand(None, "INVALID_REQUEST",
-                          f"a command must be a JSON object, got {_type_name(obj)}")
-    if "id" not in obj:
-        return BadCommand(None, "INVALID_REQUEST",
-                          "a command needs an 'id' (string or number); lines without an id are not notifications here")
-    rid = obj["id"]
-    if not _usable_id(rid):
-        return BadCommand(None, "INVALID_REQUEST",
-                          f"unusable id of type {_type_name(rid)}: use a string (at most {MAX_ID_LENGTH} "
-                          "characters) or a finite number")
-    name = obj.get("command")
-    if not isinstance(name, str):
-        return BadCommand(rid, "INVALID_REQUEST", "a command needs a 'command' string")
-    extra = sorted(k for k in obj if k not in ("id", "command", "params"))
-    if extra:
-        return BadCommand(rid, "INVALID_REQUEST", f"unknown top-level field(s) {extra}; a command is "
-                          "{\"id\", \"command\", \"params\"}", {"fields": extra})
-    if name not in ALL_COMMANDS:
-        return BadCommand(rid, "UNKNOWN_COMMAND", f"unknown command {_short(name)!r}",
-                          {"command": _short(name), "known": sorted(ALL_COMMANDS)})
-    params = obj.get("params", {})
-    if not isinstance(params, dict):
-        return BadCommand(rid, "INVALID_PARAMS", f"params must be an object, got {_type_name(params)}")
-    schema = load_schema()
-    problem = validate(params, schema["$defs"]["commandParams"][name], schema, "$.params")
-    if problem:
-        return BadCommand(rid, "INVALID_PARAMS", f"{name}: {problem}",
-                          {"command": name, "path": problem.split(": ", 1)[0]})
-    return Command(rid, name, params)
-
-
-_encoder = msgspec.json.Encoder()
-
-
-def encode_line(obj: Any) -> bytes:
-    """One output line (compact JSON + ``\\n``). Values msgspec cannot encode are stringified
-    rather than losing the line."""
-    try:
-        return _encoder.encode(obj) + b"\n"
-    except (TypeError, ValueError, OverflowError):
-        return json.dumps(obj, ensure_ascii=True, default=str, separators=(",", ":")).encode() + b"\n"
 
 
 # ------------------------------------------------------------------------------------------

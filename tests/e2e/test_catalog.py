@@ -240,7 +240,8 @@ async def test_r_cat_1_selected_skills_travel_as_native_skill_input(peers):
 def test_r_cat_1_serve_accepts_skills_on_send_and_a_selection_on_list_skills():
     import json
 
-    from codexrt._serve._daemon import BadCommand, Command, load_schema, parse_command, validate
+    from codexrt._serve._codec import BadCommand, Command, parse_command
+    from tests._support import schema_problem
 
     ok = parse_command(json.dumps({"id": "1", "command": "codex.send", "params": {
         "channelId": "c", "message": "hi", "skills": [{"name": "lint", "path": "/a/SKILL.md", "cwd": "/a"}]}}).encode())
@@ -251,6 +252,5 @@ def test_r_cat_1_serve_accepts_skills_on_send_and_a_selection_on_list_skills():
     sel = parse_command(json.dumps({"id": "3", "command": "codex.listSkills", "params": {
         "channelId": "c", "selected": [{"name": "lint", "path": "/a/SKILL.md"}]}}).encode())
     assert isinstance(sel, Command)
-    schema = load_schema()
     result = {"data": [], "skills": [], "errors": [], "selected": [], "stale": [{"name": "x", "path": "/p", "cwd": None}]}
-    assert validate(result, schema["$defs"]["commandResult"]["codex.listSkills"], schema) is None
+    assert schema_problem(result, "commandResult/codex.listSkills") is None

@@ -31,7 +31,8 @@ from typing import Any, AsyncIterator, Callable
 import pytest
 import trio
 
-from codexrt._serve._daemon import load_schema, validate
+from codexrt._serve._schema import load_schema
+from tests._support import schema_problem
 from tests._support import process_exists
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -118,13 +119,13 @@ class ServeProcess:
     # -- stdout ----------------------------------------------------------------------------
 
     def _check(self, line: dict[str, Any]) -> None:
-        problem = validate(line, {"$ref": "#/$defs/outputLine"}, SCHEMA)
+        problem = schema_problem(line, "outputLine")
         assert problem is None, f"line does not fit the schema: {problem}\n{line}"
         if line["type"] == "daemon":
             assert line["kind"] in KNOWN_KINDS, f"undocumented event kind {line['kind']!r}"
         elif line["ok"] and line["id"] in self._commands:
             command = self._commands[line["id"]]
-            problem = validate(line["result"], {"$ref": f"#/$defs/commandResult/{command}"}, SCHEMA)
+            problem = schema_problem(line["result"], f"commandResult/{command}")
             assert problem is None, f"{command} result does not fit the schema: {problem}\n{line}"
 
     async def _read_line(self) -> dict[str, Any] | None:
@@ -404,7 +405,7 @@ async def test_r_d_1_quickstart_pipe_eof_finishes_the_accepted_send(tmp_path):
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     lines = [json.loads(raw) for raw in proc.stdout.splitlines()]
     for l in lines:
-        assert validate(l, {"$ref": "#/$defs/outputLine"}, SCHEMA) is None, l
+        assert schema_problem(l, "outputLine") is None, l
     [reply] = [l for l in lines if l["type"] == "response"]
     assert reply["id"] == 1 and reply["ok"] is True
     assert reply["result"]["status"] == "completed" and reply["result"]["finalText"] == "Hello from the fake peer."

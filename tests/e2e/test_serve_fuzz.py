@@ -41,8 +41,10 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from codexrt._serve._daemon import (ALL_COMMANDS, HELPER_COMMANDS, LONG_COMMANDS, MAX_COMMAND_DEPTH, MAX_ID_LENGTH,
-                             Command, load_schema, parse_command, validate)
+from codexrt._serve._codec import MAX_COMMAND_DEPTH, MAX_ID_LENGTH, Command, parse_command
+from codexrt._serve._commands import ALL_COMMANDS, HELPER_COMMANDS, LONG_COMMANDS
+from codexrt._serve._schema import load_schema
+from tests._support import schema_problem
 from tests.e2e.test_serve_e2e import fake_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,7 +83,7 @@ class Serve:
             try:
                 obj = json.loads(raw)
                 assert isinstance(obj, dict) and raw.endswith(b"\n")
-                problem = validate(obj, {"$ref": "#/$defs/outputLine"}, SCHEMA)
+                problem = schema_problem(obj, "outputLine")
                 assert problem is None, problem
             except Exception:  # recorded, asserted by the test
                 with self.cond:

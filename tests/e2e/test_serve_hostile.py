@@ -16,7 +16,8 @@ import pytest
 import trio
 import trio.testing
 
-from codexrt._serve._daemon import MAX_COMMAND_DEPTH, BadCommand, Command, DaemonConfig, parse_command, serve_daemon
+from codexrt._serve._codec import MAX_COMMAND_DEPTH, BadCommand, Command, parse_command
+from codexrt._serve._daemon import DaemonConfig, serve_daemon
 from codexrt._runtime._runtime import RuntimeConfig
 
 

@@ -2,9 +2,9 @@
 
 Every class of bad input gets an ``ok: false`` reply (``"id": null`` when no usable id could
 be read) and never an exception; a hypothesis test throws arbitrary lines at the parser. The
-shipped JSON Schema is checked to be usable by our own subset validator, and the validator is
-checked to actually reject what it should (so the e2e "every line fits the schema" check can
-fail).
+shipped JSON Schema's command part is generated from the command Structs and checked to be
+current; its checker (``jsonschema``) is checked to actually reject what it should (so the e2e
+"every line fits the schema" check can fail).
 """
 
 from __future__ import annotations
@@ -16,25 +16,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codexrt._serve._daemon import (
-    ALL_COMMANDS,
+from codexrt._serve._codec import (
     MAX_ID_LENGTH,
     BadCommand,
     Command,
     encode_line,
-    load_schema,
     parse_command,
     response_error,
     response_ok,
-    validate,
 )
+from codexrt._serve._commands import ALL_COMMANDS, COMMANDS
+from codexrt._serve._schema import REGENERATE, SCHEMA_PATH, build_schema, load_schema, render_schema
+from tests._support import schema_problem as _check
 
 SCHEMA = load_schema()
 DEFS = SCHEMA["$defs"]
-
-
-def _check(instance, ref):
-    return validate(instance, {"$ref": f"#/$defs/{ref}"}, SCHEMA)
 
 
 def _line(obj) -> bytes:
@@ -55,10 +51,54 @@ def test_schema_lists_every_command_with_params_and_result():
     assert set(DEFS["commandParams"]) == set(ALL_COMMANDS)
     assert set(DEFS["commandResult"]) == set(ALL_COMMANDS)
     assert set(DEFS["command"]["properties"]["command"]["enum"]) == set(ALL_COMMANDS)
-    # every subschema is walkable by our validator (unknown keywords raise)
-    for name in ALL_COMMANDS:
-        validate({}, DEFS["commandParams"][name], SCHEMA)
-        validate({}, DEFS["commandResult"][name], SCHEMA)
+    for name in ALL_COMMANDS:  # each names its own Struct's schema
+        assert DEFS["commandParams"][name] == {"$ref": f"#/$defs/{COMMANDS[name].params.__name__}"}
+
+
+def test_schema_checked_in_is_generated_from_the_command_structs():
+    """The shipped schema's command part is generated (``codexrt/_serve/_schema.py``); a Struct
+    changed without regenerating fails here, naming the command to run."""
+    text = SCHEMA_PATH.read_text(encoding="utf-8")
+    fresh = render_schema(build_schema(json.loads(text)))
+    assert fresh == text, f"{SCHEMA_PATH.name} is stale: run `{REGENERATE}` and commit the result"
+
+
+def test_schema_generation_is_not_a_copy():
+    """The generator really derives the params from the Structs: dropping them from the file and
+    regenerating restores exactly the checked-in text."""
+    current = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    stripped = json.loads(json.dumps(current))
+    for name in stripped["x-generated"]["defs"]:
+        del stripped["$defs"][name]
+    stripped["$defs"]["commandParams"] = {}
+    stripped["$defs"]["command"]["properties"]["command"] = {"enum": []}
+    assert render_schema(build_schema(stripped)) == render_schema(current)
+
+
+def test_schema_and_decoder_agree_on_examples():
+    """What the Structs accept the generated schema accepts, and what they refuse it refuses."""
+    good = [("codex.send", {"channelId": "c", "message": "hi", "settings": {"sandbox": "read-only"},
+                            "context": {"ide": {"kind": "application", "value": "v"}}}),
+            ("codex.send", {"channelId": "c", "message": "hi", "context": {"activeFile": {"path": "a.py"}}}),
+            ("codex.readWorkspaceDiff", {"cwd": "/w", "timeout": 3600}),
+            ("codex.listThreads", {"channelId": "c", "limit": 2, "cursor": "x"}),
+            ("codex.undoFile", {"channelId": "c", "threadId": "t", "path": "a"}),
+            ("codex.configureLaunch", {"accessMode": "managed", "apiKey": "k",
+                                       "provider": {"id": "p", "baseUrl": "http://127.0.0.1", "envKey": "K"}})]
+    bad = [("codex.send", {"channelId": "", "message": "hi"}),
+           ("codex.readWorkspaceDiff", {"cwd": "/w", "timeout": 0}),
+           ("codex.readWorkspaceDiff", {"cwd": "/w", "timeout": 3601}),
+           ("codex.listThreads", {"channelId": "c", "limit": 0}),
+           ("codex.undoFile", {"channelId": "c", "threadId": "t", "path": "a",
+                               "key": {"turnId": "u", "itemId": "i", "path": "a"}}),
+           ("codex.undoFile", {"channelId": "c", "threadId": "t"}),
+           ("codex.configureLaunch", {"accessMode": "managed", "provider": {"id": "a b", "baseUrl": "u", "envKey": "K"}})]
+    for name, params in good:
+        assert isinstance(parse_command(_line({"id": 1, "command": name, "params": params})), Command), params
+        assert _check(params, f"commandParams/{name}") is None, params
+    for name, params in bad:
+        assert isinstance(parse_command(_line({"id": 1, "command": name, "params": params})), BadCommand), params
+        assert _check(params, f"commandParams/{name}") is not None, params
 
 
 def test_schema_is_shipped_as_package_data():
@@ -85,8 +125,6 @@ def test_validator_rejects_what_it_should():
     assert _check(missing, "outputLine") is not None
     assert "sessionEpoch" in _check(missing, "event")
     assert _check({**ev, "payload": []}, "outputLine") is not None
-    with pytest.raises(ValueError, match="not supported"):
-        validate(1, {"maxLength": 3})
 
 
 # -- good commands --------------------------------------------------------------------------
@@ -169,23 +207,28 @@ def test_r_d_4_unknown_command():
 @pytest.mark.parametrize("params,fragment", [
     ([], "params must be an object"),
     ("x", "params must be an object"),
-    ({"message": "hi"}, "missing required field 'channelId'"),
-    ({"channelId": "c"}, "missing required field 'message'"),
-    ({"channelId": "", "message": "hi"}, "params.channelId: must not be empty"),
-    ({"channelId": 5, "message": "hi"}, "params.channelId: expected string, got integer"),
-    ({"channelId": "c", "message": 5}, "params.message: expected string, got integer"),
-    ({"channelId": "c", "message": "hi", "threadId": 7}, "params.threadId: expected string or null"),
-    ({"channelId": "c", "message": "hi", "images": "a.png"}, "params.images: expected array"),
-    ({"channelId": "c", "message": "hi", "images": [1]}, "params.images[0]: expected string"),
-    ({"channelId": "c", "message": "hi", "settings": {"sandbox": "yolo"}}, "params.settings.sandbox: must be one of"),
-    ({"channelId": "c", "message": "hi", "settings": {"colour": "red"}}, "unknown field 'colour'"),
-    ({"channelId": "c", "message": "hi", "context": {"k": {"kind": "application"}}}, "missing required field 'value'"),
-    ({"channelId": "c", "message": "hi", "mesage": "typo"}, "unknown field 'mesage'"),
+    ({"message": "hi"}, "missing required field `channelId` - at $.params"),
+    ({"channelId": "c"}, "missing required field `message` - at $.params"),
+    ({"channelId": "", "message": "hi"}, "Expected `str` of length >= 1 - at $.params.channelId"),
+    ({"channelId": 5, "message": "hi"}, "Expected `str`, got `int` - at $.params.channelId"),
+    ({"channelId": "c", "message": 5}, "Expected `str`, got `int` - at $.params.message"),
+    ({"channelId": "c", "message": "hi", "threadId": 7}, "Expected `str | null`, got `int` - at $.params.threadId"),
+    ({"channelId": "c", "message": "hi", "images": "a.png"}, "Expected `array`, got `str` - at $.params.images"),
+    ({"channelId": "c", "message": "hi", "images": [1]}, "Expected `str`, got `int` - at $.params.images[0]"),
+    ({"channelId": "c", "message": "hi", "settings": {"sandbox": "yolo"}},
+     "Invalid enum value 'yolo' - at $.params.settings.sandbox"),
+    ({"channelId": "c", "message": "hi", "settings": {"colour": "red"}},
+     "unknown field `colour` - at $.params.settings"),
+    ({"channelId": "c", "message": "hi", "context": {"k": {"kind": "application"}}},
+     "missing required field `value` - at $.params.context[...]"),
+    ({"channelId": "c", "message": "hi", "mesage": "typo"}, "unknown field `mesage` - at $.params"),
 ])
 def test_r_d_4_missing_or_wrong_typed_params(params, fragment):
     bad = _bad(_line({"id": 9, "command": "codex.send", "params": params}))
     assert bad.id == 9 and bad.code == "INVALID_PARAMS"
     assert fragment in bad.message
+    if " - at " in fragment:  # the reply says where, in the message and in details.path
+        assert bad.message.startswith("codex.send: ") and bad.details["path"] == fragment.rsplit(" - at ", 1)[1]
 
 
 @pytest.mark.parametrize("command,params", [

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import trio
 
-from tests.e2e.test_serve_e2e import SCHEMA, WAIT, ServeProcess, child_pid, pid_alive
-from codexrt._serve._daemon import validate
+from tests.e2e.test_serve_e2e import WAIT, ServeProcess, child_pid, pid_alive
+from tests._support import schema_problem
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,7 +41,7 @@ async def test_r_d_1_quickstart_printf_pipe_serve_real(codex_bin, codex_home, re
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-3000:]
     lines = [json.loads(raw) for raw in proc.stdout.splitlines()]
     for line in lines:
-        assert validate(line, {"$ref": "#/$defs/outputLine"}, SCHEMA) is None, line
+        assert schema_problem(line, "outputLine") is None, line
     [reply] = [l for l in lines if l["type"] == "response"]
     assert reply["ok"] is True and reply["id"] == 1, reply
     result = reply["result"]

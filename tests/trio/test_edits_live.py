@@ -419,9 +419,8 @@ class Wire:
         """The first output line (seen before or arriving within ``timeout``) matching ``pred``."""
         import json
 
-        from codexrt._serve._daemon import load_schema, validate
+        from tests._support import schema_problem
 
-        schema = load_schema()
         with trio.fail_after(timeout):
             while True:
                 for line in self.lines:
@@ -432,10 +431,10 @@ class Wire:
                 *done, self.buf = self.buf.split(b"\n")
                 for raw in done:
                     obj = json.loads(raw)
-                    assert validate(obj, {"$ref": "#/$defs/outputLine"}, schema) is None, obj
+                    assert schema_problem(obj, "outputLine") is None, obj
                     if obj.get("type") == "response" and obj.get("ok"):
                         name = self.commands[obj["id"]]
-                        problem = validate(obj["result"], {"$ref": f"#/$defs/commandResult/{name}"}, schema)
+                        problem = schema_problem(obj["result"], f"commandResult/{name}")
                         assert problem is None, (name, problem)
                     self.lines.append(obj)
 

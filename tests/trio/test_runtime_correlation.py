@@ -12,15 +12,13 @@ import trio.testing
 
 import codexrt
 from codexrt import RuntimeConfig
-from codexrt._serve._daemon import load_schema, validate
+from tests._support import schema_problem
 from tests._support import MemoryPeers
-
-SCHEMA = load_schema()
 
 
 def _schema_problem(kind, payload):
     """The shipped schema's payload shape for ``kind`` (``$defs.eventPayloads``)."""
-    return validate(payload, {"$ref": f"#/$defs/eventPayloads/properties/{kind}"}, SCHEMA)
+    return schema_problem(payload, f"eventPayloads/properties/{kind}")
 
 
 @pytest.fixture

@@ -15,11 +15,11 @@ import trio
 import trio.testing
 
 from codexrt import RuntimeConfig
-from codexrt._serve._daemon import DaemonConfig, load_schema, serve_daemon, validate
+from codexrt._serve._daemon import DaemonConfig, serve_daemon
+from tests._support import schema_problem
 from codexrt._runtime._runtime import Runtime
 from tests._support import MemoryPeers
 
-SCHEMA = load_schema()
 
 
 class Wire:
@@ -53,10 +53,9 @@ class Wire:
         *done, self.buf = self.buf.split(b"\n")
         for raw in done:
             obj = json.loads(raw)
-            assert validate(obj, {"$ref": "#/$defs/outputLine"}, SCHEMA) is None, obj
+            assert schema_problem(obj, "outputLine") is None, obj
             if obj.get("type") == "response" and obj.get("ok") and obj["id"] in self.commands:
-                problem = validate(obj["result"], {"$ref": f"#/$defs/commandResult/{self.commands[obj['id']]}"},
-                                   SCHEMA)
+                problem = schema_problem(obj["result"], f"commandResult/{self.commands[obj['id']]}")
                 assert problem is None, problem
             self.lines_seen += 1
             self.pending.append(obj)
