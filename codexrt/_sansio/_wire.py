@@ -85,20 +85,32 @@ _any_decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
 
 
-def _without_strings(data: bytes) -> bytes:
-    """Valid JSON text with every string literal cut out, in C-level passes (a regex over the
-    strings cost ~0.3 ms per 30 KB page). In valid JSON a backslash only occurs inside a string
-    and starts a two-character escape; dropping ``\\\\`` pairs left to right (what
-    ``bytes.replace`` does) pairs every run of backslashes exactly as the escapes do, after
-    which dropping ``\\"`` removes exactly the escaped quotes. Every quote left delimits a
-    string, so the text outside strings is every other piece between quotes."""
+_SHAPE_TABLE = bytes.maketrans(b"{}", b"[]")
+_NOT_SHAPE = bytes(c for c in range(256) if c not in b'[]{}"')
+
+
+def _bracket_shape(data: bytes) -> bytes:
+    """The structure of valid JSON text ``data``: its brackets outside strings, ``{}`` written
+    as ``[]``, everything else dropped — in C-level passes, without one object per string.
+
+    In valid JSON a backslash only occurs inside a string and starts a two-character escape;
+    dropping ``\\\\`` pairs left to right (what ``bytes.replace`` does) pairs every run of
+    backslashes exactly as the escapes do, after which dropping ``\\"`` removes exactly the
+    escaped quotes: every quote left delimits a string, opening and closing in turn. Keeping only
+    brackets and quotes (one ``translate``) keeps that order. Dropping two *adjacent* quotes then
+    never moves a bracket across a string boundary — they close and open strings with nothing
+    between, or open and close a string with no bracket inside — so ``replace(b'""', b"")`` takes
+    away nearly every string at once; the few left (strings with brackets in them) are cut out
+    as every other piece between quotes. (Splitting the whole text at its quotes, as this did
+    before, made one object per string: ~70 µs for a 28 KB history page, now ~30 µs.)"""
     if b"\\" in data:
         data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
-    return b"".join(data.split(b'"')[::2])
+    shape = data.translate(_SHAPE_TABLE, _NOT_SHAPE).replace(b'""', b"")
+    if b'"' in shape:
+        shape = b"".join(shape.split(b'"')[::2])
+    return shape
 
 
-_BRACKETS_ONLY = bytes.maketrans(b"{}", b"[]")
-_NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
 _BRACKET_RUN = re.compile(rb"\[+|\]+")
 
 
@@ -106,13 +118,13 @@ def json_depth_exceeds(data: bytes, limit: int) -> bool:
     """True when the JSON text ``data`` nests arrays/objects deeper than ``limit``.
 
     Meant for text that already decoded (valid JSON): brackets inside strings are skipped
-    (:func:`_without_strings`, which assumes well-formed strings). A line with at most
+    (:func:`_bracket_shape`, which assumes well-formed strings). A line with at most
     ``limit`` brackets in all cannot be too deep, which two C-level counts decide; otherwise the
     strings are cut out, the rest reduced to ``[``/``]``, its leaves peeled off and what is left
     walked run by run."""
     if data.count(b"[") + data.count(b"{") <= limit:
         return False
-    shape = _without_strings(data).translate(_BRACKETS_ONLY, _NOT_BRACKETS)
+    shape = _bracket_shape(data)
     # Each pass drops every innermost "[]" pair, which lowers the maximum depth by exactly one;
     # ordinary (wide, shallow) data is gone after a few C-level passes.
     for _ in range(16):

@@ -314,13 +314,15 @@ _json_values = st.recursive(
 @settings(max_examples=300, deadline=None)
 @given(_json_values, st.booleans())
 def test_r_wire_5_strings_cut_out_in_c_passes_equal_the_string_regex(value: Any, ascii_only: bool) -> None:
-    """R-WIRE-5: the depth check's C-level string removal (escaped backslashes, then escaped
-    quotes, then every other piece between quotes) leaves exactly what removing every JSON
-    string literal with a regex leaves, for strings full of quotes, backslashes and brackets."""
+    """R-WIRE-5: the depth check's C-level bracket shape (escaped backslashes, then escaped
+    quotes dropped; only brackets and quotes kept; adjacent quote pairs dropped; then every other
+    piece between quotes) is exactly the brackets left after removing every JSON string literal
+    with a regex, for strings full of quotes, backslashes and brackets."""
     import json
     import re
 
-    from codexrt._sansio._wire import _without_strings
+    from codexrt._sansio._wire import _bracket_shape
 
     data = json.dumps(value, ensure_ascii=ascii_only).encode("utf-8")
-    assert _without_strings(data) == re.sub(rb'"[^"\\]*(?:\\.[^"\\]*)*"', b"", data)
+    outside = re.sub(rb'"[^"\\]*(?:\\.[^"\\]*)*"', b"", data)
+    assert _bracket_shape(data) == bytes(c for c in outside.replace(b"{", b"[").replace(b"}", b"]") if c in b"[]")
