@@ -7,9 +7,14 @@ tasks, and nothing outside it:
 
 * the **reader** — reads the transport, frames lines, feeds :class:`~codexrt._sansio._rpc.RpcCore`,
   wakes the caller waiting for each response, and hands every other event to ``sink``;
-* the **writer** — the only task that writes; it takes whole lines from a queue, so a line is
-  never interleaved or cut by a cancelled caller (cancelling a ``call`` withdraws its line if it
-  was not yet being written, else the request counts as ``writtenUnconfirmed``);
+* the **writer** — the only task that awaits a write; it takes whole lines from a queue, so a
+  line is never interleaved or cut by a cancelled caller (cancelling a ``call`` withdraws its
+  line if it was not yet being written, else the request counts as ``writtenUnconfirmed``).
+  When the writer is idle, nothing is queued and the transport is a pipe, a short line is
+  instead written at once by the task that made it, in one non-blocking ``os.write`` (no await,
+  so nothing can cancel it halfway; a pipe writes up to ``PIPE_BUF`` bytes whole or not at all):
+  a request then costs no hop through the writer task. A full pipe or any error leaves the
+  line to the writer as before;
 * the **stderr drain** — keeps a bounded, redacted tail of the child's stderr (R-WIRE-9) and
   never lets a chatty stderr fill its pipe and stall the child.
 
@@ -31,6 +36,8 @@ import collections
 import contextlib
 import logging
 import math
+import os
+import select
 from typing import Any, AsyncIterator, Callable, Container, Deque, Union
 
 import attrs
@@ -83,6 +90,9 @@ __all__ = [
 log = logging.getLogger("codexrt.connection")
 
 DEFAULT_RPC_TIMEOUT = 30.0
+#: POSIX guarantees that a pipe write of at most PIPE_BUF bytes (512 at least, 4096 on Linux)
+#: is never split; the direct write of a line (``Connection._write_now``) stays within it.
+_PIPE_BUF: int = getattr(select, "PIPE_BUF", 512)
 STARTUP_FAILURE_MARKER = "codex app-server failed to start"
 
 
@@ -168,6 +178,10 @@ class Connection:
         self._queue: Deque[_Frame] = collections.deque()
         self._replies: Deque[_Frame] = collections.deque()  # reader-made replies go first, in order
         self._queue_nonempty = trio.Event()
+        self._writer_idle = False  # set while the writer waits for a line (see _write_now)
+        send = transport.send_stream
+        self._pipe_fd: Callable[[], int] | None = (
+            send.fileno if isinstance(send, getattr(trio.lowlevel, "FdStream", ())) else None)
         self._waiters: dict[int, _Waiter] = {}
         self._handshake_started = False
         self._handshake_done = trio.Event()
@@ -352,7 +366,11 @@ class Connection:
         while True:
             while not self._queue and not self._replies:
                 self._queue_nonempty = trio.Event()
-                await self._queue_nonempty.wait()
+                self._writer_idle = True
+                try:
+                    await self._queue_nonempty.wait()
+                finally:
+                    self._writer_idle = False
             frame = self._replies.popleft() if self._replies else self._queue.popleft()
             if frame.state != "queued":
                 continue
@@ -421,12 +439,53 @@ class Connection:
             frame.state = "failed"
             frame.done.set()
             return frame
+        if self._writer_idle and not self._queue and not self._replies and self._write_now(frame):
+            return frame
         if reply:
             self._replies.append(frame)
         else:
             self._queue.append(frame)
         self._queue_nonempty.set()
         return frame
+
+    def _write_now(self, frame: _Frame) -> bool:
+        """Write ``frame`` at once when that is one whole-or-nothing pipe write (module doc):
+        the writer is idle and nothing is queued (the caller checked), the transport is a
+        non-blocking pipe (trio's ``FdStream``) and the line fits ``PIPE_BUF``. False (nothing
+        written) otherwise, or when the pipe is full or the write fails: then the writer takes
+        the line and meets the same condition itself."""
+        fileno = self._pipe_fd
+        data = frame.data
+        if fileno is None or len(data) > _PIPE_BUF:
+            return False
+        fd = fileno()
+        if fd < 0:  # closed
+            return False
+        try:
+            n = os.write(fd, data)
+        except OSError:  # full (BlockingIOError), closed or broken: the writer's business
+            return False
+        if frame.call is not None:
+            self.core.mark_written(frame.call)
+        if n != len(data):
+            # Cannot happen for a pipe at <= PIPE_BUF; if it did, the rest goes first through
+            # the writer as a frame nobody can withdraw, so the line is never left cut.
+            frame.state = "writing"
+            self._replies.appendleft(_Frame(data[n:], on_written=lambda: self._written(frame)))
+            self._queue_nonempty.set()
+            return True
+        self._written(frame)
+        return True
+
+    @staticmethod
+    def _written(frame: _Frame) -> None:
+        frame.state = "written"
+        frame.done.set()
+        if frame.on_written is not None:
+            try:
+                frame.on_written()
+            except Exception:  # a hook must not break the write path
+                log.exception("on_written hook raised")
 
     async def _settle_end(self) -> None:
         """End of stream: learn the exit status (bounded), then fail everything once."""
