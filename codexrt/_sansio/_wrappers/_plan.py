@@ -206,9 +206,13 @@ def _find_plans(src: _Source) -> list[_Plan]:
     plans: list[_Plan] = []
     all_prints = _print_calls(toks, 0, len(toks), match)
     claimed: set[tuple[int, int]] = set()
-    for i in range(len(toks)):
-        _callback_plans(toks, match, i, by_var, all_prints, plans, claimed)
-        _for_loop_plans(toks, match, i, by_var, plans, claimed)
+    for i, t in enumerate(toks):
+        if t.kind != "id":
+            continue
+        if t.value in by_var:
+            _callback_plans(toks, match, i, by_var, all_prints, plans, claimed)
+        if t.value == "for":
+            _for_loop_plans(toks, match, i, by_var, plans, claimed)
     # text(JSON.stringify(VAR))
     for a, b in all_prints:
         sub = toks[a:b]
