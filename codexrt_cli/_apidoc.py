@@ -41,10 +41,15 @@ def _doc(obj: Any) -> str:
 
 
 def _members(cls: type) -> list[tuple[str, Any]]:
+    """Public methods and properties of ``cls``, with those of its private codexrt bases (the
+    parts a class is assembled from, e.g. ``Runtime``'s); a public base documents its own."""
     out = []
-    for name, value in vars(cls).items():
-        if name.startswith("_"):
+    seen: set[str] = set()
+    parts = [k for k in cls.__mro__ if k is cls or (k.__name__.startswith("_") and k.__module__.startswith("codexrt"))]
+    for name, value in [item for part in parts for item in vars(part).items()]:
+        if name.startswith("_") or name in seen:
             continue
+        seen.add(name)
         if isinstance(value, (staticmethod, classmethod)):
             value = value.__func__
         if isinstance(value, property) or inspect.isfunction(value):

@@ -412,7 +412,7 @@ def test_r_lc_4_provider_string_fields_only(tmp_path: Path) -> None:
 
 def _capture_spawn(monkeypatch: pytest.MonkeyPatch, candidate: object) -> list[dict[str, object]]:
     from codexrt._io import _discovery
-    from codexrt._runtime import _runtime
+    from codexrt._runtime import _config
 
     calls: list[dict[str, object]] = []
 
@@ -422,7 +422,7 @@ def _capture_spawn(monkeypatch: pytest.MonkeyPatch, candidate: object) -> list[d
 
     monkeypatch.setattr(_discovery, "discover_cli",
                         lambda **kw: _discovery.DiscoveryResult(candidates=[candidate], rejected=[]))
-    monkeypatch.setattr(_runtime, "spawn_process_transport", fake_spawn)
+    monkeypatch.setattr(_config, "spawn_process_transport", fake_spawn)
     return calls
 
 

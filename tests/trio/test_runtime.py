@@ -385,7 +385,7 @@ async def test_r_lc_3_inactive_mode_spawns_nothing(monkeypatch):
     async def no_spawn(*a, **k):
         raise AssertionError("inactive mode must not spawn")
 
-    monkeypatch.setattr(codexrt._runtime._runtime, "spawn_process_transport", no_spawn)
+    monkeypatch.setattr(codexrt._runtime._config, "spawn_process_transport", no_spawn)
     async with codexrt.open_runtime(access_mode="inactive") as rt:
         result = await rt.send("x").wait()
         assert result.error.code == "ACCESS_INACTIVE" and rt.state is RuntimeState.STOPPED

@@ -295,7 +295,7 @@ async def test_r_set_2_mismatching_confirmation_fails_typed_and_starts_nothing(p
 
 
 def test_r_set_2_match_is_by_the_fields_sent():
-    from codexrt._runtime._runtime import _settings_match
+    from codexrt._runtime._dispatch import _settings_match
     eff = {"model": "m", "sandboxPolicy": {"type": "workspaceWrite", "writableRoots": [], "networkAccess": False},
            "collaborationMode": {"mode": "plan", "settings": {"model": "m", "developer_instructions": "long"}}}
     assert _settings_match({"model": "m", "sandboxPolicy": {"type": "workspaceWrite"}}, eff)

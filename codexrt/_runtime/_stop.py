@@ -1,0 +1,88 @@
+"""Stop paths (R-OP-5): ``abort`` answers at once with the path taken; an interrupt is sent
+when the turn is known; a watchdog kills the child when the stop budget runs out."""
+
+from __future__ import annotations
+
+
+import trio
+
+from codexrt._sansio._errors import ChildExited, CodexError, OperationCancelled
+from codexrt._sansio._states import OpPhase
+from codexrt._runtime._operations import STATUS_CANCELLED, STATUS_FAILED, Operation
+
+
+class _StopPaths:
+    """Part of :class:`~codexrt._runtime._runtime.Runtime` (a mixin: the state it uses is set up in
+    ``Runtime.__init__``)."""
+
+    def abort(self, op: Operation | str | None = None) -> str:
+        """Stop an operation (R-OP-5); answers at once with the path taken:
+
+        ``cancelledQueued`` (zero RPCs), ``cancelIntent`` (not written yet; no ``turn/start``
+        will be written once bootstrap is confirmed), ``interruptPending`` (written, turn id
+        unknown: interrupt as soon as it arrives), ``interruptSent`` (``turn/interrupt`` now),
+        ``alreadyTerminal`` or ``noOperation``. A watchdog gives the stop ``stop_budget``
+        seconds from the first request; then the child is killed and everything fails once
+        (``runtimeUnhealthy``).
+        """
+        if op is None:
+            op = self.active or (self._queue[0] if self._queue else None)
+            if op is None:
+                return "noOperation"
+        elif isinstance(op, str):
+            found = self.operation(op)
+            if found is None:
+                return "noOperation"
+            op = found
+        if op.terminal:
+            return "alreadyTerminal"
+        first = not op.cancel_requested
+        op.cancel_requested = True
+        if first:
+            op.cancel_requested_at = trio.current_time()
+        if op.phase is OpPhase.QUEUED:
+            if op in self._queue:
+                self._queue.remove(op)
+            op._settle(STATUS_CANCELLED, OperationCancelled("cancelled before it started"))
+            return "cancelledQueued"
+        if first:
+            self._nursery.start_soon(self._stop_watchdog, op)
+        if op.phase is OpPhase.NOT_WRITTEN:
+            if op._probe_scope is not None:
+                op._probe_scope.cancel()  # R-CTX-6: leave the capability probe now
+            return "cancelIntent"
+        if op.turn_id is None:
+            return "interruptPending"
+        self._nursery.start_soon(self._send_interrupt, op)
+        return "interruptSent"
+
+    async def _send_interrupt(self, op: Operation) -> None:
+        conn = self.conn
+        if conn is None or op.terminal or op.turn_id is None or op.thread_id is None:
+            return
+        try:
+            await conn.call("turn/interrupt", {"threadId": op.thread_id, "turnId": op.turn_id})
+            ev = self._event("turnAborted", {"requested": True}, op=op)
+        except CodexError as exc:
+            ev = self._event("error", {"message": f"turn/interrupt failed: {exc.message}",
+                                       "code": exc.code}, op=op)
+        if not op.terminal:  # a turn that ended meanwhile raced the interrupt: nothing to report
+            self._deliver(ev, op)
+
+    async def _stop_watchdog(self, op: Operation) -> None:
+        with trio.move_on_after(self.config.stop_budget):
+            await op._done.wait()
+            return
+        if op.terminal:
+            return
+        # Budget exhausted: close the child, confirm its exit, fail everything once.
+        self._publish(self._event("runtimeUnhealthy", {"reason": "stop budget exhausted",
+                                                       "budgetSeconds": self.config.stop_budget}, op=op))
+        conn = self.conn or self._starting_conn  # a child still starting is closed too
+        if conn is not None:
+            conn.kill()
+            with trio.move_on_after(10):
+                await conn.closed.wait()
+        if not op.terminal:
+            op._settle(STATUS_FAILED, ChildExited(None, None, phase=op.phase.value,
+                                                  details={"stopBudgetExhausted": True}))
