@@ -328,6 +328,28 @@ def _ide_context(active: ActiveFile, budget: int) -> ContextFragment | None:
     return ContextFragment("ide_context", _fit_lines(value.split("\n"), budget))
 
 
+def _list_within(lines: list[str], items: Sequence[str], *, total: int, prefix: str, cap: int, budget: int,
+                 more: str) -> int:
+    """Append ``prefix + item`` lines (each item shortened to ``cap``) below the one line in
+    ``lines`` while they fit ``budget`` — keeping room for the ``(+N <more>)`` line, so trimming
+    never overflows the budget — then that line for the rest of ``total``. Returns how many
+    items were listed."""
+    used = _utf8_len(lines[0])
+    listed = 0
+    for raw in items:
+        item = prefix + _shorten_middle(raw, cap)
+        rest = total - listed - 1
+        reserve = _utf8_len(f"\n(+{rest} {more})") if rest else 0
+        if used + 1 + _utf8_len(item) + reserve > budget:
+            break
+        lines.append(item)
+        used += 1 + _utf8_len(item)
+        listed += 1
+    if listed < total:
+        lines.append(f"(+{total - listed} {more})")
+    return listed
+
+
 def _open_tabs(tabs: Iterable[str], active: str | None, budget: int, max_tabs: int) -> ContextFragment | None:
     seen: set[str] = set()
     if active:
@@ -342,24 +364,10 @@ def _open_tabs(tabs: Iterable[str], active: str | None, budget: int, max_tabs: i
     if not others:
         return None
     header = "Open tabs:"
-    # Reserve room for the "more" line so that trimming never overflows the budget.
-    per_item_cap = max(32, budget // 4)
     lines = [header]
-    used = _utf8_len(header)
-    listed = 0
-    for path in others[:max_tabs]:
-        item = "- " + _shorten_middle(path, per_item_cap)
-        more_left = len(others) - listed - 1
-        reserve = _utf8_len(f"\n(+{more_left} more not listed)") if more_left else 0
-        if used + 1 + _utf8_len(item) + reserve > budget:
-            break
-        lines.append(item)
-        used += 1 + _utf8_len(item)
-        listed += 1
-    if listed == 0:
+    if _list_within(lines, others[:max_tabs], total=len(others), prefix="- ", cap=max(32, budget // 4),
+                    budget=budget, more="more not listed") == 0:
         return None
-    if listed < len(others):
-        lines.append(f"(+{len(others) - listed} more not listed)")
     return ContextFragment("open_tabs", "\n".join(lines))
 
 
@@ -373,20 +381,8 @@ def _workspace(ws: WorkspaceInfo, budget: int) -> ContextFragment | None:
         lines.append("Workspace: " + _shorten_middle(name, 200))
     else:
         lines.append("Workspace:")
-    cap = max(32, budget // 3)
-    used = _utf8_len(lines[0])
-    listed = 0
-    for folder in folders:
-        item = "- folder " + _shorten_middle(folder, cap)
-        rest = len(folders) - listed - 1
-        reserve = _utf8_len(f"\n(+{rest} more folders)") if rest else 0
-        if used + 1 + _utf8_len(item) + reserve > budget:
-            break
-        lines.append(item)
-        used += 1 + _utf8_len(item)
-        listed += 1
-    if listed < len(folders):
-        lines.append(f"(+{len(folders) - listed} more folders)")
+    _list_within(lines, folders, total=len(folders), prefix="- folder ", cap=max(32, budget // 3), budget=budget,
+                 more="more folders")
     return ContextFragment("workspace_context", _fit_lines(lines, budget))
 
 
