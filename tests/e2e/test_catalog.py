@@ -19,7 +19,6 @@ from codexrt._features._catalog import (
     run_catalog_command,
     start_slash_command,
 )
-from tests._support import MemoryPeers
 
 
 def _model(slug, hidden=False, efforts=("low", "high")):
@@ -33,11 +32,6 @@ def _pages(*pages):
     return {"name": "model-pages", "defaults": True, "rules": [
         {"match": {"method": "model/list", "nth": i + 1}, "actions": [{"respond": {"data": data, "nextCursor": nxt}}]}
         for i, (data, nxt) in enumerate(pages)]}
-
-
-@pytest.fixture
-async def peers(nursery):
-    return MemoryPeers(nursery)
 
 
 def _rt(peers, scenario="handshake-ok", **kw):

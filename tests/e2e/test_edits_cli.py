@@ -52,11 +52,6 @@ def tree(tmp_path: Path) -> Path:
     return d
 
 
-@pytest.fixture
-def state_dir(tmp_path: Path) -> str:
-    return str(tmp_path / "state")
-
-
 def config(nursery, tree: Path, *rules) -> RuntimeConfig:
     peers = MemoryPeers(nursery)
     return RuntimeConfig(transports=[peers.factory(scenario(tree, *(rules or history_rules(tree, history(tree)))))])

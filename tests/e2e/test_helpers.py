@@ -20,12 +20,6 @@ from codexrt._features._helpers import (
     refusal_for,
     run_helper,
 )
-from tests._support import MemoryPeers
-
-
-@pytest.fixture
-async def peers(nursery):
-    return MemoryPeers(nursery)
 
 
 def _cfg(peers, *scenarios):

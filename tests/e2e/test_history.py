@@ -36,11 +36,6 @@ T3 = "33333333-3333-4333-8333-333333333333"
 TURN = "aaaaaaaa-0000-4000-8000-000000000001"
 
 
-@pytest.fixture
-async def peers(nursery):
-    return MemoryPeers(nursery)
-
-
 def thread(tid: Any = "$params.threadId", **kw: Any) -> dict[str, Any]:
     base = {"id": tid, "name": None, "preview": "", "updatedAt": 100, "createdAt": 50,
             "status": {"type": "notLoaded"}, "parentThreadId": None, "path": None, "historyMode": "paginated",

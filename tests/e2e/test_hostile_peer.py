@@ -20,16 +20,10 @@ from codexrt._sansio._errors import CodexError
 from codexrt._runtime._runtime import RuntimeConfig
 from codexrt._sansio._states import RuntimeState
 from codexrt._sansio._wire import MAX_JSON_DEPTH, Violation, decode_envelope, json_depth_exceeds
-from tests._support import MemoryPeers
 
 
 def _nested(n: int) -> str:
     return "[" * n + "]" * n
-
-
-@pytest.fixture
-async def peers(nursery):
-    return MemoryPeers(nursery)
 
 
 def _rt(peers, *scenarios, **kw):
@@ -274,8 +268,6 @@ async def test_malformed_thread_start_answer_fails_the_op_not_the_runtime_r_op_4
         second = await rt.send("again").wait()
         assert second.status == "completed", second
         assert rt.state is RuntimeState.READY
-
-
 
 
 @settings(max_examples=200, deadline=None)

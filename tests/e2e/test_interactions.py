@@ -22,14 +22,8 @@ from codexrt._runtime._interactions import (
     decline_all_in_read_only,
     safe_negative_reply,
 )
-from tests._support import MemoryPeers
 
 THREAD_SCOPED = {"threadId": "$thread_id", "turnId": "$turn_id"}
-
-
-@pytest.fixture
-async def peers(nursery):
-    return MemoryPeers(nursery)
 
 
 def kind_scenario(*requests: tuple[str, dict], name: str = "kinds") -> dict:
@@ -61,11 +55,6 @@ async def _next(events, kind, pred=lambda ev: True, timeout=60):
             if ev.kind == kind and pred(ev):
                 return ev
     raise AssertionError(f"stream ended before {kind}")
-
-
-@pytest.fixture
-def store(tmp_path):
-    return PrivacyStore(str(tmp_path / "privacy"), "fp0123456789abcd")
 
 
 CMD = ("item/commandExecution/requestApproval",
@@ -105,9 +94,9 @@ KIND_CASES = [
 
 
 @pytest.mark.parametrize("request_, good, bad", KIND_CASES, ids=lambda v: v[0] if isinstance(v, tuple) else None)
-async def test_r_int_3_each_kind_typed_reply_validated_then_forwarded(peers, store, request_, good, bad):
+async def test_r_int_3_each_kind_typed_reply_validated_then_forwarded(peers, privacy_store, request_, good, bad):
     async with _rt(peers, kind_scenario(request_)) as rt:
-        rt.set_privacy_store(store)
+        rt.set_privacy_store(privacy_store)
         with rt.subscribe() as events:
             op = rt.send("go")
             ev = await _next(events, "interactionRequested")
@@ -309,9 +298,9 @@ async def test_policy_with_an_invalid_reply_is_reported(peers):
             await op.wait()
 
 
-async def test_r_int_4_elicitation_helpers_restore_types(peers, store):
+async def test_r_int_4_elicitation_helpers_restore_types(peers, privacy_store):
     async with _rt(peers, kind_scenario(ELICIT)) as rt:
-        rt.set_privacy_store(store)
+        rt.set_privacy_store(privacy_store)
         with rt.subscribe() as events:
             op = rt.send("go")
             ev = await _next(events, "interactionRequested")
@@ -342,23 +331,23 @@ async def test_r_int_4_unsupported_elicitation_is_cancelled_never_accepted(peers
     assert _replies(peers)[0]["result"] == {"action": "cancel", "content": None}
 
 
-async def test_r_priv_1_user_input_answer_is_recorded_before_it_is_forwarded(peers, store):
+async def test_r_priv_1_user_input_answer_is_recorded_before_it_is_forwarded(peers, privacy_store):
     async with _rt(peers, kind_scenario(INPUT)) as rt:
-        rt.set_privacy_store(store)
+        rt.set_privacy_store(privacy_store)
         with rt.subscribe() as events:
             op = rt.send("go")
             ev = await _next(events, "interactionRequested")
             await rt.interactions[ev.payload["interactionKey"]].answer_questions({"name": "Ada", "token": "s3cr3t"})
             await op.wait()
-    files = os.listdir(store.directory)
-    assert len(files) == 1 and files[0].startswith(f"{store.fingerprint}.record.") and files[0].endswith(".json")
-    path = os.path.join(store.directory, files[0])
-    assert stat.S_IMODE(os.stat(store.directory).st_mode) == 0o700
+    files = os.listdir(privacy_store.directory)
+    assert len(files) == 1 and files[0].startswith(f"{privacy_store.fingerprint}.record.") and files[0].endswith(".json")
+    path = os.path.join(privacy_store.directory, files[0])
+    assert stat.S_IMODE(os.stat(privacy_store.directory).st_mode) == 0o700
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     text = open(path).read()
     for forbidden in ("Ada", "s3cr3t", "Your name", "API token", "Token"):
         assert forbidden not in text
-    idx = store.load()
+    idx = privacy_store.load()
     assert idx.records[0].secret_ids() == {"token"} and idx.records[0].item_id == "call_4"
     assert _replies(peers)[0]["result"]["answers"]["token"] == {"answers": ["s3cr3t"]}
 
@@ -402,15 +391,15 @@ async def test_r_priv_1_index_write_failure_blocks_the_forward(peers, tmp_path, 
     assert "s3cr3t" not in repr(peers.received(0))
 
 
-async def test_declining_questions_writes_no_record(peers, store):
+async def test_declining_questions_writes_no_record(peers, privacy_store):
     async with _rt(peers, kind_scenario(INPUT)) as rt:
-        rt.set_privacy_store(store)
+        rt.set_privacy_store(privacy_store)
         with rt.subscribe() as events:
             op = rt.send("go")
             ev = await _next(events, "interactionRequested")
             await rt.interactions[ev.payload["interactionKey"]].decline()
             await op.wait()
-    assert not os.path.exists(store.directory) or os.listdir(store.directory) == []
+    assert not os.path.exists(privacy_store.directory) or os.listdir(privacy_store.directory) == []
     assert _replies(peers)[0]["result"] == {"answers": {}}
 
 

@@ -13,7 +13,7 @@ from codexrt import ChildExited, HandshakeError, LocalProtocolError, RpcError, R
 from codexrt._connection import ConnectionClosed, open_connection
 from codexrt._sansio._rpc import LateResponse, ProtocolViolation, UnsupportedServerRequest
 from codexrt._sansio._wire import Notification, ServerRequest
-from tests._support import MemoryPeers, fake_server_factory
+from tests._support import fake_server_factory
 
 SUPPORTED = {"item/commandExecution/requestApproval"}
 
@@ -35,11 +35,6 @@ class Sink:
         while not any(pred(e) for e in self.events):
             await self.changed.wait()
         return next(e for e in self.events if pred(e))
-
-
-@pytest.fixture
-async def peers(nursery):
-    return MemoryPeers(nursery)
 
 
 async def _connect(peers, scenario, **kw):

@@ -92,11 +92,6 @@ def tree(tmp_path: Path) -> Path:
     return d
 
 
-@pytest.fixture
-def state_dir(tmp_path: Path) -> str:
-    return str(tmp_path / "state")
-
-
 async def settle() -> None:
     await trio.testing.wait_all_tasks_blocked()
 

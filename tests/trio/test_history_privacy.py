@@ -15,16 +15,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 import trio
 
 import codexrt
 from codexrt._features._history import MASKING_NOTICE, PRIVACY_DAMAGED_NOTICE, open_history_reader, record_to_json
-from codexrt._runtime._interactions import PrivacyStore
 from codexrt._sansio._privacy import MASK
 from codexrt._sansio._projection import Projector
 from codexrt._runtime._runtime import RuntimeConfig
-from tests._support import MemoryPeers
 
 SECRET = "hunter2-secret"
 NAME = "Ada"
@@ -32,16 +29,6 @@ CALL = "call_4"
 QUESTIONS = [{"id": "name", "header": "Name", "question": "Your name?"},
              {"id": "token", "header": "Token", "question": "API token?", "isSecret": True}]
 ORDINARY = "Thanks, token received. The name field said Ada."
-
-
-@pytest.fixture
-async def peers(nursery):
-    return MemoryPeers(nursery)
-
-
-@pytest.fixture
-def store(tmp_path):
-    return PrivacyStore(str(tmp_path / "privacy"), "fp0123456789abcd")
 
 
 def secret_question_scenario() -> dict[str, Any]:
@@ -105,11 +92,11 @@ def write_rollout(home: Path, thread_id: str, turn_id: str, answers: dict[str, A
     return path
 
 
-async def test_r_priv_2_secret_answer_masked_in_native_and_legacy_history(peers, store, tmp_path):
+async def test_r_priv_2_secret_answer_masked_in_native_and_legacy_history(peers, privacy_store, tmp_path):
     home = tmp_path / "home"
     cfg = RuntimeConfig(transports=[peers.factory(secret_question_scenario())], codex_home=str(home))
     async with codexrt.open_runtime(cfg) as rt:
-        rt.set_privacy_store(store)
+        rt.set_privacy_store(privacy_store)
         with rt.subscribe() as events:
             op = rt.send("configure it")
             ev = await _next(events, "interactionRequested")
@@ -134,7 +121,7 @@ async def test_r_priv_2_secret_answer_masked_in_native_and_legacy_history(peers,
     write_rollout(home, tid, turn_id, raw["result"]["answers"])
     offline = RuntimeConfig(access_mode="inactive", codex_home=str(home))
     async with codexrt.open_runtime(offline) as rt2:
-        rt2.set_privacy_store(store)
+        rt2.set_privacy_store(privacy_store)
         async with open_history_reader(rt2) as reader:
             legacy = await reader.read_thread(tid)
     assert legacy.source == "legacy" and MASKING_NOTICE not in legacy.notices
@@ -147,19 +134,19 @@ async def test_r_priv_2_secret_answer_masked_in_native_and_legacy_history(peers,
     assert MASKING_NOTICE in bare.notices and answers_of(bare)["token"] == {"answers": [SECRET]}
 
     # an explicit index (a loader) works for a provider-less reader too
-    async with open_history_reader(None, codex_home=home, privacy=store.load) as reader:
+    async with open_history_reader(None, codex_home=home, privacy=privacy_store.load) as reader:
         loaded = await reader.read_thread(tid)
     assert MASKING_NOTICE not in loaded.notices and answers_of(loaded)["token"] == {"answers": [MASK]}
 
 
-async def test_r_priv_2_damaged_or_unreadable_index_masks_conservatively(store, tmp_path):
+async def test_r_priv_2_damaged_or_unreadable_index_masks_conservatively(privacy_store, tmp_path):
     home = tmp_path / "home"
     tid, turn_id = "0199a000-0000-7000-8000-0000000000aa", "turn-1"
     write_rollout(home, tid, turn_id, {"name": {"answers": [NAME]}, "token": {"answers": [SECRET]}})
     # a corrupt record file: the lost classification could have been this call's
-    Path(store.directory).mkdir(parents=True)
-    (Path(store.directory) / f"{store.fingerprint}.record.broken.json").write_text("{not json")
-    async with open_history_reader(None, codex_home=home, privacy=store.load) as reader:
+    Path(privacy_store.directory).mkdir(parents=True)
+    (Path(privacy_store.directory) / f"{privacy_store.fingerprint}.record.broken.json").write_text("{not json")
+    async with open_history_reader(None, codex_home=home, privacy=privacy_store.load) as reader:
         tr = await reader.read_thread(tid)
     assert PRIVACY_DAMAGED_NOTICE in tr.notices and MASKING_NOTICE not in tr.notices
     # no record for this call: every answer masked (a cold read never unmasks), text untouched

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 import trio
 
 import codexrt
@@ -27,11 +26,6 @@ from tests._support import ROOT, MemoryPeers
 RECORDING = ROOT / "tests" / "data" / "real-mcp-session-0.169.0.jsonl"
 SCENARIO = json.loads((SCENARIO_DIR / "mcp-elicitation.json").read_text())
 ELICIT = "mcpServer/elicitation/request"
-
-
-@pytest.fixture
-async def peers(nursery):
-    return MemoryPeers(nursery)
 
 
 def _recorded() -> list[dict]:

@@ -23,11 +23,6 @@ TYPED = {
 }
 
 
-@pytest.fixture
-async def peers(nursery):
-    return MemoryPeers(nursery)
-
-
 def _ok(value: Any, tp: Any) -> bool:
     """A shallow isinstance check for the annotation ``tp``."""
     if tp is Any:

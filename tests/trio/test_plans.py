@@ -8,7 +8,6 @@ import pytest
 import codexrt
 from codexrt import RuntimeConfig, Settings
 from codexrt._sansio._plans import EXECUTE_PLAN_MESSAGE, PlanTracker
-from tests._support import MemoryPeers
 
 
 def _item(kind, item_id="p1", text="", thread="th", turn="tu"):
@@ -77,11 +76,6 @@ PLAN_TURN = {
         {"end_turn": "completed"},
     ]}],
 }
-
-
-@pytest.fixture
-async def peers(nursery):
-    return MemoryPeers(nursery)
 
 
 def _rt(peers, *scenarios, **kw):

@@ -23,7 +23,6 @@ from codexrt._io._retry import (
     call_read_only,
     is_overloaded,
 )
-from tests._support import MemoryPeers
 
 OVERLOAD = {"error": {"code": -32001, "message": OVERLOAD_MESSAGE}}
 
@@ -34,11 +33,6 @@ def overloaded(method: str, times: int, *, error: dict | None = None) -> dict:
         "name": f"overload-{method}-{times}",
         "rules": [{"match": {"method": method}, "actions": [error or OVERLOAD], "times": times}],
     }
-
-
-@pytest.fixture
-async def peers(nursery):
-    return MemoryPeers(nursery)
 
 
 def _rt(peers, scenario):

@@ -13,12 +13,7 @@ import trio.testing
 
 import codexrt
 from codexrt import ChildExited, RuntimeConfig, RuntimeState, Settings, ThreadResumeError
-from tests._support import ROOT, MemoryPeers
-
-
-@pytest.fixture
-async def peers(nursery):
-    return MemoryPeers(nursery)
+from tests._support import ROOT
 
 
 def _rt(peers, *scenarios, **kw):

@@ -6,24 +6,17 @@ Memory peers on ``autojump_clock``; the fake peer's ``received`` log is the proo
 
 from __future__ import annotations
 
-import pytest
 import trio
 import trio.testing
 
 import codexrt
 from codexrt import RuntimeConfig
 from tests._support import schema_problem
-from tests._support import MemoryPeers
 
 
 def _schema_problem(kind, payload):
     """The shipped schema's payload shape for ``kind`` (``$defs.eventPayloads``)."""
     return schema_problem(payload, f"eventPayloads/properties/{kind}")
-
-
-@pytest.fixture
-async def peers(nursery):
-    return MemoryPeers(nursery)
 
 
 def _rt(peers, *scenarios, **kw):

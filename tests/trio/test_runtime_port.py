@@ -14,11 +14,6 @@ from codexrt import CodexError, RuntimeConfig, RuntimeState
 from tests._support import MemoryPeers
 
 
-@pytest.fixture
-async def peers(nursery):
-    return MemoryPeers(nursery)
-
-
 def _rt(peers, *scenarios, **kw):
     return codexrt.open_runtime(RuntimeConfig(transports=[peers.sequence(*scenarios)], **kw))
 

@@ -15,7 +15,7 @@ import trio.testing
 import codexrt
 from codexrt import RuntimeConfig, RuntimeState
 from codexrt._sansio._errors import CodexError
-from tests._support import MemoryPeers, fake_server_factory, process_alive
+from tests._support import fake_server_factory, process_alive
 
 #: initialize is answered only after 60 s (virtual time): the runtime sits in INITIALIZING.
 SLOW_INITIALIZE = {
@@ -25,14 +25,8 @@ SLOW_INITIALIZE = {
 }
 
 
-@pytest.fixture
-async def peers(nursery):
-    return MemoryPeers(nursery)
-
-
 def _methods(peers, index):
     return [m.get("method") for m in peers.received(index) if "method" in m]
-
 
 
 async def test_r_op_5_stop_budget_out_while_starting_writes_nothing_for_the_op(peers, autojump_clock):

@@ -22,7 +22,6 @@ from codexrt._sansio._context import (
     EditorState,
     FileReference,
 )
-from tests._support import MemoryPeers
 
 
 class StubProbe:
@@ -45,11 +44,6 @@ class StubProbe:
 
 STATE = EditorState(active_file=ActiveFile("src/app.py", (3, 4)), open_tabs=["README.md", "src/app.py"],
                     referenced_files=[FileReference("src/b.py")])
-
-
-@pytest.fixture
-async def peers(nursery):
-    return MemoryPeers(nursery)
 
 
 def _rt(peers, scenario="handshake-ok"):
