@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
 import sys
 
 from peer_fixtures.fake_app_server import read_log
@@ -68,12 +69,18 @@ async def test_r_hlp_3_generate_title_on_a_helper_child_and_save_it(tmp_path):
         assert commit["result"] == {"message": "Hello from the fake peer.", "diffStatus": None}
         nogit = await sp.request("codex.generateCommitMessage", {"channelId": "c", "cwd": str(tmp_path)})
         assert nogit["ok"] is False and nogit["error"]["code"] == "DIFF_UNAVAILABLE"
+        repo = tmp_path / "repo"  # no diff given: the workspace's diff is read (a new, untracked file)
+        repo.mkdir()
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)
+        (repo / "a.txt").write_text("hi\n")
+        fromgit = await sp.request("codex.generateCommitMessage", {"channelId": "c", "cwd": str(repo)})
+        assert fromgit["result"] == {"message": "Hello from the fake peer.", "diffStatus": "ok"}
         assert await sp.finish() == 0
     msgs = read_log(log)
     names = [m["params"] for m in msgs if m.get("method") == "thread/name/set"]
     assert names == [{"threadId": tid, "name": "Hello from the fake peer"}]
     helper_starts = [m["params"] for m in _starts(log) if m["params"].get("ephemeral")]
-    assert len(helper_starts) == 4  # one ephemeral helper thread per helper request
+    assert len(helper_starts) == 5  # one ephemeral helper thread per helper request
     assert all(p["sandbox"] == "read-only" and p["approvalPolicy"] == "never"
                and p["approvalsReviewer"] == "user" for p in helper_starts)
     assert not [m for m in msgs if m.get("method") == "thread/resume"]  # helpers never resume a chat thread

@@ -106,12 +106,12 @@ async def test_r_d_4_unexpected_exception_in_a_handler_is_internal_error_and_ser
     """R-D-4: a handler raising a non-CodexError (simulated: git diff raising ValueError with a
     secret-looking text) → exactly one INTERNAL_ERROR reply naming only the exception type; the
     traceback is in the log, redacted; later commands are still answered."""
-    import codexrt._serve._daemon as daemon_mod
+    import codexrt._serve._handlers_reads as reads_mod
 
     async def broken(*args, **kwargs):
         raise ValueError("boom api_key=sk-supersecretvalue123")
 
-    monkeypatch.setattr(daemon_mod, "read_workspace_diff", broken)
+    monkeypatch.setattr(reads_mod, "read_workspace_diff", broken)
     wire = _Wire()
     await nursery.start(serve_daemon, wire.to_recv, wire.from_send,
                         DaemonConfig(runtime=RuntimeConfig(), idle_timeout=None))
@@ -134,15 +134,15 @@ async def test_r_d_4_unexpected_exception_in_a_handler_is_internal_error_and_ser
 
 async def test_r_d_4_exception_after_the_reply_is_not_answered_twice(nursery, monkeypatch):
     """The barrier replies only for a command its handler did not answer."""
-    import codexrt._serve._daemon as daemon_mod
+    import codexrt._serve._handlers_reads as reads_mod
 
-    original = daemon_mod.Daemon._workspace_diff
+    original = reads_mod.workspace_diff
 
-    async def reply_then_raise(self, cmd):
-        await self._reply(cmd.id, {"fake": True})
+    async def reply_then_raise(d, cmd):
+        await d.reply(cmd.id, {"fake": True})
         raise RuntimeError("after the reply")
 
-    monkeypatch.setattr(daemon_mod.Daemon, "_workspace_diff", reply_then_raise)
+    monkeypatch.setattr(reads_mod, "workspace_diff", reply_then_raise)
     wire = _Wire()
     await nursery.start(serve_daemon, wire.to_recv, wire.from_send,
                         DaemonConfig(runtime=RuntimeConfig(), idle_timeout=None))

@@ -117,7 +117,7 @@ async def test_r_d_1_serve_tables_stay_bounded_over_many_sends(nursery: Any) -> 
         assert reply["ok"] and reply["result"]["status"] == "completed", reply
         if i in (20, 99):
             counts[i] = live("CodexEvent")
-    ch = wire.daemon._channels["c"]
+    ch = wire.daemon.channels["c"]
     rt: Runtime = ch.rt
     assert ch.ops == {} and ch.request_ids == {} and ch.done_forwarded == {}
     assert rt._ops == {} and len(rt._recent_ops) <= Runtime.MAX_RECENT_OPS
@@ -225,7 +225,7 @@ async def test_r_op_1_queue_full_is_refused_and_nothing_is_queued(nursery: Any, 
                                    idle_timeout=None, drain_timeout=0)).start(nursery)
     first = await wire.send("codex.send", {"channelId": "c", "message": "hang"})
     await wire.wait_for(lambda l: l.get("kind") == "turnStarted")
-    rt: Runtime = wire.daemon._channels["c"].rt
+    rt: Runtime = wire.daemon.channels["c"].rt
     rt.MAX_QUEUED_OPS = 3  # instance override keeps the test small
     queued = [await wire.send("codex.send", {"channelId": "c", "message": f"q{i}"}) for i in range(3)]
     refused = await wire.response(await wire.send("codex.send", {"channelId": "c", "message": "one too many"}))

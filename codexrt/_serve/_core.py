@@ -1,0 +1,293 @@
+"""What every ``codexrt serve`` handler uses: the daemon's configuration, its output (one
+whole line at a time, in FIFO order), the fault barrier, command tasks and the channels (each
+holds a runtime, created on first use, and a forwarder of its events); the idle reaper. The
+command loop and dispatch are :mod:`codexrt._serve._daemon`; the handlers are
+``codexrt._serve._handlers_*`` (module doc of :mod:`codexrt._serve._daemon`)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import traceback
+from typing import Any, Callable
+
+import attrs
+import trio
+
+from codexrt._features._history import MessageCounter
+from codexrt._features._helpers import open_title_manager
+from codexrt._runtime._events import CodexEvent, EventStream
+from codexrt._runtime._runtime import RuntimeConfig, open_runtime
+from codexrt._sansio._errors import ClosedError, CodexError
+from codexrt._sansio._framing import DEFAULT_MAX_LINE
+from codexrt._sansio._redact import process_redactor
+from codexrt._serve._channel import Answer, Channel, answering
+from codexrt._serve._codec import Command, RequestId, encode_line, error_reply, response_error, response_ok
+
+__all__ = ["PROTOCOL_VERSION", "DONE_EVENT_GRACE", "DEFAULT_DRAIN_TIMEOUT", "DEFAULT_MAX_CHANNELS", "DaemonConfig",
+           "DaemonCore"]
+
+log = logging.getLogger("codexrt.daemon")
+
+PROTOCOL_VERSION = 1
+
+#: How long a long command's waiter waits for the forwarder to pass ``operationDone`` before
+#: replying anyway (the event can only be late when stdout itself is stuck).
+DONE_EVENT_GRACE = 5.0
+#: stdin EOF: the default bound on finishing the work already accepted (``--drain-timeout``).
+DEFAULT_DRAIN_TIMEOUT = 300.0
+#: Default cap on channels (``--max-channels``); each channel may hold one app-server child.
+DEFAULT_MAX_CHANNELS = 32
+
+
+@attrs.define
+class DaemonConfig:
+    """How ``serve`` runs. ``runtime`` is the template of every channel's
+    :class:`RuntimeConfig` (``channel_id`` is filled in per channel). ``inactive`` is access
+    mode ``inactive`` (R-LC-3): no child is ever spawned; ``codex.listThreads``,
+    ``codex.readThread`` and ``codex.countThreadMessages`` answer from the rollout files
+    (``codexrt._features._history.run_legacy_history_command``), every other command that needs a child is
+    refused with ``ACCESS_INACTIVE``. ``idle_timeout`` (seconds, None = never) retires a
+    channel's child with no session, no work and no pending interaction (R-RT-6). ``auto_title``
+    (``serve --auto-title``, default off) runs a :class:`~codexrt._features._helpers.TitleManager` per
+    channel: every thread the channel creates gets one title attempt on a helper child when its
+    first ``threadStarted`` arrives (R-HLP-3); outcomes are ``threadTitle`` events."""
+
+    runtime: RuntimeConfig = attrs.field(factory=RuntimeConfig)
+    inactive: bool = False
+    auto_title: bool = False
+    idle_timeout: float | None = 600.0
+    max_line: int = DEFAULT_MAX_LINE
+    #: stdin EOF: how long accepted work may take to finish on its own before what is left is
+    #: aborted like on SIGTERM (0 = abort at once). See :meth:`Daemon.run`.
+    drain_timeout: float = DEFAULT_DRAIN_TIMEOUT
+    #: Most channels (each may hold one app-server child). A new channelId past it evicts the
+    #: least recently used channel that has no child and nothing pending, else it is refused
+    #: with ``TOO_MANY_CHANNELS``.
+    max_channels: int = DEFAULT_MAX_CHANNELS
+
+
+class DaemonCore:
+    """The daemon's state and services, for the loop (:class:`codexrt._serve._daemon.Daemon`)
+    and the handlers. Handlers are ``async def handler(d, cmd, *args)`` run by :meth:`spawn`
+    (its own task) or awaited by the reader (answered at once)."""
+
+    def __init__(self, receive: trio.abc.ReceiveStream, send: trio.abc.SendStream, config: DaemonConfig) -> None:
+        self._receive = receive
+        self._send = send
+        self.config = config
+        self._write_lock = trio.Lock()
+        self.channels: dict[str, Channel] = {}
+        self.nursery: trio.Nursery | None = None
+        self._reader_scope = trio.CancelScope()
+        self.draining = False
+        self.finished = trio.Event()
+        self.stdout_broken = False
+        self.history_counter: MessageCounter | None = None
+        self.lines_written = 0
+        self._drain_scope = trio.CancelScope()
+        self.abort_requested = False  # a signal (or a gone host): stop the work, do not finish it
+        self._open_commands = 0  # accepted commands whose reply is not written yet
+        self._commands_idle = trio.Event()
+        self._commands_idle.set()
+
+    # -- output ----------------------------------------------------------------------------
+
+    async def write(self, obj: Any) -> None:
+        """Write one protocol line, whole, in FIFO order. A broken stdout (the host went away)
+        stops reading — which drains — and later lines are dropped."""
+        data = encode_line(obj)
+        async with self._write_lock:
+            if self.stdout_broken:
+                return
+            try:
+                await self._send.send_all(data)
+                self.lines_written += 1
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                log.warning("stdout is gone (%s); draining", exc)
+                self.stdout_broken = True
+                self.abort()  # nobody can read the results: do not finish the work
+
+    async def reply(self, rid: RequestId | None, result: Any = None, *, error: CodexError | None = None) -> None:
+        answer = answering.get()
+        if answer is not None and type(answer.rid) is type(rid) and answer.rid == rid:
+            answer.done = True
+            hook, answer.before_reply = answer.before_reply, None
+            if hook is not None:
+                hook()
+        await self.write(error_reply(rid, error) if error is not None else response_ok(rid, result))  # type: ignore[arg-type]
+
+    # -- the fault barrier -----------------------------------------------------------------
+
+    async def _answer_failure(self, cmd: Command, answer: Answer, exc: Exception) -> None:
+        """``exc`` escaped ``cmd``'s handler: reply once (``INTERNAL_ERROR``, or the
+        CodexError itself) unless the handler already did; the traceback goes to the log,
+        redacted — never to stdout."""
+        if isinstance(exc, CodexError):
+            log.info("%s (id %r) failed: %s", cmd.name, cmd.id, exc.code)
+        else:
+            redact = process_redactor()  # the children's secrets are registered at start
+            tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+            log.error("internal error in %s (id %r):\n%s", cmd.name, cmd.id, redact(tb))
+        if answer.done:
+            return
+        answer.done = True
+        if isinstance(exc, CodexError):
+            await self.write(error_reply(cmd.id, exc))
+        else:
+            await self.write(response_error(cmd.id, "INTERNAL_ERROR",
+                                            f"internal error in {cmd.name}: {type(exc).__name__}",
+                                            {"command": cmd.name}))
+
+    async def _guarded(self, fn: Callable[..., Any], cmd: Command, *args: Any) -> None:
+        """Run one command's handler task, ``fn(self, cmd, *args)``, behind the fault barrier
+        (module doc of :mod:`codexrt._serve._daemon`)."""
+        answer = Answer(cmd.id)
+        answering.set(answer)  # this task's own context: nobody else sees it
+        try:
+            await fn(self, cmd, *args)
+        except Exception as exc:
+            await self._answer_failure(cmd, answer, exc)
+
+    def stop_reading(self) -> None:
+        """Stop reading commands and drain (what EOF does: accepted work may finish, bounded
+        by ``drain_timeout``). Safe to call from anywhere."""
+        self._reader_scope.cancel()
+
+    def abort(self) -> None:
+        """Stop reading and drain *now* (SIGINT/SIGTERM, stdout gone): no new work, running
+        operations are stopped within the stop budget, queued ones cancelled, every pending
+        command replied to, every child reaped. Safe to call from anywhere, also mid-drain."""
+        self.abort_requested = True
+        self._reader_scope.cancel()
+        self._drain_scope.cancel()
+
+    def spawn(self, fn: Callable[..., Any], cmd: Command, *args: Any) -> None:
+        """Run one accepted command's handler task (``fn(self, cmd, *args)``) behind the fault
+        barrier; counted until it finishes (its reply is written), so an EOF drain knows when the
+        accepted work is done."""
+        assert self.nursery is not None
+        self._open_commands += 1
+        if self._commands_idle.is_set():
+            self._commands_idle = trio.Event()
+
+        async def run() -> None:
+            try:
+                await self._guarded(fn, cmd, *args)
+            finally:
+                self._open_commands -= 1
+                if self._open_commands == 0:
+                    self._commands_idle.set()
+
+        self.nursery.start_soon(run)
+
+    # -- channels --------------------------------------------------------------------------
+
+    async def channel(self, channel_id: str) -> Channel:
+        """The channel's runtime, created on first use (R-D-1). Nothing is spawned yet: the
+        runtime starts its child on its first operation or read."""
+        ch = self.channels.get(channel_id)
+        if ch is not None:
+            return ch
+        if self.draining:
+            raise ClosedError("serve is draining; no new channel")
+        if len(self.channels) >= self.config.max_channels:
+            await self._evict_channel()
+        assert self.nursery is not None
+        ch = await self.nursery.start(self._run_channel, channel_id)
+        return ch
+
+    async def _evict_channel(self) -> None:
+        """Make room for a new channel: forget the least recently used one that has no child
+        and nothing pending (its next use starts afresh, with a new ``sessionEpoch``); when
+        every channel is in use, refuse with ``TOO_MANY_CHANNELS``."""
+        idle = [ch for ch in self.channels.values() if ch.evictable()]
+        if not idle:
+            raise CodexError(f"too many channels: {len(self.channels)} are open and in use (the limit is "
+                             f"{self.config.max_channels}, --max-channels); reset or release one first",
+                             code="TOO_MANY_CHANNELS",
+                             details={"maxChannels": self.config.max_channels, "channels": len(self.channels)})
+        victim = min(idle, key=lambda ch: ch.last_activity)
+        log.info("forgetting idle channel %s to make room", victim.id)
+        del self.channels[victim.id]
+        victim.close_requested.set()
+        with trio.move_on_after(DONE_EVENT_GRACE):  # no child and no work: closing it is quick
+            await victim.closed.wait()
+
+    async def _run_channel(self, channel_id: str, task_status: trio.TaskStatus[Channel] = trio.TASK_STATUS_IGNORED) -> None:
+        cfg = attrs.evolve(self.config.runtime, channel_id=channel_id)
+        ch: Channel | None = None
+        try:
+            async with trio.open_nursery() as inner:
+                sub = None
+                try:
+                    async with open_runtime(cfg) as rt, contextlib.AsyncExitStack() as stack:
+                        # Subscribed for the runtime's whole life: ``aclose`` closes the stream
+                        # after its last events, which ends the forwarder.
+                        sub = rt.subscribe()
+                        events = sub.__enter__()
+                        ch = Channel(channel_id, rt)
+                        if self.config.auto_title:
+                            # subscribed before anything can start a thread; leaving the stack
+                            # (before the runtime closes) cancels pending titles and reaps them
+                            ch.titles = await stack.enter_async_context(open_title_manager(rt))
+                        self.channels[channel_id] = ch
+                        inner.start_soon(self._forward, ch, events)
+                        task_status.started(ch)
+                        await ch.close_requested.wait()
+                        log.info("closing channel %s", channel_id)
+                finally:
+                    if sub is not None:
+                        sub.__exit__(None, None, None)
+        except Exception:  # a broken runtime must not take the other channels down
+            log.exception("channel %s ended with an error", channel_id)
+        finally:
+            if ch is not None:
+                if self.channels.get(channel_id) is ch:
+                    del self.channels[channel_id]
+                ch.closed.set()
+
+    async def _forward(self, ch: Channel, events: EventStream) -> None:
+        async for ev in events:
+            await self.write(self._event_line(ch, ev))
+            if ev.kind == "operationDone" and ev.client_operation_id:
+                done = ch.done_forwarded.pop(ev.client_operation_id, None)
+                ch.request_ids.pop(ev.client_operation_id, None)
+                if done is not None:
+                    done.set()
+
+    def _event_line(self, ch: Channel, ev: CodexEvent) -> dict[str, Any]:
+        wire = ev.to_wire()
+        line: dict[str, Any] = {}
+        for key, value in wire.items():
+            line[key] = value
+            if key == "channelId":
+                line["sessionEpoch"] = ch.rt.session_epoch
+        if ev.kind == "operationQueued":
+            line["payload"] = {**ev.payload, "requestId": ch.request_ids.get(ev.client_operation_id or "")}
+        return line
+
+    async def _idle_reaper(self, idle_timeout: float) -> None:
+        """R-RT-6: never retire while a session is loaded, work is queued or running, an
+        interaction waits, or a read is in flight; otherwise retire after ``idle_timeout``."""
+        while True:
+            await trio.sleep(max(0.05, min(idle_timeout / 2, 5.0)))
+            now = trio.current_time()
+            for ch in list(self.channels.values()):
+                if (ch.rt.idle_retirable() and ch.inflight == 0
+                        and not (ch.titles is not None and ch.titles.pending())
+                        and now - ch.last_activity >= idle_timeout):
+                    log.info("retiring idle runtime of channel %s", ch.id)
+                    try:
+                        await ch.rt.reset(reason="idle")
+                    except Exception as exc:  # one channel's failed retirement never ends serve
+                        log.warning("idle retirement of channel %s failed: %s", ch.id, type(exc).__name__)
+
+    # -- status ----------------------------------------------------------------------------
+
+    def status(self, channel_id: str | None = None) -> dict[str, Any]:
+        channels = [ch.snapshot() for cid, ch in sorted(self.channels.items())
+                    if channel_id is None or cid == channel_id]
+        return {"protocolVersion": PROTOCOL_VERSION, "pid": os.getpid(), "draining": self.draining,
+                "maxChannels": self.config.max_channels, "channels": channels}
