@@ -213,10 +213,8 @@ class _Lifecycle:
 
     def _start_cancelled(self) -> None:
         """A start left half-way (cancelled, or a bug): back to STOPPED, nothing running."""
-        if self.machine.can(RuntimeEvent.DRAIN):
-            self._transition(RuntimeEvent.DRAIN, reason="startup cancelled")
-        if self.machine.state is RuntimeState.DRAINING:
-            self._transition(RuntimeEvent.STOPPED)
+        self._transition(RuntimeEvent.DRAIN, reason="startup cancelled")  # from STARTING or INITIALIZING
+        self._transition(RuntimeEvent.STOPPED)
 
     async def _connection_task(self, transport: Transport, gen: int,
                                task_status: trio.TaskStatus[Connection] = trio.TASK_STATUS_IGNORED) -> None:
@@ -255,8 +253,7 @@ class _Lifecycle:
 
     async def _retire(self, reason: str) -> None:
         conn = self.conn
-        if self.machine.can(RuntimeEvent.DRAIN):
-            self._transition(RuntimeEvent.DRAIN, reason=reason)
+        self._transition(RuntimeEvent.DRAIN, reason=reason)
         if conn is not None:
             status = await conn.aclose()
             self._publish(self._event("runtimeReset", {
@@ -272,14 +269,14 @@ class _Lifecycle:
         for info in self.threads.values():
             info.loaded_generation = None
         self._expire_interactions("runtime reset")
-        if self.machine.state is RuntimeState.DRAINING:
-            self._transition(RuntimeEvent.STOPPED)
+        # Still DRAINING: the caller holds the start lock, and the child's exit while draining
+        # is a no-op FAULT (RUNTIME_TABLE).
+        self._transition(RuntimeEvent.STOPPED)
 
     def _fault(self, error: CodexError) -> None:
         """One settle for an unexpected exit (R-RT-4)."""
         self.last_error = error
-        if self.machine.can(RuntimeEvent.FAULT):
-            self._transition(RuntimeEvent.FAULT, reason=error.message)
+        self._transition(RuntimeEvent.FAULT, reason=error.message)  # only ever with a child: never STOPPED
         queued, self._queue = self._queue, []
         ops = ([self.active] if self.active is not None else []) + queued
         for op in ops:

@@ -142,8 +142,7 @@ class Operation:
     # -- used by the runtime (sync: may run on the reader) -------------------------------
 
     def _fire(self, event: OpEvent) -> None:
-        if self.machine.can(event):
-            self.machine.fire(event)
+        self.machine.fire(event)  # an impossible transition raises LocalProtocolError (OP_TABLE)
 
     def _bind_turn(self, turn_id: str) -> bool:
         """Bind the native turn once (R-OP-3). False if another turn is already bound."""

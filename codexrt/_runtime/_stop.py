@@ -7,7 +7,7 @@ from __future__ import annotations
 import trio
 
 from codexrt._sansio._errors import ChildExited, CodexError, OperationCancelled
-from codexrt._sansio._states import OpPhase
+from codexrt._sansio._states import STOP_TABLE, StopPath
 from codexrt._runtime._operations import STATUS_CANCELLED, STATUS_FAILED, Operation
 
 
@@ -34,27 +34,26 @@ class _StopPaths:
             if found is None:
                 return "noOperation"
             op = found
-        if op.terminal:
-            return "alreadyTerminal"
+        path = STOP_TABLE[op.phase]  # the path, by phase (codexrt._sansio._states)
+        if path is StopPath.ALREADY_TERMINAL:
+            return path.value
         first = not op.cancel_requested
         op.cancel_requested = True
         if first:
             op.cancel_requested_at = trio.current_time()
-        if op.phase is OpPhase.QUEUED:
+        if path is StopPath.CANCELLED_QUEUED:
             if op in self._queue:
                 self._queue.remove(op)
             op._settle(STATUS_CANCELLED, OperationCancelled("cancelled before it started"))
-            return "cancelledQueued"
+            return path.value
         if first:
             self._nursery.start_soon(self._stop_watchdog, op)
-        if op.phase is OpPhase.NOT_WRITTEN:
+        if path is StopPath.CANCEL_INTENT:
             if op._probe_scope is not None:
                 op._probe_scope.cancel()  # R-CTX-6: leave the capability probe now
-            return "cancelIntent"
-        if op.turn_id is None:
-            return "interruptPending"
-        self._nursery.start_soon(self._send_interrupt, op)
-        return "interruptSent"
+        elif path is StopPath.INTERRUPT_SENT:
+            self._nursery.start_soon(self._send_interrupt, op)
+        return path.value  # INTERRUPT_PENDING: the turn's id sends it when it arrives
 
     async def _send_interrupt(self, op: Operation) -> None:
         conn = self.conn

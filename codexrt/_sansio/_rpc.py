@@ -24,7 +24,6 @@ A response to an id we never sent is a protocol violation (reported, reading con
 
 from __future__ import annotations
 
-import enum
 from collections import OrderedDict
 from typing import Any, Callable, Container, Union
 
@@ -33,6 +32,7 @@ from msgspec import Raw
 
 from codexrt._sansio._errors import LocalProtocolError
 from codexrt._sansio._framing import OversizedLine
+from codexrt._sansio._states import Phase  # how far a request got (R-WIRE-4): the one phase enum
 from codexrt._sansio._wire import (
     ErrorObject,
     ErrorResponse,
@@ -60,14 +60,6 @@ __all__ = [
 
 METHOD_NOT_FOUND = -32601
 SERVER_OVERLOADED = -32001
-
-
-class Phase(str, enum.Enum):
-    """How far a client request got (R-WIRE-4, R-OP-2)."""
-
-    NOT_WRITTEN = "notWritten"
-    WRITTEN_UNCONFIRMED = "writtenUnconfirmed"
-    ANSWERED = "answered"
 
 
 @attrs.define(eq=False)

@@ -10,6 +10,12 @@ Invariants
 * Operation: ``queued → notWritten → writtenUnconfirmed → nativeTurnKnown → terminal``; a
   queued or not-yet-written operation may be cancelled to ``terminal`` directly (R-OP-5);
   ``terminal`` is absorbing — a second terminal is ignored by the caller, never applied twice.
+  One enum, :class:`Phase` (public name ``codexrt.OpPhase``), is also the phase of a single
+  request in the rpc core (``notWritten → writtenUnconfirmed → answered``, R-WIRE-4).
+* A transition that may legitimately change nothing is a row of its table (commented "no-op");
+  callers fire and never ask ``can()`` first.
+* Stop paths (R-OP-5): :data:`STOP_TABLE` maps an operation's phase to the path ``abort()``
+  takes; it covers every phase.
 """
 
 from __future__ import annotations
@@ -19,7 +25,8 @@ from typing import Generic, TypeVar
 
 from codexrt._sansio._errors import LocalProtocolError
 
-__all__ = ["RuntimeState", "RuntimeEvent", "OpPhase", "OpEvent", "Machine", "RUNTIME_TABLE", "OP_TABLE"]
+__all__ = ["RuntimeState", "RuntimeEvent", "OpPhase", "Phase", "OpEvent", "Machine", "RUNTIME_TABLE", "OP_TABLE",
+           "StopPath", "STOP_TABLE"]
 
 
 class RuntimeState(str, enum.Enum):
@@ -54,6 +61,7 @@ RUNTIME_TABLE: dict[tuple[RuntimeState, RuntimeEvent], RuntimeState] = {
     (R.FAILED, E.DRAIN): R.DRAINING,
     (R.STOPPED, E.DRAIN): R.DRAINING,
     (R.DRAINING, E.STOPPED): R.STOPPED,
+    (R.DRAINING, E.DRAIN): R.DRAINING,  # no-op: a retirement cut short mid-close is finished by the next
     (R.DRAINING, E.FAULT): R.DRAINING,  # the child we are retiring exits: expected
     (R.STARTING, E.FAULT): R.FAILED,
     (R.INITIALIZING, E.FAULT): R.FAILED,
@@ -69,6 +77,7 @@ class OpPhase(str, enum.Enum):
     WRITTEN_UNCONFIRMED = "writtenUnconfirmed"
     NATIVE_TURN_KNOWN = "nativeTurnKnown"
     TERMINAL = "terminal"
+    ANSWERED = "answered"  # a single request's end (the rpc core's calls); operations end ``terminal``
 
 
 class OpEvent(str, enum.Enum):
@@ -90,6 +99,9 @@ OP_TABLE: dict[tuple[OpPhase, OpEvent], OpPhase] = {
     (P.NATIVE_TURN_KNOWN, O.WRITTEN): P.NATIVE_TURN_KNOWN,
     (P.NATIVE_TURN_KNOWN, O.TURN_BOUND): P.NATIVE_TURN_KNOWN,  # same turn named again
     (P.NATIVE_TURN_KNOWN, O.SETTLE): P.TERMINAL,
+    # no-op: the turn/start (or compact/review) line was written after the operation had already
+    # been settled (its stop budget ran out while it was being written)
+    (P.TERMINAL, O.WRITTEN): P.TERMINAL,
 }
 del P, O
 
@@ -121,3 +133,29 @@ class Machine(Generic[S, V]):
 
     def __repr__(self) -> str:
         return f"<{self.name} {self.state.value}>"
+
+
+#: The one phase enum: an operation's (R-OP-2) and a single request's (R-WIRE-4).
+Phase = OpPhase
+
+
+class StopPath(str, enum.Enum):
+    """What ``Runtime.abort()`` does for an operation, by its phase (R-OP-5); the value is
+    the answer ``abort()`` returns."""
+
+    CANCELLED_QUEUED = "cancelledQueued"  # removed from the FIFO: zero RPCs
+    CANCEL_INTENT = "cancelIntent"  # not written yet: nothing will be written once bootstrap is confirmed
+    INTERRUPT_PENDING = "interruptPending"  # written, turn id unknown: interrupt as soon as it arrives
+    INTERRUPT_SENT = "interruptSent"  # turn known: ``turn/interrupt`` now
+    ALREADY_TERMINAL = "alreadyTerminal"
+
+
+#: Operation phase → stop path; total over the operation phases (``answered`` is a request's
+#: phase, never an operation's).
+STOP_TABLE: dict[OpPhase, StopPath] = {
+    OpPhase.QUEUED: StopPath.CANCELLED_QUEUED,
+    OpPhase.NOT_WRITTEN: StopPath.CANCEL_INTENT,
+    OpPhase.WRITTEN_UNCONFIRMED: StopPath.INTERRUPT_PENDING,
+    OpPhase.NATIVE_TURN_KNOWN: StopPath.INTERRUPT_SENT,
+    OpPhase.TERMINAL: StopPath.ALREADY_TERMINAL,
+}
