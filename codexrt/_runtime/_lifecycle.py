@@ -93,7 +93,9 @@ class _Lifecycle:
             with trio.CancelScope() as scope:
                 self._start_scope = scope
                 try:
-                    return await self._start()
+                    conn = await self._start()
+                    self._started_in = scope  # which start made this child (reset() asks)
+                    return conn
                 finally:
                     self._start_scope = None
             # reset() or aclose() cancelled this start; _start closed and reaped its child
@@ -236,7 +238,9 @@ class _Lifecycle:
 
     async def reset(self, *, reason: str = "reset") -> None:
         """Retire the current child and confirm its exit (R-RT-5). Concurrent resets share one
-        retirement; a reset never closes a newer runtime than the one it saw."""
+        retirement; a reset never closes a newer runtime than the one it saw. A start in
+        progress is cancelled, and its child retired even when that start completed anyway
+        (cancelled past its last checkpoint)."""
         conn = self.conn
         starting = self._start_scope
         if conn is None and starting is not None:
@@ -244,8 +248,11 @@ class _Lifecycle:
             self._starts_cancelled += 1
         async with self._start_lock:
             if starting is not None and conn is None:
-                if self.conn is None and self.state is not RuntimeState.STOPPED:
-                    await self._retire(reason)
+                if self.conn is None:
+                    if self.state is not RuntimeState.STOPPED:
+                        await self._retire(reason)
+                elif self._started_in is starting:
+                    await self._retire(reason)  # the start we cancelled completed: its child goes too
                 return
             if conn is not self.conn:
                 return  # someone else already retired it (and maybe started a newer one)

@@ -111,6 +111,7 @@ class Runtime(_Lifecycle, _Routing, _InteractionGlue, _Operations, _Dispatch, _S
         self._start_scope: trio.CancelScope | None = None
         self._starting_conn: Connection | None = None
         self._starts_cancelled = 0  # bumped when reset() cancels a start: its waiters fail too
+        self._started_in: trio.CancelScope | None = None  # the scope of the start that made the current child
         self._queue: list[Operation] = []
         self._queue_event = trio.Event()
         self.active: Operation | None = None

@@ -66,3 +66,39 @@ async def test_r_rt_6_unload_thread_marks_unloaded_and_unsubscribes_once(peers):
         assert await rt.unload_thread("never-seen") is None
         sent = [m for m in peers.received(0) if m.get("method") == "thread/unsubscribe"]
         assert [m["params"] for m in sent] == [{"threadId": op.thread_id}]
+
+
+async def test_r_rt_5_a_start_that_completes_as_reset_cancels_it_is_retired_too(peers, monkeypatch):
+    """The race: ``reset()`` cancels a start whose last checkpoint is already behind it, so the
+    start completes (READY, a fresh child) anyway. The reset retires that child; a start after
+    it is never touched (generation-safe)."""
+    from codexrt._connection import Connection
+
+    original = Connection.initialize
+    resets: list[trio.Event] = []
+
+    async def initialize(self, *args, **kwargs):
+        result = await original(self, *args, **kwargs)
+        if not resets:
+            done = trio.Event()
+            resets.append(done)
+
+            async def reset_now():
+                await rt.reset(reason="race")
+                done.set()
+
+            nursery.start_soon(reset_now)
+            with trio.CancelScope(shield=True):  # reset() cancels this start now, past its last checkpoint
+                await trio.testing.wait_all_tasks_blocked()
+        return result
+
+    monkeypatch.setattr(Connection, "initialize", initialize)
+    async with trio.open_nursery() as nursery:
+        async with _rt(peers, "handshake-ok", "handshake-ok") as rt:
+            conn = await rt.ensure_started()  # the start finished despite the cancel
+            with trio.fail_after(5):
+                await resets[0].wait()
+            assert conn.closed.is_set() and not rt.is_connected() and rt.state is RuntimeState.STOPPED
+            # a later start is a new generation, and no stale reset retires it
+            child = await rt.start_child()
+            assert child.generation == 2 and child.is_current() and rt.state is RuntimeState.READY
