@@ -29,6 +29,14 @@ the tables yields ``None`` (pass it through untouched, R-WIRE-7).
 
 The wire is camelCase (``rename="camel"``) except where the schema says otherwise:
 ``UserInput.text_elements`` and ``PatchChangeKind.move_path`` are snake_case on the wire.
+
+What reads the wire through them today: not the result and notification paths. ``Connection.call``
+hands back plain Python (``decode_json`` of the result) and the history, catalogs and edit ledger
+read those dicts field by field, tolerating a wrong-typed field per field. These models cannot
+simply be applied to such a dict: ``msgspec.convert`` does not fill a ``Raw`` field (a turn's
+items) from Python objects, so typed results mean decoding ``result_raw`` by method inside the
+connection (:func:`decode_result`). Until that is done the result and notification models are a
+checked description of the wire (``tests/sansio/test_models.py``), not code the runtime depends on.
 """
 
 from __future__ import annotations
