@@ -521,7 +521,7 @@ class Connection:
         assert e is not None
         if isinstance(e, ChildExited):
             return ChildExited(e.returncode, e.signal, phase=Phase.NOT_WRITTEN.value, details=e.details)
-        return type(e)(e.message, code=e.code, details=e.details, phase=Phase.NOT_WRITTEN.value)
+        return type(e)(e.message, details=e.details, phase=Phase.NOT_WRITTEN.value)
 
     async def initialize(self) -> dict[str, Any]:
         """Run the handshake once (R-WIRE-3): ``initialize`` → response → ``initialized``.
@@ -544,7 +544,7 @@ class Connection:
     def _copy(e: CodexError) -> CodexError:
         if isinstance(e, ChildExited):
             return ChildExited(e.returncode, e.signal, phase=e.phase, details=e.details)
-        return type(e)(e.message, code=e.code, phase=e.phase, details=e.details)
+        return type(e)(e.message, phase=e.phase, details=e.details)
 
     async def _do_handshake(self) -> None:
         params = {"clientInfo": self.client_info.to_wire(), "capabilities": self.capabilities}

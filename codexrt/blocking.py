@@ -78,6 +78,7 @@ from codexrt._sansio._errors import (
     ConfigError,
     InteractionError,
     RpcTimeout,
+    TurnTimeout,
 )
 from codexrt._runtime._events import CodexEvent
 from codexrt._runtime._runtime import Interaction, Operation, OperationResult, Runtime, RuntimeConfig, open_runtime
@@ -452,7 +453,7 @@ class _Portal:
             return self.wait(fut, timeout)
         except TimeoutError:
             self.cancel(scopes)
-            raise RpcTimeout(f"{what} timed out after {timeout:g}s", code="RPC_TIMEOUT") from None
+            raise RpcTimeout(f"{what} timed out after {timeout:g}s") from None
         except KeyboardInterrupt:
             self.cancel(scopes)
             raise
@@ -636,8 +637,7 @@ class BlockingOperation:
             try:
                 return self._pump.get(None if timeout is None else _now() + timeout)
             except TimeoutError:
-                raise RpcTimeout(f"waiting for the next event: nothing after {timeout:g}s",
-                                 code="RPC_TIMEOUT") from None
+                raise RpcTimeout(f"waiting for the next event: nothing after {timeout:g}s") from None
             except KeyboardInterrupt:
                 self._stop_and_settle()
                 raise
@@ -677,9 +677,9 @@ class BlockingOperation:
             self._portal.cancel(scopes)
             if stop_on_timeout:
                 self._stop_and_settle()
-                raise RpcTimeout(f"{what} still running after {timeout:g}s; it was stopped",
-                                 code="TURN_TIMEOUT", details={"result": self._result_wire()}) from None
-            raise RpcTimeout(f"{what}: nothing after {timeout:g}s", code="RPC_TIMEOUT") from None
+                raise TurnTimeout(f"{what} still running after {timeout:g}s; it was stopped",
+                                  details={"result": self._result_wire()}) from None
+            raise RpcTimeout(f"{what}: nothing after {timeout:g}s") from None
         except KeyboardInterrupt:
             self._portal.cancel(scopes)
             self._stop_and_settle()
@@ -938,8 +938,8 @@ def _bounded_iter(op: BlockingOperation, deadline: float | None) -> Iterator[Cod
             ev = op.next_event(remaining)
         except RpcTimeout:
             op._stop_and_settle()
-            raise RpcTimeout("turn still running at its timeout; it was stopped", code="TURN_TIMEOUT",
-                             details={"result": op._result_wire()}) from None
+            raise TurnTimeout("turn still running at its timeout; it was stopped",
+                              details={"result": op._result_wire()}) from None
         if ev is None:
             return
         yield ev

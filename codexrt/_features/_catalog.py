@@ -44,7 +44,19 @@ import trio
 
 from codexrt._features._paging import CursorRepeated, CursorWalk, walk_pages
 from codexrt._sansio._convert import from_wire, to_wire, wire
-from codexrt._sansio._errors import CodexError, ConfigError, RemoteProtocolError, malformed_data_is_typed
+from codexrt._sansio._errors import (
+    CatalogBadEntry,
+    CatalogBadPage,
+    CatalogCursorRepeated,
+    CatalogPageLimit,
+    CatalogStale,
+    ConfigError,
+    InvalidParams,
+    malformed_data_is_typed,
+    NotStarted,
+    SlashNotDispatched,
+    UnknownSlashCommand,
+)
 from codexrt._runtime._runtime import ChildHandle, Operation, Runtime
 
 __all__ = [
@@ -90,8 +102,8 @@ class ModelInfo:
     def from_native(cls, m: dict[str, Any]) -> "ModelInfo":
         slug = m.get("model") if isinstance(m.get("model"), str) else m.get("id")
         if not isinstance(slug, str) or not slug:
-            raise RemoteProtocolError("model/list entry has no model slug", code="CATALOG_BAD_ENTRY",
-                                      details={"entry": repr(m)[:200]})
+            raise CatalogBadEntry("model/list entry has no model slug",
+                                  details={"entry": repr(m)[:200]})
         efforts = []
         for opt in m.get("supportedReasoningEfforts") or []:
             e = opt.get("reasoningEffort") if isinstance(opt, dict) else opt
@@ -172,8 +184,8 @@ class SkillRef:
         if not (isinstance(v, dict) and isinstance(v.get("name"), str) and v["name"]
                 and isinstance(v.get("path"), str) and v["path"]
                 and (v.get("cwd") is None or isinstance(v.get("cwd"), str))):
-            raise ConfigError("a skill is {name, path, cwd?} with non-empty name and path", code="INVALID_PARAMS",
-                              details={"skill": v if isinstance(v, (dict, str)) else repr(v)})
+            raise InvalidParams("a skill is {name, path, cwd?} with non-empty name and path",
+                                details={"skill": v if isinstance(v, (dict, str)) else repr(v)})
         return from_wire(v, cls)
 
     def to_wire(self) -> dict[str, Any]:
@@ -212,9 +224,9 @@ class McpStatus:
 
 def _check_same_child(rt: Runtime, child: ChildHandle, method: str) -> None:
     if not child.is_current():
-        raise CodexError(
+        raise CatalogStale(
             f"{method}: the app-server changed while the catalog was read; ask again",
-            code="CATALOG_STALE", details={"method": method, "startedGeneration": child.generation,
+            details={"method": method, "startedGeneration": child.generation,
                                            "currentGeneration": rt.generation})
 
 
@@ -234,20 +246,20 @@ async def _walk(rt: Runtime, method: str, params: dict[str, Any], max_pages: int
         return result
 
     def bad_page(w: CursorWalk) -> Exception:
-        return RemoteProtocolError(f"{method} answered without a data list", code="CATALOG_BAD_PAGE",
-                                   details={"method": method, "page": w.pages + 1})
+        return CatalogBadPage(f"{method} answered without a data list",
+                              details={"method": method, "page": w.pages + 1})
 
     try:
         await walk_pages(read, walk, req, items.extend, bad_page=bad_page)
     except CursorRepeated as exc:
-        raise RemoteProtocolError(exc.message, code="CATALOG_CURSOR_REPEATED",
-                                  details={"method": method, "page": walk.pages, "items": len(items)}) from None
+        raise CatalogCursorRepeated(exc.message,
+                                    details={"method": method, "page": walk.pages, "items": len(items)}) from None
     if walk.stop == "missing":
-        raise RemoteProtocolError(f"{method} answered without nextCursor; cannot tell whether more pages exist",
-                                  code="CATALOG_BAD_PAGE", details={"method": method, "page": walk.pages})
+        raise CatalogBadPage(f"{method} answered without nextCursor; cannot tell whether more pages exist",
+                             details={"method": method, "page": walk.pages})
     if walk.stop == "pageLimit":
-        raise CodexError(f"{method} has more than {max_pages} pages; stopped", code="CATALOG_PAGE_LIMIT",
-                         details={"method": method, "maxPages": max_pages, "items": len(items)})
+        raise CatalogPageLimit(f"{method} has more than {max_pages} pages; stopped",
+                               details={"method": method, "maxPages": max_pages, "items": len(items)})
     return items, walk.pages
 
 
@@ -293,7 +305,7 @@ async def list_skills(rt: Runtime, cwds: Sequence[str | os.PathLike[str]] = (), 
     _check_same_child(rt, child, "skills/list")
     data = result.get("data") if isinstance(result, dict) else None
     if not isinstance(data, list):
-        raise RemoteProtocolError("skills/list answered without a data list", code="CATALOG_BAD_PAGE")
+        raise CatalogBadPage("skills/list answered without a data list")
     skills: list[SkillInfo] = []
     errors: list[dict[str, Any]] = []
     for entry in data:
@@ -343,8 +355,8 @@ def _max_pages(p: dict[str, Any]) -> int:
     """``maxPages`` from a host's params: a positive integer, else ``INVALID_PARAMS``."""
     value = p.pop("maxPages", DEFAULT_MAX_PAGES)
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 100_000:
-        raise ConfigError("maxPages must be an integer from 1 to 100000", code="INVALID_PARAMS",
-                          details={"path": "$.params.maxPages"})
+        raise InvalidParams("maxPages must be an integer from 1 to 100000",
+                            details={"path": "$.params.maxPages"})
     return value
 
 
@@ -361,8 +373,8 @@ async def run_catalog_command(rt: Runtime, command: str, params: dict[str, Any])
     if command == "codex.listSkills":
         selected_raw = p.pop("selected", None)
         if selected_raw is not None and not isinstance(selected_raw, list):
-            raise ConfigError("selected must be a list of skills", code="INVALID_PARAMS",
-                              details={"path": "$.params.selected"})
+            raise InvalidParams("selected must be a list of skills",
+                                details={"path": "$.params.selected"})
         selected = [SkillRef.from_wire(v) for v in selected_raw or ()]
         cwds = p.pop("cwds", None) or ([p.pop("cwd")] if p.get("cwd") else [])
         sk = await list_skills(rt, cwds, force_reload=bool(p.pop("forceReload", False)))
@@ -407,8 +419,7 @@ async def _acked_or_failed(op: Operation, events: Any) -> None:
             break
     result = await op.wait()
     if result.status != "completed":
-        raise result.error or CodexError(f"{op.kind} ended {result.status} before it started",
-                                         code="NOT_STARTED")
+        raise result.error or NotStarted(f"{op.kind} ended {result.status} before it started")
 
 
 async def start_slash_command(rt: Runtime, command: str, *, thread_id: str | None = None,
@@ -428,19 +439,18 @@ async def start_slash_command(rt: Runtime, command: str, *, thread_id: str | Non
         from codexrt._io._workspace import read_workspace_diff
 
         if cwd is None:
-            raise ConfigError("/diff needs a cwd", code="SLASH_NOT_DISPATCHED")
+            raise SlashNotDispatched("/diff needs a cwd")
         diff = await read_workspace_diff(cwd, session_id=session_id or thread_id or "")
         return SlashResult(name, "completed", diff=diff)
     if name not in ("/compact", "/review"):
-        raise ConfigError(f"unknown slash command {name or command!r}; known: {', '.join(SLASH_COMMANDS)}",
-                          code="UNKNOWN_SLASH_COMMAND")
+        raise UnknownSlashCommand(f"unknown slash command {name or command!r}; known: {', '.join(SLASH_COMMANDS)}")
     if not thread_id:
-        raise ConfigError(f"{name} needs a thread: nothing was started", code="SLASH_NOT_DISPATCHED")
+        raise SlashNotDispatched(f"{name} needs a thread: nothing was started")
     with rt.subscribe() as events:  # before the op exists: no event of it can be missed
         op = rt.compact(thread_id) if name == "/compact" else rt.review(thread_id, review_target)
         with trio.move_on_after(ack_timeout):
             await _acked_or_failed(op, events)
             return SlashResult(name, "started", operation=op)
     rt.abort(op)
-    raise CodexError(f"{name} was not acknowledged within {ack_timeout:g} s; stopped", code="SLASH_NOT_DISPATCHED",
-                     details={"clientOperationId": op.id})
+    raise SlashNotDispatched(f"{name} was not acknowledged within {ack_timeout:g} s; stopped",
+                             details={"clientOperationId": op.id})

@@ -49,7 +49,17 @@ import trio
 from codexrt._io._retry import call_read
 from codexrt._features._paging import CursorWalk, walk_pages
 from codexrt._io._edits import EditEntry, EditKey, EditLedger, EditStore, ReviewTicket, default_store_path
-from codexrt._sansio._errors import ClosedError, CodexError, ReviewError, RpcError, UndoError
+from codexrt._sansio._errors import (
+    ClosedError,
+    CodexError,
+    EditNotFound,
+    HistoryReadFailed,
+    RpcError,
+    ThreadNotFound,
+    UnknownCommand,
+    from_rpc_error,
+    rpc_error_kind,
+)
 
 __all__ = [
     "ThreadMeta",
@@ -98,11 +108,11 @@ class ThreadMeta:
         tid = thread.get("id")
         cwd = thread.get("cwd")
         if not isinstance(tid, str) or not tid:
-            raise CodexError("the server's thread has no id", code="HISTORY_READ_FAILED",
-                             details={"keys": sorted(thread)})
+            raise HistoryReadFailed("the server's thread has no id",
+                                    details={"keys": sorted(thread)})
         if not isinstance(cwd, str) or not os.path.isabs(cwd):
-            raise CodexError(f"thread {tid} has no absolute recorded cwd ({cwd!r}); its edits "
-                             "cannot be placed", code="HISTORY_READ_FAILED", details={"threadId": tid})
+            raise HistoryReadFailed(f"thread {tid} has no absolute recorded cwd ({cwd!r}); its edits "
+                                    "cannot be placed", details={"threadId": tid})
         sid = thread.get("sessionId")
         prov = thread.get("modelProvider")
         return cls(
@@ -119,14 +129,12 @@ class ThreadMeta:
 
 
 def _thread_read_error(thread_id: str, exc: RpcError) -> CodexError:
-    text = exc.message.lower()
-    # 0.169.0 answers thread/read of an id it has no rollout for with "thread not loaded: <id>"
-    # (a persisted thread is read fine without being loaded); older wording: "no rollout found".
-    if any(s in text for s in ("not found", "no rollout", "invalid thread id", "thread not loaded")):
-        return CodexError(f"thread {thread_id} not found: {exc.message}", code="THREAD_NOT_FOUND",
-                          details={"threadId": thread_id, "rpcCode": exc.rpc_code})
-    return CodexError(f"could not read thread {thread_id}: {exc.message}", code="HISTORY_READ_FAILED",
-                      details={"threadId": thread_id, "rpcCode": exc.rpc_code})
+    # (a persisted thread is read fine without being loaded, so "thread not loaded" means unknown)
+    if from_rpc_error(exc) is ThreadNotFound:
+        return ThreadNotFound(f"thread {thread_id} not found: {exc.message}",
+                              details={"threadId": thread_id, "rpcCode": exc.rpc_code})
+    return HistoryReadFailed(f"could not read thread {thread_id}: {exc.message}",
+                             details={"threadId": thread_id, "rpcCode": exc.rpc_code})
 
 
 async def read_thread_meta(conn: _Caller, thread_id: str, *, timeout: float | None = None) -> ThreadMeta:
@@ -138,8 +146,8 @@ async def read_thread_meta(conn: _Caller, thread_id: str, *, timeout: float | No
         raise _thread_read_error(thread_id, exc) from None
     thread = (result or {}).get("thread") if isinstance(result, dict) else None
     if not isinstance(thread, dict):
-        raise CodexError(f"thread/read of {thread_id} returned no thread", code="HISTORY_READ_FAILED",
-                         details={"threadId": thread_id})
+        raise HistoryReadFailed(f"thread/read of {thread_id} returned no thread",
+                                details={"threadId": thread_id})
     return ThreadMeta.from_thread(thread)
 
 
@@ -159,8 +167,8 @@ async def read_thread_turns(conn: _Caller, thread_id: str, *, page_size: int = P
         return await call_read(conn, "thread/turns/list", params, timeout=timeout, on_written=on_written)
 
     def bad_page(w: CursorWalk) -> Exception:
-        return CodexError(f"thread/turns/list of {thread_id} returned no data", code="HISTORY_READ_FAILED",
-                          details={"threadId": thread_id})
+        return HistoryReadFailed(f"thread/turns/list of {thread_id} returned no data",
+                                 details={"threadId": thread_id})
 
     try:
         await walk_pages(read, walk, {"threadId": thread_id, "itemsView": "full", "sortDirection": "asc",
@@ -171,19 +179,17 @@ async def read_thread_turns(conn: _Caller, thread_id: str, *, page_size: int = P
             raise _thread_read_error(thread_id, exc) from None
         return await _read_with_turns(conn, thread_id, timeout)
     if walk.stop == "missing":
-        raise CodexError(f"thread/turns/list of {thread_id} answered without nextCursor; cannot tell whether "
-                         "more turns exist", code="HISTORY_READ_FAILED", details={"threadId": thread_id,
+        raise HistoryReadFailed(f"thread/turns/list of {thread_id} answered without nextCursor; cannot tell whether "
+                                "more turns exist", details={"threadId": thread_id,
                                                                                    "pages": walk.pages})
     if walk.stop == "pageLimit":
-        raise CodexError(f"thread {thread_id} has more than {max_pages} pages of turns; refusing to read on",
-                         code="HISTORY_READ_FAILED", details={"threadId": thread_id, "pages": max_pages})
+        raise HistoryReadFailed(f"thread {thread_id} has more than {max_pages} pages of turns; refusing to read on",
+                                details={"threadId": thread_id, "pages": max_pages})
     return turns
 
 
 def _unsupported(exc: RpcError) -> bool:
-    text = exc.message.lower()
-    return exc.rpc_code == -32601 or "unknown variant" in text or "not supported" in text \
-        or "method not found" in text
+    return rpc_error_kind(exc) == "unsupported"
 
 
 async def _read_with_turns(conn: _Caller, thread_id: str, timeout: float | None) -> list[dict[str, Any]]:
@@ -363,7 +369,7 @@ class LiveEdits:
             if meta is None:
                 meta = self._started_meta.get(thread_id) or ThreadMeta(
                     thread_id, self.default_cwd, thread_id, None)
-                error = error or CodexError("no connection to read the history", code="HISTORY_READ_FAILED")
+                error = error or HistoryReadFailed("no connection to read the history")
                 log.warning("edits of thread %s: history not read (%s); live items only", thread_id, error.message)
             led = EditLedger(session_id=meta.session_id, provider=meta.provider, store=self._store(meta.cwd))
             if error is None:
@@ -462,7 +468,7 @@ EDIT_COMMANDS = frozenset(
 
 def _key_from(obj: Mapping[str, Any], thread_id: str) -> EditKey:
     if obj.get("threadId", thread_id) != thread_id:
-        raise UndoError("a key of another thread", code="EDIT_NOT_FOUND", details={"key": dict(obj)})
+        raise EditNotFound("a key of another thread", details={"key": dict(obj)})
     return EditKey(thread_id, str(obj["turnId"]), str(obj["itemId"]), str(obj["path"]))
 
 
@@ -478,8 +484,8 @@ def _review_keys(te: ThreadEdits, params: Mapping[str, Any]) -> list[EditKey]:
     keys = [e.key for e in te.ledger.entries(thread_id=tid, include_undone=False)
             if e.status == "completed" and e.target == target]
     if not keys:
-        raise ReviewError(f"no applied change of {params['path']!r} in thread {tid} to review",
-                          code="EDIT_NOT_FOUND", details={"threadId": tid, "path": params["path"]})
+        raise EditNotFound(f"no applied change of {params['path']!r} in thread {tid} to review",
+                           details={"threadId": tid, "path": params["path"]})
     return keys
 
 
@@ -537,4 +543,4 @@ async def run_edit_command(live: LiveEdits, name: str, params: Mapping[str, Any]
         receipt = await led.undo_file(target, dry_run=bool(params.get("dryRun")),
                                       allow_outside_workspace=params.get("allowOutsideWorkspace") is True)
         return receipt.to_dict()
-    raise CodexError(f"not an edit command: {name}", code="UNKNOWN_COMMAND")
+    raise UnknownCommand(f"not an edit command: {name}")

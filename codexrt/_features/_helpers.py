@@ -53,7 +53,16 @@ import attrs
 import trio
 
 from codexrt._connection import Connection, ConnectionClosed, ConnectionEvent, open_connection
-from codexrt._sansio._errors import CodexError, ConfigError, OperationFailed
+from codexrt._sansio._errors import (
+    CodexError,
+    ConfigError,
+    EmptyDiff,
+    HelperEmpty,
+    HelperFailed,
+    HelperInterrupted,
+    HelperTimeout,
+    OperationFailed,
+)
 from codexrt._sansio._convert import to_wire, wire
 from codexrt._runtime._events import CodexEvent
 from codexrt._runtime._runtime import Runtime, RuntimeConfig, resolved_cli
@@ -230,8 +239,8 @@ async def _refuse_requests(conn: Connection, run: _Run) -> None:
         await run.wake.wait()
 
 
-def _fail(kind: str, message: str, code: str, **details: Any) -> OperationFailed:
-    return OperationFailed(f"{kind} helper: {message}", code=code, details={"helper": kind, **details})
+def _fail(kind: str, message: str, cls: type[OperationFailed], **details: Any) -> OperationFailed:
+    return cls(f"{kind} helper: {message}", details={"helper": kind, **details})
 
 
 async def _ask(conn: Connection, run: _Run, kind: str, prompt: str, *, cwd: str | None,
@@ -248,7 +257,7 @@ async def _ask(conn: Connection, run: _Run, kind: str, prompt: str, *, cwd: str 
     thread = (result or {}).get("thread") if isinstance(result, dict) else None
     tid = thread.get("id") if isinstance(thread, dict) else None
     if not isinstance(tid, str):
-        raise _fail(kind, "thread/start returned no thread id", "HELPER_FAILED")
+        raise _fail(kind, "thread/start returned no thread id", HelperFailed)
     run.thread_id = tid
     turn = await conn.call("turn/start", {
         "threadId": tid,
@@ -314,30 +323,30 @@ async def run_helper(config: RuntimeConfig, prompt: str, *, kind: str = "helper"
                 except OperationFailed:
                     raise
                 except CodexError as exc:
-                    raise _fail(kind, exc.message, "HELPER_FAILED", cause=exc.to_dict()) from exc
+                    raise _fail(kind, exc.message, HelperFailed, cause=exc.to_dict()) from exc
         # here the child is closed and its exit awaited (open_connection's shielded close)
         if scope.cancelled_caught:
             break
         return _outcome(kind, run, conn.exit_status, trio.current_time() - started)
     if trio.current_time() >= deadline:
-        raise _fail(kind, f"no answer within {timeout:g} s; the helper child was closed", "HELPER_TIMEOUT",
+        raise _fail(kind, f"no answer within {timeout:g} s; the helper child was closed", HelperTimeout,
                     timeoutSeconds=timeout, attempts=attempts)
-    raise _fail(kind, "no Codex CLI candidate could start", "HELPER_FAILED", attempts=attempts)
+    raise _fail(kind, "no Codex CLI candidate could start", HelperFailed, attempts=attempts)
 
 
 def _outcome(kind: str, run: _Run, exit_status: ExitStatus | None, elapsed: float) -> HelperResult:
     if run.status is None:
         err = run.closed_error
         raise _fail(kind, err.message if err is not None else "the helper child ended before the turn did",
-                    "HELPER_FAILED", **({"exit": err.to_dict()} if err is not None else {}))
+                    HelperFailed, **({"exit": err.to_dict()} if err is not None else {}))
     if run.status != "completed":
         terr = run.turn_error if isinstance(run.turn_error, dict) else {}
         msg = terr.get("message") or (run.errors[-1] if run.errors else None) or f"turn ended {run.status}"
-        code = "HELPER_INTERRUPTED" if run.status == "interrupted" else "HELPER_FAILED"
-        raise _fail(kind, str(msg)[:500], code, status=run.status, threadId=run.thread_id, turnId=run.turn_id)
+        cls = HelperInterrupted if run.status == "interrupted" else HelperFailed
+        raise _fail(kind, str(msg)[:500], cls, status=run.status, threadId=run.thread_id, turnId=run.turn_id)
     text = run.answer()
     if not text:
-        raise _fail(kind, "the model answered nothing", "HELPER_EMPTY", threadId=run.thread_id)
+        raise _fail(kind, "the model answered nothing", HelperEmpty, threadId=run.thread_id)
     return HelperResult(kind, text, run.thread_id, run.turn_id, elapsed, exit_status, tuple(run.refused))
 
 
@@ -396,7 +405,7 @@ async def generate_commit_message(config: RuntimeConfig, diff: str, *, timeout: 
     """A commit message for ``diff`` (e.g. the staged part of a
     :func:`~codexrt._io._workspace.read_workspace_diff`). Raises like :func:`run_helper`."""
     if not diff.strip():
-        raise ConfigError("nothing to describe: the diff is empty", code="EMPTY_DIFF")
+        raise EmptyDiff("nothing to describe: the diff is empty")
     ask = f"Write the commit message for this diff:\n\n<diff>\n{_clip(diff, _DIFF_INPUT_CHARS)}\n</diff>"
     res = await run_helper(config, ask, kind="commitMessage", timeout=timeout, cwd=cwd,
                            instructions=_COMMIT_INSTRUCTIONS)
@@ -412,7 +421,7 @@ async def generate_title(config: RuntimeConfig, message: str, *, timeout: float 
     res = await run_helper(config, ask, kind="title", timeout=timeout, cwd=cwd, instructions=_TITLE_INSTRUCTIONS)
     title = clean_title(res.text)
     if not title:
-        raise _fail("title", "the model answered no usable title", "HELPER_EMPTY")
+        raise _fail("title", "the model answered no usable title", HelperEmpty)
     return title
 
 

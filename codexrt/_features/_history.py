@@ -85,7 +85,15 @@ from codexrt._io._retry import call_read
 from codexrt._connection import Connection
 from codexrt._features._paging import CursorRepeated, CursorWalk
 from codexrt._sansio._paging import page_is_partial
-from codexrt._sansio._errors import CodexError, ConfigError, RemoteProtocolError, RpcError, malformed_data_is_typed
+from codexrt._sansio._errors import (
+    AccessInactive,
+    CodexError,
+    malformed_data_is_typed,
+    RelationUnverified,
+    RemoteProtocolError,
+    RpcError,
+    ThreadNotFound,
+)
 from codexrt._io._history_files import RolloutInfo, find_rollout
 from codexrt._io._codex_home import resolve_codex_home
 from codexrt._sansio._privacy import Masker, PrivacyIndex
@@ -201,7 +209,7 @@ class HistoryReader:
 
     async def _conn(self) -> Connection:
         if self._provider is None:
-            raise ConfigError("no runtime: history is read from rollout files only", code="ACCESS_INACTIVE")
+            raise AccessInactive("no runtime: history is read from rollout files only")
         return await self._provider()
 
     # -- thread list (R-H-6) ---------------------------------------------------------------
@@ -314,7 +322,7 @@ class HistoryReader:
         subs = list(local or ())
         if self.inactive:
             if not allow_legacy:
-                raise ConfigError("runtime access is inactive and legacy reading is disabled", code="ACCESS_INACTIVE")
+                raise AccessInactive("runtime access is inactive and legacy reading is disabled")
             return await self._read_legacy(thread_id, None, "runtime access is inactive")
         try:
             conn = await self._conn()
@@ -344,8 +352,8 @@ class HistoryReader:
         if tr is None:
             if original is not None:
                 raise original
-            raise CodexError(f"no rollout file for thread {thread_id} under {self.codex_home}",
-                             code="THREAD_NOT_FOUND", details={"threadId": thread_id})
+            raise ThreadNotFound(f"no rollout file for thread {thread_id} under {self.codex_home}",
+                                 details={"threadId": thread_id})
         return tr
 
     async def _read_native(self, conn: Connection, thread_id: str, *, allow_legacy: bool,
@@ -455,9 +463,8 @@ class HistoryReader:
             up = await call_read(conn, "thread/read", {"threadId": cur})
             cur = ((up or {}).get("thread") or {}).get("parentThreadId") if isinstance(up, dict) else None
         if parent_thread_id is not None and not verified:
-            raise CodexError(
+            raise RelationUnverified(
                 f"thread {thread_id} is not a descendant of {parent_thread_id} (ancestry: {ancestry or 'none'})",
-                code="RELATION_UNVERIFIED",
                 details={"threadId": thread_id, "parentThreadId": thread.get("parentThreadId"), "ancestry": ancestry})
         status = await self._own_status(conn, thread)
         return SubagentView(thread=thread, parent_thread_id=thread.get("parentThreadId"), ancestry=tuple(ancestry),
@@ -657,5 +664,5 @@ async def run_legacy_history_command(name: str, params: dict[str, Any], *, codex
         return {"thread": thread, "transcript": transcript_to_json(tr)}
     if name == "codex.countThreadMessages":
         return (await reader.count_messages(params["threadId"])).to_json()
-    raise ConfigError(f"{name} is not available in access mode inactive", code="ACCESS_INACTIVE",
-                      details={"command": name})
+    raise AccessInactive(f"{name} is not available in access mode inactive",
+                         details={"command": name})

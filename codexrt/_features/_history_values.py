@@ -12,7 +12,13 @@ from typing import Any, Union
 import attrs
 
 from codexrt._connection import Connection
-from codexrt._sansio._errors import CHILD_EXITED_PREFIX, CliUnavailable, CodexError, ConfigError, RpcError
+from codexrt._sansio._errors import (
+    CHILD_EXITED_PREFIX,
+    CliUnavailable,
+    CodexError,
+    ConfigError,
+    rpc_error_kind,
+)
 from codexrt._sansio._legacy import LegacyProblem
 from codexrt._sansio._privacy import PrivacyIndex
 from codexrt._sansio._projection import DisplayRecord, TurnGroup, count_messages
@@ -66,9 +72,7 @@ _TOOL_KINDS = frozenset({"commandExecution", "fileChange", "dynamicToolCall", "m
 def is_pagination_unsupported(exc: BaseException) -> bool:
     """The server explicitly says the paginated method is unsupported (R-H-1): ``-32601``, or
     a message saying so (0.169.0: ``thread/items/list is not supported yet``)."""
-    if not isinstance(exc, RpcError):
-        return False
-    return exc.rpc_code == -32601 or "not supported" in exc.message.lower()
+    return rpc_error_kind(exc) == "unsupported"
 
 
 def is_offline_error(exc: BaseException) -> bool:

@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from codexrt._sansio._errors import CliUnavailable
+from codexrt._sansio._errors import CliOverrideInvalid
 from codexrt._io._codex_home import resolve_codex_home
 
 __all__ = [
@@ -443,9 +443,8 @@ def _raise_override(source: str, value: str, reason: str) -> None:
         if source == "explicit"
         else f"Point {what} at a working `codex` executable, or unset it to let codexrt search"
     )
-    raise CliUnavailable(
+    raise CliOverrideInvalid(
         f"{what} names {value!r}, which cannot be used: {reason}. {hint}.",
-        code="CODEX_CLI_OVERRIDE_INVALID",
         details={
             "codexCliUnavailable": {
                 "mode": "overrideInvalid",
@@ -572,7 +571,7 @@ def discover_cli(
     called (with no arguments) only when steps 1–4 found no candidate; it returns a
     ``PATH`` string or None and is the only thing here that may spawn (see
     :func:`read_login_shell_path`). Raises :class:`CliUnavailable`
-    (``code="CODEX_CLI_OVERRIDE_INVALID"``) when an explicit override is stale (R-CLI-3).
+    (:class:`CliOverrideInvalid`, ``CODEX_CLI_OVERRIDE_INVALID``) when an explicit override is stale (R-CLI-3).
     """
     plat = _norm_platform(platform)
     env = os.environ if env is None else env

@@ -42,7 +42,7 @@ are kept on the candidate as :attr:`Candidate.also_found` so a report can show P
 duplicates.
 
 A stale override is an **error**, not a silent skip (R-CLI-3): :func:`discover_cli` raises
-:class:`~codexrt._sansio._errors.CliUnavailable` with ``code="CODEX_CLI_OVERRIDE_INVALID"``. It is a
+:class:`~codexrt._sansio._errors.CliOverrideInvalid` (a ``CliUnavailable``, ``CODEX_CLI_OVERRIDE_INVALID``). It is a
 ``CliUnavailable`` (not a ``ConfigError``) because a host reacts to it the same way — show the
 "how to set ``CODEX_BIN``" help — and the code tells the two cases apart. A valid override is
 trusted: a wrapper script named by the user is confirmed (only an npm launcher whose platform

@@ -19,7 +19,7 @@ from typing import Any
 
 import attrs
 
-from codexrt._sansio._errors import CodexError, ReviewError
+from codexrt._sansio._errors import EditStoreError, ReviewStale
 from codexrt._io._private import ensure_private_dir, ensure_private_file
 from codexrt._sansio._patch import ChangeKind, FileOp, FilePatch
 
@@ -238,9 +238,9 @@ class EditStore:
                 ensure_private_dir(directory, owned=2 if own_both else 1)
                 ensure_private_file(path)
             except OSError as exc:
-                raise CodexError(
+                raise EditStoreError(
                     f"cannot create the edit store {path}: {exc.strerror or exc}",
-                    code="EDIT_STORE", details={"path": path},
+                    details={"path": path},
                 ) from exc
         self.path = path
         self._lock = threading.Lock()
@@ -249,8 +249,8 @@ class EditStore:
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(_SCHEMA)
         except sqlite3.Error as exc:
-            raise CodexError(
-                f"cannot open the edit store {path}: {exc}", code="EDIT_STORE", details={"path": path}
+            raise EditStoreError(
+                f"cannot open the edit store {path}: {exc}", details={"path": path}
             ) from exc
 
     @classmethod
@@ -346,9 +346,8 @@ class EditStore:
             try:
                 cur.execute(*stmts[0])
                 if cur.rowcount != 1:
-                    raise ReviewError(
+                    raise ReviewStale(
                         f"review {t.ticket_id} is not open (unknown or already decided)",
-                        code="REVIEW_STALE",
                         details={"ticketId": t.ticket_id},
                     )
                 for sql, args in stmts[1:]:

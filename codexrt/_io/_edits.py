@@ -55,7 +55,22 @@ from typing import Any
 import attrs
 import trio
 
-from codexrt._sansio._errors import EditConflict, LocalProtocolError, OutsideWorkspace, ReviewError, UndoError
+from codexrt._sansio._errors import (
+    AlreadyUndone,
+    EditConflict,
+    EditNotFound,
+    LocalProtocolError,
+    NotApplied,
+    NotARegularFile,
+    OutsideWorkspace,
+    ReviewError,
+    ReviewNoSession,
+    ReviewStale,
+    UndoBinaryContent,
+    UndoError,
+    UndoIOError,
+    UndoPatchFormat,
+)
 from codexrt._sansio._patch import (
     BinaryContentError,
     Conflict,
@@ -247,16 +262,16 @@ def _read_at(dirs: _Dirs, place: _Place) -> tuple[bytes | None, int | None]:
     except FileNotFoundError:
         return None, None
     if not stat.S_ISREG(st.st_mode):
-        raise UndoError(
-            f"refusing to undo into {place.path}: not a regular file", code="NOT_A_REGULAR_FILE",
+        raise NotARegularFile(
+            f"refusing to undo into {place.path}: not a regular file",
             details={"path": place.path},
         )
     fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode):  # swapped since the stat above
-            raise UndoError(
-                f"refusing to undo into {place.path}: not a regular file", code="NOT_A_REGULAR_FILE",
+            raise NotARegularFile(
+                f"refusing to undo into {place.path}: not a regular file",
                 details={"path": place.path},
             )
         return f.read(), st.st_mode
@@ -464,8 +479,8 @@ class EditLedger:
         try:
             return self._entries[key]
         except KeyError:
-            raise UndoError(
-                f"no ledger entry {key.to_dict()}", code="EDIT_NOT_FOUND",
+            raise EditNotFound(
+                f"no ledger entry {key.to_dict()}",
                 details={"keys": [key.to_dict()]},
             ) from None
 
@@ -529,8 +544,8 @@ class EditLedger:
         for k in ks:
             e = self._entries.get(k)
             if e is None:
-                raise ReviewError(
-                    f"no ledger entry {k.to_dict()}", code="EDIT_NOT_FOUND",
+                raise EditNotFound(
+                    f"no ledger entry {k.to_dict()}",
                     details={"keys": [k.to_dict()]},
                 )
             entries.append(e)
@@ -567,13 +582,12 @@ class EditLedger:
         tid = ticket if isinstance(ticket, str) else ticket.ticket_id
         found = self.store.get_ticket(tid)
         if found is None:
-            raise ReviewError(f"unknown review {tid}", code="REVIEW_STALE", details={"ticketId": tid})
+            raise ReviewStale(f"unknown review {tid}", details={"ticketId": tid})
         frozen, _state = found  # the stored ticket is the truth, not the caller's copy
         if frozen.session_id is None:
-            raise ReviewError(
+            raise ReviewNoSession(
                 f"review {tid} was opened without a session; a null session never borrows "
                 "the current one, so nothing was recorded",
-                code="REVIEW_NO_SESSION",
                 details={"ticketId": tid},
             )
         at = time.time()
@@ -609,8 +623,8 @@ class EditLedger:
         if isinstance(target, EditKey):
             e = self.get(target)
             if e.key in self._undone:
-                raise UndoError(
-                    f"{e.target}: this change was already undone", code="ALREADY_UNDONE",
+                raise AlreadyUndone(
+                    f"{e.target}: this change was already undone",
                     details={"keys": [e.key.to_dict()]},
                 )
             chosen = [e]
@@ -622,24 +636,21 @@ class EditLedger:
                 if e.status == "completed"
             ]
             if not chosen:
-                raise UndoError(
+                raise EditNotFound(
                     f"no applied, not yet undone change of {path!r} in thread {thread_id}",
-                    code="EDIT_NOT_FOUND",
                     details={"threadId": thread_id, "path": path},
                 )
             chosen.sort(key=lambda e: e.seq, reverse=True)
         for e in chosen:
             if e.patch is None:
-                raise UndoError(
+                raise UndoPatchFormat(
                     f"{e.key.path}: the change could not be parsed ({e.parse_error}); "
                     "it cannot be undone",
-                    code="PATCH_FORMAT",
                     details={"keys": [e.key.to_dict()]},
                 )
             if e.status != "completed":
-                raise UndoError(
+                raise NotApplied(
                     f"{e.target}: the change is {e.status!r}, not applied; nothing to undo",
-                    code="NOT_APPLIED",
                     details={"keys": [e.key.to_dict()], "status": e.status},
                 )
         return chosen
@@ -720,8 +731,8 @@ class EditLedger:
         with self._state:
             gone = [k for k in keys if k in self._undone]
         if gone:  # another undo won the race for the lock
-            raise UndoError(
-                "already undone", code="ALREADY_UNDONE", details={"keys": [k.to_dict() for k in gone]}
+            raise AlreadyUndone(
+                "already undone", details={"keys": [k.to_dict() for k in gone]}
             )
         original: dict[str, str | None] = {}
         modes: dict[str, int | None] = {}
@@ -732,15 +743,15 @@ class EditLedger:
                 exc.details["keys"] = [k.to_dict() for k in keys]
                 raise
             except OSError as exc:
-                raise UndoError(
-                    f"could not read {p}: {exc.strerror or exc}", code="UNDO_IO",
+                raise UndoIOError(
+                    f"could not read {p}: {exc.strerror or exc}",
                     details={"path": p, "keys": [k.to_dict() for k in keys]},
                 ) from exc
             try:
                 original[p] = decode_text(data, path=p) if data is not None else None
             except BinaryContentError as exc:
-                raise UndoError(
-                    exc.message, code="BINARY_CONTENT",
+                raise UndoBinaryContent(
+                    exc.message,
                     details={"path": p, "keys": [k.to_dict() for k in keys]},
                 ) from exc
             modes[p] = mode
@@ -774,10 +785,9 @@ class EditLedger:
                 exc.details.update(written=done, keys=[k.to_dict() for k in keys])
                 raise
             except OSError as exc:
-                raise UndoError(
+                raise UndoIOError(
                     f"undo of {op.path} failed: {exc.strerror or exc}"
                     + (f" (already written: {', '.join(done)})" if done else "; nothing was written"),
-                    code="UNDO_IO",
                     details={
                         "path": op.path,
                         "written": done,

@@ -13,9 +13,10 @@ its outbound queue is full). So codexrt retries **only the read-only methods lis
 server requests… Those surface a typed :class:`~codexrt._sansio._errors.ServerOverloaded` (code
 ``SERVER_OVERLOADED``) and the host decides. The table is documented in ``docs/transports.md``.
 
-An overload is recognised by its JSON-RPC code (``-32001``) *and* by the message as the real
+An overload is recognised by its JSON-RPC code (``-32001``) *or* by the message as the real
 server words it (some proxies re-code errors, and peer clients that only look at ``data`` miss the
-native reply — openai/codex#46878).
+native reply — openai/codex#46878): the ``overloaded`` row of
+:data:`~codexrt._sansio._errors.RPC_ERROR_TABLE`.
 
 :class:`Backoff` is plain arithmetic (no Trio): the ``n``-th delay is
 ``min(maximum, initial * factor**n)`` scaled down by up to ``jitter`` (a fraction), so with the
@@ -33,7 +34,7 @@ from typing import Any, Callable, Iterator, Mapping, Protocol
 import attrs
 import trio
 
-from codexrt._sansio._errors import LocalProtocolError, RpcError, ServerOverloaded
+from codexrt._sansio._errors import OVERLOAD_CODE, LocalProtocolError, RpcError, ServerOverloaded, from_rpc_error
 
 __all__ = [
     "Backoff",
@@ -48,9 +49,7 @@ __all__ = [
     "call_read",
 ]
 
-OVERLOAD_CODE = -32001
 OVERLOAD_MESSAGE = "Server overloaded; retry later."
-_OVERLOAD_MARKERS = ("server overloaded", "retry later")
 
 #: Methods retried on overload, with why a repeat is harmless. Everything else is never retried.
 READ_ONLY_RETRY_TABLE: Mapping[str, str] = {
@@ -149,15 +148,9 @@ DEFAULT_OVERLOAD_BACKOFF = Backoff()
 
 
 def is_overloaded(exc: BaseException) -> bool:
-    """True for the server's overload answer, recognised by code or by its wording."""
-    if isinstance(exc, ServerOverloaded):
-        return True
-    if not isinstance(exc, RpcError):
-        return False
-    if exc.rpc_code == OVERLOAD_CODE:
-        return True
-    text = (exc.message or "").lower()
-    return any(marker in text for marker in _OVERLOAD_MARKERS)
+    """True for the server's overload answer, recognised by code or by its wording
+    (:data:`~codexrt._sansio._errors.RPC_ERROR_TABLE`)."""
+    return from_rpc_error(exc) is ServerOverloaded
 
 
 def as_overloaded(exc: RpcError, *, attempts: int | None = None) -> ServerOverloaded:

@@ -68,7 +68,15 @@ from wsproto.events import (
 from wsproto.utilities import LocalProtocolError as WsLocalProtocolError
 from wsproto.utilities import RemoteProtocolError as WsRemoteProtocolError
 
-from codexrt._sansio._errors import ConfigError
+from codexrt._sansio._errors import (
+    BadEndpoint,
+    BadToken,
+    ConfigError,
+    EndpointRejected,
+    EndpointUnavailable,
+    RemoteNotAllowed,
+    TokenUnavailable,
+)
 from codexrt._io._retry import Backoff
 from codexrt._sansio._redact import register_process_secrets
 from codexrt._io._transport import ExitStatus, Transport
@@ -94,16 +102,6 @@ _READ_SIZE = 65536
 _CLOSE_WAIT = 2.0
 
 
-class EndpointUnavailable(OSError):
-    """The endpoint could not be reached, was not ready, or broke the handshake. An
-    ``OSError``, so the runtime treats it like a failed spawn (a startup failure, R-CLI-5)."""
-
-
-class EndpointRejected(PermissionError):
-    """The server refused the WebSocket upgrade (``401``: missing or wrong token). Not retried:
-    repeating the same token cannot help."""
-
-
 # -- endpoints and secrets ---------------------------------------------------------------------
 
 
@@ -120,31 +118,28 @@ class Endpoint:
     def parse(cls, text: str) -> "Endpoint":
         """Parse an endpoint; raises :class:`ConfigError` (``BAD_ENDPOINT``) with the reason."""
         if not isinstance(text, str) or "://" not in text:
-            raise ConfigError(f"endpoint must look like ws://127.0.0.1:PORT or unix:///path, got {text!r}",
-                              code="BAD_ENDPOINT")
+            raise BadEndpoint(f"endpoint must look like ws://127.0.0.1:PORT or unix:///path, got {text!r}")
         scheme, _, rest = text.partition("://")
         scheme = scheme.lower()
         if scheme == "unix":
             path = urllib.parse.unquote(rest)
             if not path.startswith("/"):
-                raise ConfigError("unix:// endpoints need an absolute socket path (unix:///run/codex.sock)",
-                                  code="BAD_ENDPOINT")
+                raise BadEndpoint("unix:// endpoints need an absolute socket path (unix:///run/codex.sock)")
             return cls("unix", None, None, path)
         if scheme != "ws":
             hint = " (the app-server speaks plain ws; tunnel it, e.g. over SSH)" if scheme == "wss" else ""
-            raise ConfigError(f"unsupported endpoint scheme {scheme!r}{hint}", code="BAD_ENDPOINT")
+            raise BadEndpoint(f"unsupported endpoint scheme {scheme!r}{hint}")
         parts = urllib.parse.urlsplit(text)
         if parts.username is not None or parts.password is not None or parts.query or parts.fragment:
             # never accept credentials in a URL: it ends up in logs, ps and shell history
-            raise ConfigError("endpoint URLs must not carry credentials, a query or a fragment; "
-                              "give the token with a token file or environment variable",
-                              code="BAD_ENDPOINT")
+            raise BadEndpoint("endpoint URLs must not carry credentials, a query or a fragment; "
+                              "give the token with a token file or environment variable")
         try:
             port = parts.port
         except ValueError:
             port = None
         if not parts.hostname or port is None:
-            raise ConfigError("ws:// endpoints need a host and a port (ws://127.0.0.1:4500)", code="BAD_ENDPOINT")
+            raise BadEndpoint("ws:// endpoints need a host and a port (ws://127.0.0.1:4500)")
         return cls("ws", parts.hostname, port, parts.path or "/")
 
     @property
@@ -207,23 +202,20 @@ def read_token(*, token_file: str | os.PathLike[str] | None = None, token_env: s
     line of printable characters. A token read is registered as a secret of this process, so
     every redactor and the log filter mask it (``docs/security.md``)."""
     if token_file is not None and token_env is not None:
-        raise ConfigError("give the token either as a file or as an environment variable, not both",
-                          code="TOKEN_UNAVAILABLE")
+        raise TokenUnavailable("give the token either as a file or as an environment variable, not both")
     if token_file is not None:
         try:
             with open(token_file, encoding="utf-8") as fh:
                 value = fh.read().strip()
         except OSError as exc:
-            raise ConfigError(f"cannot read token file {os.fspath(token_file)!r}: {exc.strerror or exc}",
-                              code="TOKEN_UNAVAILABLE") from None
+            raise TokenUnavailable(f"cannot read token file {os.fspath(token_file)!r}: {exc.strerror or exc}") from None
         if not value:
-            raise ConfigError(f"token file {os.fspath(token_file)!r} is empty", code="TOKEN_UNAVAILABLE")
+            raise TokenUnavailable(f"token file {os.fspath(token_file)!r} is empty")
         return _checked_token(value, f"token file {os.fspath(token_file)!r}")
     if token_env is not None:
         value = (os.environ if env is None else env).get(token_env, "").strip()
         if not value:
-            raise ConfigError(f"environment variable {token_env} (the token) is not set or empty",
-                              code="TOKEN_UNAVAILABLE")
+            raise TokenUnavailable(f"environment variable {token_env} (the token) is not set or empty")
         return _checked_token(value, f"environment variable {token_env}")
     return None
 
@@ -231,9 +223,9 @@ def read_token(*, token_file: str | os.PathLike[str] | None = None, token_env: s
 def _checked_token(value: str, source: str) -> Secret:
     register_process_secrets([value])  # even a bad one: it must not show up anywhere
     if any(c.isspace() or unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Cs") for c in value):
-        raise ConfigError(f"{source} holds whitespace or a control character inside the token "
-                          "(a token is one line of printable characters; the value is not shown)",
-                          code="BAD_TOKEN", details={"source": source})
+        raise BadToken(f"{source} holds whitespace or a control character inside the token "
+                       "(a token is one line of printable characters; the value is not shown)",
+                       details={"source": source})
     return Secret(value)
 
 
@@ -243,12 +235,10 @@ def check_endpoint_policy(endpoint: Endpoint, *, has_token: bool, allow_remote: 
     if endpoint.is_loopback:
         return
     if not allow_remote:
-        raise ConfigError(f"{endpoint.url} is not a loopback address; attaching to a remote app-server "
-                          "needs an explicit opt-in (allow_remote / --allow-remote) and a token",
-                          code="REMOTE_NOT_ALLOWED")
+        raise RemoteNotAllowed(f"{endpoint.url} is not a loopback address; attaching to a remote app-server "
+                               "needs an explicit opt-in (allow_remote / --allow-remote) and a token")
     if not has_token:
-        raise ConfigError(f"{endpoint.url} is remote: a token is required (token file or environment variable)",
-                          code="REMOTE_NOT_ALLOWED")
+        raise RemoteNotAllowed(f"{endpoint.url} is remote: a token is required (token file or environment variable)")
 
 
 # -- the message <-> line adapter ----------------------------------------------------------------

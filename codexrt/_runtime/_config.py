@@ -11,7 +11,7 @@ import attrs
 import trio
 
 from codexrt._connection import ClientInfo, DEFAULT_RPC_TIMEOUT
-from codexrt._sansio._errors import CodexError, ConfigError
+from codexrt._sansio._errors import AccessInactive, BadEndpoint, BadProvider, CodexError
 from codexrt._sansio._redact import looks_secret_name, secret_env_values
 from codexrt._sansio._settings import Settings
 from codexrt._io._transport import Transport, spawn_process_transport
@@ -91,11 +91,11 @@ class RuntimeConfig:
         if self.access_mode == "managed":
             p = self.provider if isinstance(self.provider, dict) else {}
             if not p:
-                raise ConfigError("managed access needs a provider {id, baseUrl, envKey, ...}",
-                                  code="BAD_PROVIDER", details={"field": "provider"})
+                raise BadProvider("managed access needs a provider {id, baseUrl, envKey, ...}",
+                                  details={"field": "provider"})
             unknown = set(p) - {"id", "name", "baseUrl", "envKey", "wireApi", "headers", "queryParams"}
             if unknown:
-                raise ConfigError(f"unknown provider fields: {', '.join(sorted(unknown))}", code="BAD_PROVIDER",
+                raise BadProvider(f"unknown provider fields: {', '.join(sorted(unknown))}",
                                   details={"fields": sorted(unknown)})
             kw.update(provider=p.get("id"), provider_name=p.get("name"), endpoint=p.get("baseUrl"),
                       headers=p.get("headers") or {}, query_params=p.get("queryParams") or {},
@@ -150,11 +150,10 @@ class RuntimeConfig:
         transports or ``connect``), for the startup diagnostic (R-CLI-6). ``login_shell_path``
         is discovery's last step (R-CLI-1), used only when nothing else is found."""
         if self.access_mode == "inactive":
-            raise ConfigError("access mode is inactive: codexrt starts no app-server",
-                              code="ACCESS_INACTIVE")
+            raise AccessInactive("access mode is inactive: codexrt starts no app-server")
         if self.connect is not None:
             if self.transports is not None:
-                raise ConfigError("give either transports or connect, not both", code="BAD_ENDPOINT")
+                raise BadEndpoint("give either transports or connect, not both")
             return [self._attached_candidate()], None
         if self.transports is not None:
             return [(f"transport#{i}", f) for i, f in enumerate(self.transports)], None

@@ -14,13 +14,20 @@ from codexrt._connection import Connection
 from codexrt._sansio._errors import (
     CodexError,
     ConfigError,
+    ContextNotDeliverable,
+    InvalidTextElements,
     LocalProtocolError,
     OperationCancelled,
     OperationFailed,
     RemoteProtocolError,
     RpcError,
     RpcTimeout,
+    SettingsMismatch,
+    SettingsUnconfirmed,
+    ThreadNotFound,
     ThreadResumeError,
+    WriterConflict,
+    from_rpc_error,
 )
 from codexrt._sansio._context import ContextDelivery, ContextFragment, ContextFragments, prepare_input
 from codexrt._sansio._states import OpEvent, OpPhase
@@ -29,6 +36,13 @@ from codexrt._runtime._operations import STATUS_CANCELLED, STATUS_COMPLETED, STA
 from codexrt._runtime._config import resolved_cli
 
 log = logging.getLogger("codexrt.runtime")
+
+#: What a host can do about a failed cold resume, by error class.
+_RESUME_HINTS: dict[type[CodexError], str] = {
+    ThreadNotFound: "a thread that never ran a turn has no rollout and cannot be resumed; start a new thread",
+    WriterConflict: "another app-server (often an orphan of an earlier crash) holds this thread; "
+                    "stop that process or wait for it to exit",
+}
 
 
 def _settings_match(sent: Any, effective: Any) -> bool:
@@ -151,20 +165,13 @@ class _Dispatch:
         try:
             result = await conn.call("thread/resume", params)
         except RpcError as exc:
-            text = exc.message.lower()
-            code = "RESUME_FAILED"
-            if "no rollout found" in text or "not found" in text:
-                code = "THREAD_NOT_FOUND"
-            elif "active writer" in text:
-                code = "WRITER_CONFLICT"
-            hint = {
-                "THREAD_NOT_FOUND": "a thread that never ran a turn has no rollout and cannot be resumed; start a new thread",
-                "WRITER_CONFLICT": "another app-server (often an orphan of an earlier crash) holds this thread; "
-                                   "stop that process or wait for it to exit",
-            }.get(code)
-            raise ThreadResumeError(f"thread/resume failed: {exc.message}", code=code,
-                                    details={"threadId": op.thread_id, "rpcCode": exc.rpc_code,
-                                             **({"hint": hint} if hint else {})}) from None
+            cls: type[CodexError] | None = from_rpc_error(exc)
+            if cls is not ThreadNotFound and cls is not WriterConflict:
+                cls = ThreadResumeError
+            hint = _RESUME_HINTS.get(cls)
+            raise cls(f"thread/resume failed: {exc.message}",
+                      details={"threadId": op.thread_id, "rpcCode": exc.rpc_code,
+                               **({"hint": hint} if hint else {})}) from None
         info.loaded_generation = self.generation
         info.started_effective = _effective_from_thread_result(result)  # what this resume made effective
         ev = self._event("threadResumed", {"cold": True, "thread": (result or {}).get("thread", {}).get("id")}, op=op)
@@ -219,15 +226,15 @@ class _Dispatch:
         delivery = ContextDelivery(op.payload.get("contextDelivery", ContextDelivery.NONE.value))
         untrusted = {k: v for k, v in ready.items() if v.get("kind") != "application"}
         if untrusted and delivery is not ContextDelivery.ADDITIONAL_CONTEXT:
-            raise ConfigError("untrusted context cannot travel in the text convention (this CLI has no "
-                              "additionalContext); nothing was started", code="CONTEXT_NOT_DELIVERABLE",
-                              details={"keys": sorted(untrusted)})
+            raise ContextNotDeliverable("untrusted context cannot travel in the text convention (this CLI has no "
+                                        "additionalContext); nothing was started",
+                                        details={"keys": sorted(untrusted)})
         try:
             prepared = prepare_input(op.payload["text"], fragments if delivery is not ContextDelivery.NONE
                                      else ContextFragments(), delivery, images=images,
                                      text_elements=op.payload.get("textElements") or ())
         except LocalProtocolError as exc:
-            raise ConfigError(exc.message, code="INVALID_TEXT_ELEMENTS", details=exc.details) from None
+            raise InvalidTextElements(exc.message, details=exc.details) from None
         params: dict[str, Any] = {"threadId": op.thread_id,
                                   "input": [*prepared.input_items(), *(op.payload.get("skills") or ())],
                                   "clientUserMessageId": op.client_message_id, **settings.turn_params()}
@@ -312,12 +319,12 @@ class _Dispatch:
                 if info.settings_seq != seen:
                     if _settings_match(params, info.effective):
                         return
-                    raise OperationFailed(
+                    raise SettingsMismatch(
                         "thread/settings/updated does not match the settings revision frozen for this "
-                        "operation; not starting", code="SETTINGS_MISMATCH",
+                        "operation; not starting",
                         details={"revision": revision, "expected": params,
                                  "effective": {k: info.effective.get(k) for k in params}})
                 waiter = info.settings_event
                 await waiter.wait()
-        raise OperationFailed("settings were not confirmed by thread/settings/updated; not starting",
-                              code="SETTINGS_UNCONFIRMED", details={"revision": revision})
+        raise SettingsUnconfirmed("settings were not confirmed by thread/settings/updated; not starting",
+                                  details={"revision": revision})

@@ -15,7 +15,13 @@ from typing import Any
 import trio
 
 from codexrt._io._codex_home import resolve_codex_home
-from codexrt._sansio._errors import CodexError, InteractionError, LocalProtocolError
+from codexrt._sansio._errors import (
+    CodexError,
+    InteractionError,
+    InteractionExpired,
+    LocalProtocolError,
+    PrivacyIndexWriteFailed,
+)
 from codexrt._sansio._wire import ServerRequest
 from codexrt._sansio._settings import Settings
 from codexrt._runtime._interactions import (
@@ -201,7 +207,7 @@ class _InteractionGlue:
         or, with ``error=(code, message)``, a JSON-RPC error reply instead of ``result``."""
         conn = self.conn
         if conn is None:
-            raise InteractionError("runtime is not connected", code="INTERACTION_EXPIRED")
+            raise InteractionExpired("runtime is not connected")
         inter._fire("answer")
         inter.answered_by = by
         try:
@@ -221,9 +227,8 @@ class _InteractionGlue:
                     why = exc.strerror or type(exc).__name__
                     self._interaction_event("privacyIndexWriteFailed", inter, {"error": why,
                                                                                "forwarded": False})
-                    raise InteractionError(f"privacy index write failed ({why}); the answer was not forwarded",
-                                           code="PRIVACY_INDEX_WRITE_FAILED",
-                                           details={"interactionKey": inter.key}) from None
+                    raise PrivacyIndexWriteFailed(f"privacy index write failed ({why}); the answer was not forwarded",
+                                                  details={"interactionKey": inter.key}) from None
             if error is not None:
                 await conn.reply_error(inter._request_id, *error)
             else:
@@ -231,7 +236,7 @@ class _InteractionGlue:
         except LocalProtocolError as exc:
             if inter.state == "answering":
                 inter._fire("resolve")
-            raise InteractionError(str(exc), code="INTERACTION_EXPIRED") from None
+            raise InteractionExpired(str(exc)) from None
         except BaseException:
             # Unknown whether it reached the server: never answered twice (R-OP-7 spirit).
             if inter.state == "answering":

@@ -65,7 +65,17 @@ from typing import Any, Awaitable, Callable, Iterable, Mapping, Protocol
 
 import trio
 
-from codexrt._sansio._errors import InteractionError
+from codexrt._sansio._errors import (
+    InteractionConfigError,
+    InteractionDuplicate,
+    InteractionError,
+    InteractionExpired,
+    InteractionInvalidReply,
+    InteractionStaleToken,
+    InteractionStateError,
+    InteractionUnknown,
+    InteractionWrongGeneration,
+)
 from codexrt._io._private import ensure_private_dir
 from codexrt._sansio import _elicitation as elic
 from codexrt._sansio._privacy import (
@@ -179,7 +189,7 @@ PRIVACY_ERROR_CODE = -32000
 
 
 def _invalid(msg: str, **details: Any) -> InteractionError:
-    return InteractionError(msg, code="INTERACTION_INVALID_REPLY", details=details or None)
+    return InteractionInvalidReply(msg, details=details or None)
 
 
 def _only_keys(obj: dict[str, Any], allowed: set[str], what: str) -> None:
@@ -406,7 +416,7 @@ def safe_negative_reply(method: str, params: Mapping[str, Any] | None = None) ->
     if kind == "dynamicToolCall":
         return {"contentItems": [{"type": "inputText", "text": "the client did not run this tool"}],
                 "success": False}
-    raise InteractionError(f"no safe reply is known for {method}", code="INTERACTION_INVALID_REPLY")
+    raise InteractionInvalidReply(f"no safe reply is known for {method}")
 
 
 def interaction_kind(method: str, params: Any = None) -> str:
@@ -471,8 +481,7 @@ class Interaction:
     def _fire(self, event: str) -> None:
         nxt = TRANSITIONS[self.state].get(event)
         if nxt is None:
-            raise InteractionError(f"interaction {self.key}: {event!r} is impossible in state {self.state!r}",
-                                   code="INTERACTION_STATE")
+            raise InteractionStateError(f"interaction {self.key}: {event!r} is impossible in state {self.state!r}")
         self.state = nxt
         if nxt != "answering":
             self.settled.set()
@@ -755,12 +764,10 @@ class InteractionRegistry:
     def set_deadlines(self, changes: Mapping[str, float | None]) -> None:
         for kind, seconds in changes.items():
             if kind not in DEFAULT_DEADLINES:
-                raise InteractionError(f"unknown interaction kind {kind!r}; one of {sorted(DEFAULT_DEADLINES)}",
-                                       code="CONFIG_ERROR")
+                raise InteractionConfigError(f"unknown interaction kind {kind!r}; one of {sorted(DEFAULT_DEADLINES)}")
             if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
                                         or seconds <= 0):
-                raise InteractionError(f"deadline of {kind} must be a positive number of seconds or None",
-                                       code="CONFIG_ERROR")
+                raise InteractionConfigError(f"deadline of {kind} must be a positive number of seconds or None")
         self.deadlines.update(changes)
 
     def next_sequence(self) -> int:
@@ -785,24 +792,24 @@ class InteractionRegistry:
         """The interaction a host answer names, or ``InteractionError`` with a code."""
         inter = self.by_key.get(key) if isinstance(key, str) else None
         if inter is None:
-            raise InteractionError(f"unknown interaction {key!r}", code="INTERACTION_UNKNOWN")
+            raise InteractionUnknown(f"unknown interaction {key!r}")
         if not isinstance(token, str) or not secrets.compare_digest(inter.dialog_token.encode(), token.encode()):
-            raise InteractionError("stale or wrong dialog token (the dialog was replayed with a new token, "
-                                   "or this is not its page)", code="INTERACTION_STALE_TOKEN",
-                                   details={"interactionKey": key})
+            raise InteractionStaleToken("stale or wrong dialog token (the dialog was replayed with a new token, "
+                                        "or this is not its page)",
+                                        details={"interactionKey": key})
         if inter.state in ("answering", "answered"):
-            raise InteractionError("interaction was already answered", code="INTERACTION_DUPLICATE",
-                                   details={"interactionKey": key, "answeredBy": inter.answered_by})
+            raise InteractionDuplicate("interaction was already answered",
+                                       details={"interactionKey": key, "answeredBy": inter.answered_by})
         if inter.generation != generation:
-            raise InteractionError(f"interaction belongs to app-server generation {inter.generation}, the runtime "
-                                   f"is at {generation}", code="INTERACTION_WRONG_GENERATION",
-                                   details={"interactionKey": key})
+            raise InteractionWrongGeneration(f"interaction belongs to app-server generation {inter.generation}, the runtime "
+                                             f"is at {generation}",
+                                             details={"interactionKey": key})
         if inter.state != "pending":
-            raise InteractionError(f"interaction is no longer pending ({inter.state})", code="INTERACTION_EXPIRED",
-                                   details={"interactionKey": key, "state": inter.state})
+            raise InteractionExpired(f"interaction is no longer pending ({inter.state})",
+                                     details={"interactionKey": key, "state": inter.state})
         if inter.deadline_at is not None and trio.current_time() >= inter.deadline_at:
-            raise InteractionError("interaction deadline passed", code="INTERACTION_EXPIRED",
-                                   details={"interactionKey": key, "state": "expired"})
+            raise InteractionExpired("interaction deadline passed",
+                                     details={"interactionKey": key, "state": "expired"})
         return inter
 
     def replay(self) -> list[Interaction]:

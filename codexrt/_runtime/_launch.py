@@ -17,7 +17,7 @@ The app-server child needs credentials, and where they come from depends on the 
   those names, never the whole shell environment; inherited values, even empty ones, win.
   On Windows there is no POSIX shell probe: only case aliases of the inherited variables.
 * ``inactive`` — nothing is ever spawned: :func:`build_launch_env` raises
-  :class:`~codexrt._sansio._errors.ConfigError` (``code="ACCESS_INACTIVE"``) so a code path that would
+  :class:`~codexrt._sansio._errors.AccessInactive` (a ``ConfigError``, ``ACCESS_INACTIVE``) so a code path that would
   spawn fails loudly instead.
 
 :func:`launch_fingerprint` (R-LC-1) is what the runtime compares to decide a rebuild (R-LC-2):
@@ -47,7 +47,7 @@ import attrs
 from codexrt._io._cli_find import _norm_platform
 from codexrt._io._cli_spawn import _run_bounded
 from codexrt._io._codex_home import resolve_codex_home
-from codexrt._sansio._errors import ConfigError
+from codexrt._sansio._errors import AccessInactive, ConfigError
 from codexrt._sansio._redact import register_process_secrets
 
 __all__ = [
@@ -295,9 +295,8 @@ def _header_env_var(index: int) -> str:
 
 
 def _inactive_error() -> ConfigError:
-    return ConfigError(
+    return AccessInactive(
         "runtime access is inactive: codexrt starts no Codex process in this mode (R-LC-3)",
-        code="ACCESS_INACTIVE",
     )
 
 

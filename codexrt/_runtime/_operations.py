@@ -12,7 +12,7 @@ import attrs
 import trio
 
 from codexrt._connection import Connection
-from codexrt._sansio._errors import ClosedError, CodexError, ConfigError
+from codexrt._sansio._errors import ClosedError, CodexError, ConfigError, InvalidParams, QueueFull
 from codexrt._runtime._events import CodexEvent, EventStream
 from codexrt._sansio._context import ContextFragments, EditorState, build_context
 from codexrt._sansio._states import OP_TABLE, Machine, OpEvent, OpPhase
@@ -281,9 +281,9 @@ class _Operations:
         if self._closing:
             raise ClosedError("runtime is closed")
         if len(self._queue) >= self.MAX_QUEUED_OPS:
-            raise CodexError(f"{len(self._queue)} operations are already queued on this runtime (the limit is "
-                             f"{self.MAX_QUEUED_OPS}); wait for some to finish", code="QUEUE_FULL",
-                             details={"queued": len(self._queue), "maxQueued": self.MAX_QUEUED_OPS})
+            raise QueueFull(f"{len(self._queue)} operations are already queued on this runtime (the limit is "
+                            f"{self.MAX_QUEUED_OPS}); wait for some to finish",
+                            details={"queued": len(self._queue), "maxQueued": self.MAX_QUEUED_OPS})
         op = Operation(self, kind, f"op-{self.generation}-{next(self._op_counter)}-{secrets.token_hex(3)}",
                        thread_id=thread_id, client_message_id=client_message_id, payload=payload)
         self._ops[op.id] = op
@@ -333,7 +333,7 @@ class _Operations:
             name = sk.get("name") if isinstance(sk, dict) else getattr(sk, "name", None)
             path = sk.get("path") if isinstance(sk, dict) else getattr(sk, "path", None)
             if not (isinstance(name, str) and name and isinstance(path, str) and path):
-                raise ConfigError("a skill needs a non-empty name and path", code="INVALID_PARAMS")
+                raise InvalidParams("a skill needs a non-empty name and path")
             skill_items.append({"type": "skill", "name": name, "path": path})
         cmid = client_message_id or f"cm-{secrets.token_hex(8)}"
         return self._new_op("send", thread_id=thread_id, client_message_id=cmid, payload={

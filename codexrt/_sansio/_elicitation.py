@@ -43,7 +43,7 @@ from typing import Any, Mapping
 
 import attrs
 
-from codexrt._sansio._errors import InteractionError
+from codexrt._sansio._errors import ElicitationInvalidAnswer, InteractionError, InteractionInvalidReply
 from codexrt._sansio._convert import to_wire, wire
 
 __all__ = [
@@ -317,8 +317,8 @@ def parse_elicitation(params: Mapping[str, Any]) -> Elicitation:
 
 
 def _bad(field: ElicitationField, why: str) -> InteractionError:
-    return InteractionError(f"elicitation field {field.id!r}: {why}", code="ELICITATION_INVALID_ANSWER",
-                            details={"field": field.id})
+    return ElicitationInvalidAnswer(f"elicitation field {field.id!r}: {why}",
+                                    details={"field": field.id})
 
 
 def _empty(v: Any) -> bool:
@@ -402,15 +402,14 @@ def restore_content(elicitation: Elicitation, answers: Mapping[str, Any]) -> dic
     Empty optional answers are left out; an empty required one, an unknown field id, or a
     value that does not fit raises ``InteractionError(ELICITATION_INVALID_ANSWER)``."""
     if elicitation.mode != "form":
-        raise InteractionError(f"a {elicitation.mode} elicitation has no form to submit",
-                               code="ELICITATION_INVALID_ANSWER")
+        raise ElicitationInvalidAnswer(f"a {elicitation.mode} elicitation has no form to submit")
     if not isinstance(answers, Mapping):
-        raise InteractionError("elicitation answers must map field ids to values", code="ELICITATION_INVALID_ANSWER")
+        raise ElicitationInvalidAnswer("elicitation answers must map field ids to values")
     known = {f.id for f in elicitation.fields}
     unknown = [k for k in answers if k not in known]
     if unknown:
-        raise InteractionError(f"unknown elicitation field(s) {sorted(map(str, unknown))}",
-                               code="ELICITATION_INVALID_ANSWER", details={"fields": sorted(map(str, unknown))})
+        raise ElicitationInvalidAnswer(f"unknown elicitation field(s) {sorted(map(str, unknown))}",
+                                       details={"fields": sorted(map(str, unknown))})
     content: dict[str, Any] = {}
     for f in elicitation.fields:
         v = answers.get(f.id)
@@ -426,14 +425,14 @@ def validate_content(elicitation: Elicitation, content: Any) -> None:
     """Check an already-typed ``content`` object against the form (used for raw host replies):
     every value must already have its schema type, required fields present."""
     if not isinstance(content, dict):
-        raise InteractionError("accepted form elicitations need an object content", code="INTERACTION_INVALID_REPLY")
+        raise InteractionInvalidReply("accepted form elicitations need an object content")
     restored = restore_content(elicitation, content)
     for key, value in content.items():
         r = restored.get(key)
         if key in restored and (type(r) is not type(value) and not (
                 isinstance(value, (int, float)) and not isinstance(value, bool) and isinstance(r, (int, float)))):
-            raise InteractionError(f"elicitation field {key!r} does not have its schema type",
-                                   code="INTERACTION_INVALID_REPLY", details={"field": key})
+            raise InteractionInvalidReply(f"elicitation field {key!r} does not have its schema type",
+                                          details={"field": key})
 
 
 def accept_reply(elicitation: Elicitation, answers: Mapping[str, Any]) -> dict[str, Any]:
@@ -458,16 +457,15 @@ def tool_approval_reply(elicitation: Elicitation, *, approve: bool, persist: str
     ``approval_mode = "approve"`` under ``[mcp_servers.<server>.tools.<tool>]`` in its
     ``config.toml``."""
     if elicitation.mode != "toolApproval":
-        raise InteractionError("not an MCP tool-call approval", code="INTERACTION_INVALID_REPLY")
+        raise InteractionInvalidReply("not an MCP tool-call approval")
     if not approve:
         if persist is not None:
-            raise InteractionError("a declined tool call is not remembered", code="INTERACTION_INVALID_REPLY")
+            raise InteractionInvalidReply("a declined tool call is not remembered")
         return decline_reply()
     reply: dict[str, Any] = {"action": "accept", "content": {}}
     if persist is not None:
         if persist not in elicitation.persist_choices:
-            raise InteractionError(f"persist {persist!r} is not offered (choices: {list(elicitation.persist_choices)})",
-                                   code="INTERACTION_INVALID_REPLY")
+            raise InteractionInvalidReply(f"persist {persist!r} is not offered (choices: {list(elicitation.persist_choices)})")
         reply["_meta"] = {"persist": persist}
     return reply
 
@@ -475,5 +473,5 @@ def tool_approval_reply(elicitation: Elicitation, *, approve: bool, persist: str
 def url_accept_reply(elicitation: Elicitation) -> dict[str, Any]:
     """URL mode, after the *user* explicitly opened the URL: ``{action: "accept", content: null}``."""
     if elicitation.mode != "url":
-        raise InteractionError("only a url elicitation is accepted without content", code="INTERACTION_INVALID_REPLY")
+        raise InteractionInvalidReply("only a url elicitation is accepted without content")
     return {"action": "accept", "content": None}

@@ -19,7 +19,7 @@ from codexrt._features._history import MessageCounter
 from codexrt._features._helpers import open_title_manager
 from codexrt._runtime._events import CodexEvent, EventStream
 from codexrt._runtime._runtime import RuntimeConfig, open_runtime
-from codexrt._sansio._errors import ClosedError, CodexError
+from codexrt._sansio._errors import ClosedError, CodexError, TooManyChannels
 from codexrt._sansio._framing import DEFAULT_MAX_LINE
 from codexrt._sansio._redact import process_redactor
 from codexrt._serve._channel import Answer, Channel, answering
@@ -204,10 +204,9 @@ class DaemonCore:
         every channel is in use, refuse with ``TOO_MANY_CHANNELS``."""
         idle = [ch for ch in self.channels.values() if ch.evictable()]
         if not idle:
-            raise CodexError(f"too many channels: {len(self.channels)} are open and in use (the limit is "
-                             f"{self.config.max_channels}, --max-channels); reset or release one first",
-                             code="TOO_MANY_CHANNELS",
-                             details={"maxChannels": self.config.max_channels, "channels": len(self.channels)})
+            raise TooManyChannels(f"too many channels: {len(self.channels)} are open and in use (the limit is "
+                                  f"{self.config.max_channels}, --max-channels); reset or release one first",
+                                  details={"maxChannels": self.config.max_channels, "channels": len(self.channels)})
         victim = min(idle, key=lambda ch: ch.last_activity)
         log.info("forgetting idle channel %s to make room", victim.id)
         del self.channels[victim.id]

@@ -85,7 +85,7 @@ import trio
 
 from codexrt._features._history import LEGACY_HISTORY_COMMANDS
 from codexrt._runtime._interactions import safe_negative_reply
-from codexrt._sansio._errors import CodexError, ConfigError
+from codexrt._sansio._errors import AccessInactive, CodexError
 from codexrt._sansio._framing import LineBuffer, OversizedLine
 from codexrt._sansio._redact import register_process_secrets
 from codexrt._serve import _handlers_control, _handlers_ops, _handlers_reads
@@ -213,8 +213,8 @@ class Daemon(DaemonCore):
             self.spawn(_handlers_reads.workspace_diff, cmd)
         elif self.config.inactive:
             if cmd.name not in LEGACY_HISTORY_COMMANDS:
-                raise ConfigError("runtime access is inactive: codexrt starts no Codex process in this mode (R-LC-3)",
-                                  code="ACCESS_INACTIVE", details={"command": cmd.name})
+                raise AccessInactive("runtime access is inactive: codexrt starts no Codex process in this mode (R-LC-3)",
+                                     details={"command": cmd.name})
             self.spawn(_handlers_reads.legacy_history, cmd)
         elif lane is Lane.HELPER:
             self.spawn(_handlers_reads.helper, cmd)

@@ -13,7 +13,7 @@ import trio
 
 from codexrt._runtime._launch import launch_fingerprint
 from codexrt._runtime._runtime import Operation
-from codexrt._sansio._errors import CodexError, InteractionError
+from codexrt._sansio._errors import CodexError, InteractionUnknown
 from codexrt._sansio._redact import register_process_secrets
 from codexrt._sansio._settings import Settings
 from codexrt._sansio._states import RuntimeState
@@ -65,7 +65,7 @@ def find_interaction_channel(d: DaemonCore, p: dict[str, Any]) -> Channel:
         for ch in d.channels.values():
             if key in ch.rt.interactions:
                 return ch
-    raise InteractionError(f"unknown interaction {key!r}", code="INTERACTION_UNKNOWN")
+    raise InteractionUnknown(f"unknown interaction {key!r}")
 
 
 async def configure_launch(d: DaemonCore, cmd: Command) -> None:

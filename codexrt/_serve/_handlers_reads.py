@@ -20,7 +20,7 @@ from codexrt._io._codex_home import resolve_codex_home
 from codexrt._io._retry import call_read
 from codexrt._io._workspace import DiffStatus, read_workspace_diff
 from codexrt._runtime._interactions import PrivacyStore, default_privacy_dir
-from codexrt._sansio._errors import CodexError, ConfigError
+from codexrt._sansio._errors import CodexError, ConfigError, DiffUnavailable, RelationUnverified
 from codexrt._serve._channel import Channel, inflight_release
 from codexrt._serve._codec import Command
 from codexrt._serve._commands import CATALOG_COMMANDS, READ_ONLY_METHODS
@@ -55,9 +55,8 @@ async def read_only(d: DaemonCore, cmd: Command, ch: Channel) -> None:
             thread = (result or {}).get("thread") or {}
             actual = thread.get("parentThreadId")
             if parent is not None and actual != parent:
-                raise CodexError(
+                raise RelationUnverified(
                     f"thread {cmd.params['threadId']} is not a child of {parent} (its parent is {actual!r})",
-                    code="RELATION_UNVERIFIED",
                     details={"threadId": cmd.params["threadId"], "parentThreadId": actual})
             result = {"thread": thread, "parentThreadId": actual,
                       "relationVerified": parent is not None and actual == parent}
@@ -123,8 +122,8 @@ async def helper(d: DaemonCore, cmd: Command) -> None:
                 wd = await read_workspace_diff(cwd, session_id=p.get("sessionId") or "")
                 diff_status = wd.status.value
                 if wd.status not in (DiffStatus.OK, DiffStatus.TRUNCATED):
-                    raise CodexError(f"cannot read the workspace diff of {cwd}: {wd.status.value}",
-                                     code="DIFF_UNAVAILABLE", details={"status": wd.status.value,
+                    raise DiffUnavailable(f"cannot read the workspace diff of {cwd}: {wd.status.value}",
+                                          details={"status": wd.status.value,
                                                                        "message": wd.message})
                 diff_text = wd.staged or (wd.unstaged + wd.untracked)
             message = await generate_commit_message(cfg, diff_text, timeout=timeout, cwd=p.get("cwd"))

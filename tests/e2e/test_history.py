@@ -16,7 +16,7 @@ import pytest
 import trio
 
 import codexrt
-from codexrt._sansio._errors import ChildExited, CodexError, RpcError
+from codexrt._sansio._errors import ChildExited, CodexError, RpcError, WriterConflict
 from codexrt._features._history import (
     MASKING_NOTICE,
     MessageCounter,
@@ -207,7 +207,7 @@ def test_r_h_3_offline_error_classification():
     assert is_offline_error(CodexError("codex app-server exited (code=1, signal=null): panic at main.rs:3"))
     assert is_offline_error(codexrt.CliUnavailable("no codex"))
     assert not is_offline_error(RpcError("401 Unauthorized", rpc_code=-32600))
-    assert not is_offline_error(CodexError("another process holds the writer", code="WRITER_CONFLICT"))
+    assert not is_offline_error(WriterConflict("another process holds the writer"))
     assert not is_offline_error(CodexError("the codex app-server exited"))  # prefix, not substring
 
 

@@ -160,9 +160,20 @@ def test_no_import_cycle():
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
 
 
+#: The one exception to the sans-IO ban (docs/architecture.md): the error tree imports trio's
+#: resource exception classes, so that ``except trio.ClosedResourceError`` also catches
+#: codexrt's ClosedError (and Broken/Busy likewise). Exception classes only, no event loop.
+SANSIO_TRIO_EXCEPTION: tuple[str, frozenset[str]] = (
+    "codexrt._sansio._errors",
+    frozenset({"BrokenResourceError", "BusyResourceError", "ClosedResourceError"}),
+)
+
+
 def test_sansio_never_imports_trio_or_runs_processes():
-    """The sans-IO core (layer 1) imports no event loop and starts no process."""
+    """The sans-IO core (layer 1) imports no event loop and starts no process; the one
+    exception is ``from trio import <resource error class>`` in the error tree."""
     banned = {"trio", "subprocess", "asyncio", "socket", "selectors"}
+    allowed_module, allowed_names = SANSIO_TRIO_EXCEPTION
     bad = []
     for module, path in MODULES.items():
         if layer_of(module)[1] != "_sansio":
@@ -172,9 +183,21 @@ def test_sansio_never_imports_trio_or_runs_processes():
             if isinstance(node, ast.Import):
                 names = [a.name.split(".")[0] for a in node.names]
             elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                if (module == allowed_module and node.module == "trio"
+                        and {a.name for a in node.names} <= allowed_names):
+                    continue
                 names = [node.module.split(".")[0]]
             bad += [f"{path.relative_to(ROOT)}:{node.lineno}: {n}" for n in names if n in banned]
     assert not bad, "\n".join(bad)
+
+
+def test_the_sansio_trio_exception_is_used_and_narrow():
+    """The exception above is real (the error tree does import exactly those classes from
+    trio), so it cannot silently outlive its reason."""
+    allowed_module, allowed_names = SANSIO_TRIO_EXCEPTION
+    imported = {a.name for node in ast.walk(ast.parse(MODULES[allowed_module].read_text(encoding="utf-8")))
+                if isinstance(node, ast.ImportFrom) and node.module == "trio" for a in node.names}
+    assert imported == allowed_names
 
 
 def _cli_private_imports() -> set[tuple[str, str]]:

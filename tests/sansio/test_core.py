@@ -5,9 +5,7 @@ No event loop here: the core is fed bytes and returns events.
 
 from __future__ import annotations
 
-import ast
 import json
-import pathlib
 
 import msgspec
 import pytest
@@ -28,23 +26,6 @@ from codexrt._sansio._rpc import (
 )
 from codexrt._sansio._wire import Notification, ServerRequest, decode_envelope
 
-SANSIO = pathlib.Path(__file__).resolve().parents[2] / "codexrt" / "_sansio"
-
-
-def test_sansio_modules_import_no_trio():
-    """STYLE rule 1: nothing under codexrt/_sansio imports trio (checked on the AST)."""
-    offenders = []
-    for path in SANSIO.glob("*.py"):
-        tree = ast.parse(path.read_text())
-        for node in ast.walk(tree):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                names = [node.module]
-            if any(n == "trio" or n.startswith("trio.") for n in names):
-                offenders.append(path.name)
-    assert offenders == []
 
 
 # -- framing ------------------------------------------------------------------------------
