@@ -47,7 +47,8 @@ class MemoryPeer:
     """A scenario peer that talks over Trio streams.
 
     ``received`` is the interpreter's list of decoded client messages; ``exit_code`` is None
-    until ``run`` returns; ``finished`` is set when it does.
+    until ``run`` returns; ``finished`` is set when it does. ``await wait_received(method)``
+    waits for messages without polling: the reader wakes waiters after each chunk it decodes.
     """
 
     def __init__(self, scenario: "Scenario | str | os.PathLike[str] | Mapping[str, Any]") -> None:
@@ -56,6 +57,7 @@ class MemoryPeer:
         self.finished = trio.Event()
         self._queue = ActionQueue()
         self._wake = trio.Event()
+        self._arrived = trio.Event()  # set (and replaced) whenever ``received`` grew or input ended
         self._stdout_open = True
         self._stderr_open = True
         self._eof = False
@@ -67,6 +69,33 @@ class MemoryPeer:
     @property
     def scenario(self) -> Scenario:
         return self.interpreter.scenario
+
+    def received_of(self, method: str | None = None) -> list[Any]:
+        """The messages received so far whose ``method`` is ``method`` (all of them for None)."""
+        return [m for m in self.received if method is None or (isinstance(m, dict) and m.get("method") == method)]
+
+    def ended(self) -> bool:
+        """Whether the peer can receive nothing more (client EOF, or ``run`` returned)."""
+        return self._eof or self.finished.is_set()
+
+    async def wait_received(self, method: str | None = None, count: int = 1) -> list[Any]:
+        """Wait until at least ``count`` messages of ``method`` (any message for None) have
+        arrived and return all of them. Woken by the reader as lines arrive - no polling. Fails
+        (AssertionError, naming what did arrive) as soon as the peer can receive nothing more.
+        Unbounded by itself: callers put it under a deadline (``tests._support`` does)."""
+        while True:
+            arrived = self._arrived
+            got = self.received_of(method)
+            if len(got) >= count:
+                return got
+            if self.ended():
+                raise AssertionError(f"peer {self.scenario.name!r} ended after {len(got)} of {count} "
+                                     f"{method or 'message'}(s); it received {self.received_methods()}")
+            await arrived.wait()
+
+    def _notify_arrived(self) -> None:
+        self._arrived.set()
+        self._arrived = trio.Event()
 
     def received_methods(self) -> list[str]:
         """Methods of the requests and notifications received so far, in order."""
@@ -101,12 +130,15 @@ class MemoryPeer:
                             # delayed rest is dropped, then the peer ends with 0.
                             self._eof = True
                             self._wake.set()
+                            self._notify_arrived()
                             return
                         buf += chunk
                         *lines, buf = buf.split(b"\n")
                         for line in lines:
                             if line.strip():
                                 self._schedule(self.interpreter.on_line(line))
+                        if lines:
+                            self._notify_arrived()
 
                 async def writer() -> None:
                     nonlocal code, ended
@@ -150,6 +182,7 @@ class MemoryPeer:
                 if stderr is not None:
                     await stderr.aclose()
             self.finished.set()
+            self._notify_arrived()
         return code
 
     def _schedule(self, actions: list[Any]) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import trio
 
@@ -15,6 +16,40 @@ from codexrt._io._transport import ExitStatus, StreamTransport, spawn_process_tr
 from peer_fixtures.memory import open_memory_peer
 
 ROOT = Path(__file__).resolve().parent.parent
+
+WAIT = 30.0
+"""Default bound (seconds) of :func:`wait_until` and :meth:`MemoryPeers.wait_received`: far
+above what any of them takes on a loaded machine, so reaching it means a failure, not slowness."""
+
+
+def _poll_deadline(timeout: float, what: str) -> Callable[[], None]:
+    deadline = time.monotonic() + timeout
+
+    def check() -> None:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+
+    return check
+
+
+async def wait_until(predicate: Callable[[], Any], what: str, *, timeout: float = WAIT,
+                     interval: float = 0.02) -> None:
+    """Poll ``predicate`` until it is true, at most ``timeout`` seconds of real time; then fail
+    naming ``what``. Only for state that has no event to wait on - another process's (exit,
+    reaping, a file it writes) or another thread's; never to order events of this Trio run."""
+    check = _poll_deadline(timeout, what)
+    while not predicate():
+        check()
+        await trio.sleep(interval)
+
+
+def wait_until_blocking(predicate: Callable[[], Any], what: str, *, timeout: float = WAIT,
+                        interval: float = 0.02) -> None:
+    """:func:`wait_until` for synchronous tests (no Trio run in this thread)."""
+    check = _poll_deadline(timeout, what)
+    while not predicate():
+        check()
+        time.sleep(interval)
 
 
 def process_alive(pid: int | None) -> bool:
@@ -59,16 +94,20 @@ def pinned_schema_dir() -> Path:
 
 class MemoryPeers:
     """Transport factories backed by in-memory scenario peers (one per startup). ``peers``
-    lists every peer started, in order, so tests can read what each one received."""
+    lists every peer started, in order, so tests can read what each one received
+    (``received``) or wait for it (``await wait_received``)."""
 
     def __init__(self, nursery: trio.Nursery) -> None:
         self.nursery = nursery
         self.peers: list[Any] = []
+        self._added = trio.Event()  # set (and replaced) whenever a peer starts
 
     def factory(self, scenario: Any):
         async def make() -> StreamTransport:
             streams = open_memory_peer(self.nursery, scenario)
             self.peers.append(streams.peer)
+            self._added.set()
+            self._added = trio.Event()
 
             async def exit_status() -> ExitStatus:
                 await streams.peer.finished.wait()
@@ -93,8 +132,23 @@ class MemoryPeers:
         return make
 
     def received(self, index: int = -1, method: str | None = None) -> list[dict]:
-        msgs = self.peers[index].received
-        return [m for m in msgs if method is None or m.get("method") == method]
+        return self.peers[index].received_of(method)
+
+    async def wait_received(self, index: int = -1, method: str | None = None, count: int = 1, *,
+                            timeout: float = WAIT) -> list[dict]:
+        """Wait until peer ``index`` (started or not yet) has received at least ``count``
+        messages of ``method`` and return them all. No polling: it wakes when a peer starts and
+        when the peer's reader takes in lines. Fails naming what arrived when that peer ends
+        first, or after ``timeout`` seconds (Trio's clock: virtual under ``autojump_clock``)."""
+        try:
+            with trio.fail_after(timeout):
+                while not -len(self.peers) <= index < len(self.peers):
+                    await self._added.wait()
+                return await self.peers[index].wait_received(method, count)
+        except trio.TooSlowError:
+            got = [p.received_methods() for p in self.peers]
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {count} {method or 'message'}(s) "
+                                 f"at peer {index}; the peers received {got}") from None
 
 
 def fake_server_factory(scenario: str, log: Path | None = None, extra: tuple[str, ...] = ()):

@@ -29,7 +29,7 @@ import codexrt.blocking
 from codexrt import RuntimeConfig
 from codexrt.blocking import ApprovalRequest, approval_reply
 from peer_fixtures.fake_app_server import read_log
-from tests._support import ROOT, fake_server_factory, process_exists
+from tests._support import ROOT, fake_server_factory, process_exists, wait_until_blocking
 
 WAIT = 20.0  # upper bound of any single wait here (a loaded 2-core machine)
 
@@ -37,14 +37,6 @@ WAIT = 20.0  # upper bound of any single wait here (a loaded 2-core machine)
 def _connect(scenario: str = "handshake-ok", log: Path | None = None, **kw):
     return codexrt.blocking.connect(transports=[fake_server_factory(scenario, log)], **kw)
 
-
-
-def _wait_until(pred, what: str, timeout: float = WAIT) -> None:
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)  # polling a condition set by another thread, not ordering events
 
 
 def test_send_in_a_plain_script_and_close_reaps_the_child():
@@ -148,7 +140,7 @@ def test_approval_callback_runs_in_its_own_thread_and_may_block():
 
     with _connect("reverse-approval", approvals=ask) as rt:
         op = rt.submit("run it")
-        _wait_until(lambda: seen, "the callback")
+        wait_until_blocking(lambda: seen, "the callback")
         assert rt.snapshot()["pendingInteractions"] == 1  # the reader is not blocked by the callback
         release.set()
         result = op.wait(WAIT)
@@ -187,7 +179,7 @@ def test_r_op_5_keyboard_interrupt_during_send_stops_the_turn_and_reraises(tmp_p
         op = rt.submit("never ends")
 
         def interrupt_when_started():
-            _wait_until(lambda: op.turn_id is not None, "the turn to start")
+            wait_until_blocking(lambda: op.turn_id is not None, "the turn to start")
             signal.pthread_kill(main, signal.SIGINT)
 
         t = threading.Thread(target=interrupt_when_started)
@@ -227,15 +219,15 @@ def test_r_op_5_second_keyboard_interrupt_kills_the_child_instead_of_waiting(tmp
     main = threading.get_ident()
     with _connect(str(scenario), log, stop_budget=600.0) as rt:
         op = rt.submit("never ends")
-        _wait_until(lambda: op.turn_id is not None, "the turn to start")
+        wait_until_blocking(lambda: op.turn_id is not None, "the turn to start")
         pid = rt.snapshot()["pid"]
 
         def interrupt_twice():
-            _wait_until(lambda: _main_waits_in(main, "_guarded"), "op.wait() to block")
+            wait_until_blocking(lambda: _main_waits_in(main, "_guarded"), "op.wait() to block")
             signal.pthread_kill(main, signal.SIGINT)
-            _wait_until(lambda: any(m.get("method") == "turn/interrupt" for m in read_log(log)),
+            wait_until_blocking(lambda: any(m.get("method") == "turn/interrupt" for m in read_log(log)),
                         "the interrupt to reach the peer")
-            _wait_until(lambda: _main_waits_in(main, "_stop_and_settle"), "the stop to wait")
+            wait_until_blocking(lambda: _main_waits_in(main, "_stop_and_settle"), "the stop to wait")
             signal.pthread_kill(main, signal.SIGINT)
 
         t = threading.Thread(target=interrupt_twice)
@@ -248,7 +240,7 @@ def test_r_op_5_second_keyboard_interrupt_kills_the_child_instead_of_waiting(tmp
         assert op.result.error.code == "CHILD_EXITED"
         assert op.result.error.signal == signal.SIGKILL
         assert not op.result.error.details.get("stopBudgetExhausted")
-        _wait_until(lambda: not process_exists(pid), "the killed child to be reaped")
+        wait_until_blocking(lambda: not process_exists(pid), "the killed child to be reaped")
         assert "data" in rt.list_models()  # the runtime goes on, on a new child
         assert rt.snapshot()["pid"] not in (None, pid)
 
@@ -265,7 +257,7 @@ def test_close_during_a_turn_interrupts_it_and_reaps_the_child(tmp_path):
     log = tmp_path / "peer.log"
     rt = _connect("hang-turn", log)
     op = rt.submit("never ends")
-    _wait_until(lambda: op.turn_id is not None, "the turn to start")
+    wait_until_blocking(lambda: op.turn_id is not None, "the turn to start")
     pid = rt.snapshot()["pid"]
     rt.close()
     assert op.result.status == "interrupted"
@@ -294,12 +286,10 @@ def test_interpreter_exit_stops_the_turn_and_reaps_the_child(tmp_path):
 import json, sys, time
 sys.path.insert(0, {str(ROOT)!r})
 import codexrt.blocking
-from tests._support import fake_server_factory
+from tests._support import fake_server_factory, wait_until_blocking
 rt = codexrt.blocking.connect(transports=[fake_server_factory("hang-turn", {str(log)!r})])
 op = rt.submit("never ends")
-deadline = time.monotonic() + 20
-while op.turn_id is None and time.monotonic() < deadline:
-    time.sleep(0.02)
+wait_until_blocking(lambda: op.turn_id is not None, "the turn to start", timeout=20)
 print(json.dumps({{"pid": rt.snapshot()["pid"], "turn": op.turn_id}}), flush=True)
 """
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT)
@@ -401,7 +391,7 @@ def test_r_d_2_iterating_a_flood_from_a_lagging_thread_is_bounded_and_lossless()
         first = op.next_event()
         assert first is not None
         pump = op._pump
-        _wait_until(lambda: pump._room is not None or op.done, "the pump to pause at its bound")
+        wait_until_blocking(lambda: pump._room is not None or op.done, "the pump to pause at its bound")
         assert pump._room is not None, "the flood ended before the pump reached its bound"
         assert len(pump._q) <= _HIGH_WATER + _BATCH
         parts = [first.payload["delta"]] if first.kind == "itemUpdated" else []
@@ -427,7 +417,7 @@ def test_r_op_5_keyboard_interrupt_while_iterating_stops_the_turn_and_reraises(t
             return "wait" in names and "next_event" in names
 
         def interrupt_when_started():
-            _wait_until(lambda: op.turn_id is not None and blocked_in_next_event(), "the turn to start")
+            wait_until_blocking(lambda: op.turn_id is not None and blocked_in_next_event(), "the turn to start")
             signal.pthread_kill(main, signal.SIGINT)
 
         t = threading.Thread(target=interrupt_when_started)

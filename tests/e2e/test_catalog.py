@@ -141,9 +141,7 @@ async def test_r_rt_2_a_catalog_walk_never_mixes_two_children(peers, nursery):
 
         async with trio.open_nursery() as n:
             n.start_soon(walk)
-            with trio.fail_after(10):
-                while len(peers.received(0, "model/list")) < 2:
-                    await trio.testing.wait_all_tasks_blocked()
+            await peers.wait_received(0, "model/list", count=2, timeout=10)  # the second page is asked
             await rt.reset()
             await rt.ensure_started()
     assert len(errors) == 1 and errors[0].code in ("CATALOG_STALE", "CHILD_EXITED", "CLOSED")

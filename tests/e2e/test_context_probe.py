@@ -33,6 +33,7 @@ from codexrt._sansio._context import (
     prepare_input,
 )
 from peer_fixtures.codex_bin import old_version, pinned_version
+from tests._support import wait_until
 
 FRAGS = build_context(EditorState(active_file=ActiveFile("src/app.py", (1, 2))))
 
@@ -223,8 +224,7 @@ async def test_r_ctx_6_cancel_during_probe_kills_reaps_and_caches_nothing(tmp_pa
         with trio.CancelScope() as scope:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(lambda: probe.decide(FRAGS, cli=[str(cli)], env=ENV, generation=1))
-                while not calls(log):  # wait for the child to be up; bounded by fail_after
-                    await trio.sleep(0.01)
+                await wait_until(lambda: calls(log), "the probe's child to be up")
                 scope.cancel()
     assert scope.cancelled_caught
     assert_reaped(calls(log)[0]["pid"])

@@ -29,7 +29,7 @@ from codexrt._io._discovery import (
     unavailable_error,
 )
 from codexrt._sansio._errors import CHILD_EXITED_PREFIX, CliUnavailable
-from tests._support import require_real_binary, process_alive
+from tests._support import process_alive, require_real_binary, wait_until
 
 ELF = b"\x7fELF\x02\x01\x01" + b"\0" * 64
 LINUX_PKG = "@openai/codex-linux-x64"
@@ -701,6 +701,4 @@ async def test_r_cli_7_version_probe_leaves_nothing_running(tmp_path: Path, how:
     res = await probe_version_detailed(fake, timeout=2.0, env={**os.environ, "PIDFILE": str(pidfile)})
     assert res.outcome == ("timeout" if how == "hangs" else "ok"), res
     child = int(pidfile.read_text())
-    with trio.fail_after(5):
-        while process_alive(child):
-            await trio.sleep(0.02)  # the child is killed by the probe: bounded poll of another process
+    await wait_until(lambda: not process_alive(child), "the probe to kill the CLI's child", timeout=5)

@@ -19,6 +19,7 @@ import pytest
 import trio
 
 from codexrt._io._workspace import DiffStatus, read_workspace_diff, run_limited
+from tests._support import wait_until
 
 GIT = subprocess.run(["which", "git"], capture_output=True, text=True).stdout.strip()
 pytestmark = pytest.mark.skipif(not GIT, reason="git is not installed")
@@ -210,8 +211,7 @@ async def test_r_diff_1_cancel_during_git_kills_and_reaps(tmp_path: Path, repo: 
                 nursery.start_soon(
                     lambda: read_workspace_diff(repo, session_id="s", timeout=60, env=env_with_path(bindir))
                 )
-                while not (pidfile.exists() and pidfile.read_text()):  # bounded by fail_after
-                    await trio.sleep(0.01)
+                await wait_until(lambda: pidfile.exists() and pidfile.read_text(), "the slow git to write its pid")
                 scope.cancel()
     assert scope.cancelled_caught
     assert_reaped(int(pidfile.read_text()))

@@ -18,6 +18,7 @@ import trio
 
 import codexrt
 from codexrt import ChildExited, RuntimeConfig, RuntimeState, Settings
+from tests._support import wait_until
 
 WAIT = 30  # every wait here is bounded by this many seconds
 
@@ -183,8 +184,8 @@ async def test_r_rt_4_sigkill_mid_turn_then_resume_without_resend(any_bin, real_
             async for ev in lost.events():
                 if ev.kind == "turnStarted":
                     break
-            while not [r for r in mock_model.model_requests() if "the lost turn" in r.last_user_text]:
-                await trio.sleep(0.05)  # bounded poll of another process's state
+            await wait_until(lambda: [r for r in mock_model.model_requests() if "the lost turn" in r.last_user_text],
+                             "the lost turn to reach the model")
         os.kill(rt.runtime_snapshot()["pid"], signal.SIGKILL)
         result = await lost.wait()
         assert result.status == "failed" and isinstance(result.error, ChildExited)

@@ -8,6 +8,7 @@ import trio
 
 import codexrt
 from codexrt import RuntimeConfig, Settings
+from tests._support import wait_until
 
 WAIT = 60
 
@@ -79,8 +80,7 @@ async def test_r_wire_4_late_turn_start_correlated_by_client_operation_id(codex_
                 async for ev in events:
                     if op.turn_id is not None:
                         break
-            while not mock_model.requests_with_user_text(text):  # the turn reached the model
-                await trio.sleep(0.05)
+            await wait_until(lambda: mock_model.requests_with_user_text(text), "the turn to reach the model")
             rt.abort(op)
             result = await op.wait()
         assert result.status == "interrupted" and result.turn_id == op.turn_id

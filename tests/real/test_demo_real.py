@@ -13,11 +13,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import codexrt.blocking
 from codexrt import RuntimeConfig, Settings
-from tests._support import ROOT
+from tests._support import ROOT, wait_until_blocking
 from tests.e2e.test_serve_e2e import pid_alive
 
 WAIT = 60.0
@@ -57,10 +56,9 @@ def test_r_op_5_sigint_to_codexrt_run_mid_turn(codex_bin, codex_home, real_env, 
             if line.get("kind") == "runtimeStateChanged" and line["payload"].get("to") == "READY":
                 pid = line["payload"]["pid"]
             if line.get("kind") == "turnStarted":
-                deadline = time.monotonic() + WAIT  # mid-turn: the model request is in flight
-                while not mock_model.requests_with_user_text("sigint-7c1"):
-                    assert time.monotonic() < deadline
-                    time.sleep(0.05)
+                # mid-turn: the model request is in flight
+                wait_until_blocking(lambda: mock_model.requests_with_user_text("sigint-7c1"),
+                                    "the turn to reach the model", timeout=WAIT)
                 proc.send_signal(signal.SIGINT)
         rc = proc.wait(WAIT)
     finally:

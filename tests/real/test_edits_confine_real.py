@@ -25,6 +25,7 @@ from codexrt._sansio._errors import OutsideWorkspace
 from codexrt._runtime._runtime import RuntimeConfig, open_runtime
 from codexrt._sansio._settings import Settings
 from peer_fixtures.mock_responses import Script
+from tests._support import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT = 60.0
@@ -58,10 +59,11 @@ async def test_r_edit_3_real_full_access_turn_outside_undo_needs_opt_in(
                 result = await rt.send("edit inside and outside").wait()
             assert result.status == "completed", result
             tid = result.thread_id
-            with trio.fail_after(WAIT):  # the feeder records what the op's stream already showed
-                while (te := live.get(tid)) is None or \
-                        sum(e.status == "completed" for e in te.ledger.by_thread(tid)) < 2:
-                    await trio.sleep(0.02)
+            # the feeder records what the op's stream already showed
+            await wait_until(lambda: (te := live.get(tid)) is not None
+                             and sum(e.status == "completed" for e in te.ledger.by_thread(tid)) >= 2,
+                             "the live ledger to record both completed edits", timeout=WAIT)
+            te = live.get(tid)
             assert (real_cwd / "inside.txt").read_text() == "mine\n"
             assert (outside / "leak.txt").read_text() == "not in the workspace\n"
             targets = {e.target for e in te.ledger.by_thread(tid)}

@@ -23,6 +23,7 @@ from codexrt._features._edits_live import open_live_edits
 from codexrt._runtime._runtime import RuntimeConfig, open_runtime
 from codexrt._sansio._settings import Settings
 from peer_fixtures.mock_responses import Script
+from tests._support import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT = 60.0
@@ -64,10 +65,11 @@ async def test_r_edit_3_real_turn_edits_then_ledger_lists_and_cli_undo_restores_
             result = await op.wait()
             assert result.status == "completed" and asked >= 1
             tid = result.thread_id
-            with trio.fail_after(WAIT):  # the feeder records what the op's stream already showed
-                while (te := live.get(tid)) is None or \
-                        sum(e.status == "completed" for e in te.ledger.by_thread(tid)) < 2:
-                    await trio.sleep(0.02)
+            # the feeder records what the op's stream already showed
+            await wait_until(lambda: (te := live.get(tid)) is not None
+                             and sum(e.status == "completed" for e in te.ledger.by_thread(tid)) >= 2,
+                             "the live ledger to record both completed edits", timeout=WAIT)
+            te = live.get(tid)
             live_keys = {(e.key, e.kind.value, e.added, e.removed) for e in te.ledger.by_thread(tid)}
             assert te.meta.cwd == str(real_cwd)
     assert {(os.path.relpath(k.path, real_cwd), kind, a, r) for k, kind, a, r in live_keys} == {

@@ -19,7 +19,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +35,7 @@ from peer_fixtures.mock_responses import (
 )
 from peer_fixtures.real_server import RawAppServer
 from peer_fixtures.codex_bin import pinned_version
-from tests._support import pinned_schema_dir
+from tests._support import pinned_schema_dir, wait_until_blocking
 
 ROOT = Path(__file__).resolve().parents[2]
 TURN_TIMEOUT = 30.0
@@ -305,9 +304,7 @@ def test_interrupt_a_hanging_stream(spawn_raw: Any, real_cwd: Path, mock_model: 
     turn = srv.call("turn/start", {"threadId": tid, "input": text_input("[[mock:hang]]")})["turn"]
     srv.wait_method("turn/started")
     # the model request must be in flight before the interrupt
-    deadline = time.monotonic() + 10
-    while not mock_model.model_requests() and time.monotonic() < deadline:
-        time.sleep(0.01)  # polling a thread-side log, bounded; not ordering events
+    wait_until_blocking(mock_model.model_requests, "the model request", timeout=10)
     assert srv.call("turn/interrupt", {"threadId": tid, "turnId": turn["id"]}) == {}
     done = srv.wait_method("turn/completed", TURN_TIMEOUT)["params"]
     assert done["turn"]["status"] == "interrupted" and done["turn"]["error"] is None

@@ -28,7 +28,7 @@ from codexrt._sansio._privacy import MASK
 from peer_fixtures.codex_home import codex_env, make_codex_home
 from peer_fixtures.mcp_server import mcp_server_toml
 from peer_fixtures.mock_responses import Script
-from tests._support import process_alive
+from tests._support import process_alive, wait_until
 
 WAIT = 60
 SERVER = "testsrv"
@@ -507,9 +507,9 @@ async def test_r_rt_4_real_mcp_server_does_not_outlive_the_runtime(tmp_path, cod
                     break
         started = [int(p.name) for p in pids.iterdir()]
         assert started and all(process_alive(p) for p in started)
-    with trio.fail_after(20):  # far below the tool's 50 s
-        while any(process_alive(p) for p in started):
-            await trio.sleep(0.1)
+    # far below the tool's 50 s
+    await wait_until(lambda: not any(process_alive(p) for p in started), "the MCP servers' processes to end",
+                     timeout=20)
 
 
 async def test_r_op_4_real_required_mcp_server_that_cannot_start_fails_the_send(tmp_path, codex_bin, mock_model,

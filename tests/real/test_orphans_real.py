@@ -14,11 +14,10 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 
-from tests._support import ROOT
+from tests._support import ROOT, wait_until_blocking
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")
 
@@ -61,15 +60,6 @@ def _live(pids: set[int]) -> set[int]:
     return {p for p in pids if p in procs and procs[p][1] != "Z"}
 
 
-def _wait_for(pred, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)  # polling other processes' state: there is no event to wait on
-    return True
-
-
 def test_r_rt_7_real_sigkilled_host_leaves_neither_app_server_nor_its_command(
         codex_bin, real_env, real_cwd, mock_model):
     command = f"sleep {300000 + os.getpid() % 100000}"  # unique: find exactly this command
@@ -78,15 +68,16 @@ def test_r_rt_7_real_sigkilled_host_leaves_neither_app_server_nor_its_command(
     started: set[int] = set()
     try:
         app_server = int(host.stdout.readline())
-        assert _wait_for(lambda: any(c == command for c, _, _ in _procs().values()), 20), \
-            "the command never started"
+        wait_until_blocking(lambda: any(c == command for c, _, _ in _procs().values()), "the command to start",
+                            timeout=20)
         procs = _procs()
         started = {p for p, (c, _, _) in procs.items() if c == command} | {app_server}
         assert _live(started) == started
         assert procs[app_server][2] == app_server  # the app-server leads its own session
         os.kill(host.pid, signal.SIGKILL)
         host.wait(timeout=10)
-        assert _wait_for(lambda: not _live(started), 10), f"survived the host's SIGKILL: {_live(started)}"
+        wait_until_blocking(lambda: not _live(started), f"{sorted(started)} to die with the SIGKILLed host",
+                            timeout=10)
     finally:
         if host.poll() is None:
             host.kill()

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._support import ROOT
+from tests._support import ROOT, wait_until_blocking
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pty + /proc (Linux)")
 
@@ -138,10 +138,8 @@ def _live_in_group(pgid: int) -> list[int]:
 
 def _assert_gone(app_server: int) -> None:
     """No orphan: the app-server and everything left in its process group have exited."""
-    deadline = time.monotonic() + 10
-    while _live_in_group(app_server) and time.monotonic() < deadline:
-        time.sleep(0.05)  # the reparented corpse is reaped by init asynchronously
-    assert _live_in_group(app_server) == []
+    # the reparented corpse is reaped by init asynchronously
+    wait_until_blocking(lambda: not _live_in_group(app_server), "the app-server's process group to be gone", timeout=10)
 
 
 @pytest.fixture

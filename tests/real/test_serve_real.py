@@ -12,9 +12,8 @@ import json
 import os
 import signal
 
-import trio
 
-from tests._support import ROOT
+from tests._support import ROOT, wait_until
 from tests.e2e.test_serve_e2e import WAIT, ServeProcess, child_pid, for_op, pid_alive
 
 
@@ -91,9 +90,9 @@ async def test_r_rt_4_real_sigkill_mid_turn_fails_once_and_next_send_resumes_wit
         tid = first["result"]["threadId"]
         rid = await sp.send("codex.send", {"channelId": "c", "threadId": tid, "message": lost})
         await sp.event("turnStarted", lambda l: l["threadId"] == tid and not sp.has_response(rid), timeout=60)
-        with trio.fail_after(WAIT):  # the lost turn reached the model before the crash
-            while not mock_model.requests_with_user_text("lost-turn-7f3a"):
-                await trio.sleep(0.05)
+        # the lost turn reached the model before the crash
+        await wait_until(lambda: mock_model.requests_with_user_text("lost-turn-7f3a"), "the lost turn to reach the model",
+                         timeout=WAIT)
         pid = await child_pid(sp)
         os.kill(pid, signal.SIGKILL)
         failed = await sp.response(rid, timeout=30)

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from peer_fixtures.mock_responses import MockResponsesServer, parse_directives
 from peer_fixtures.real_server import RawAppServer
+from tests._support import wait_until
 
 TURN_TIMEOUT = 30.0
 
@@ -92,8 +93,8 @@ async def test_r_h_8_r_d_1_runtime_verifies_and_drains_a_real_subagent(codex_bin
                 async for e in events:
                     if e.thread_id == child:
                         break
-            while not mock_model.requests_with_user_text("[[mock:hang]]"):  # the child's turn reached the model
-                await trio.sleep(0.05)
+            await wait_until(lambda: mock_model.requests_with_user_text("[[mock:hang]]"),
+                             "the child's turn to reach the model")
             drained = await rt.drain_relations(root)
             assert drained == [{"threadId": child, "interrupted": True, "status": "idle", "settled": True}], (
                 drained, rt.relations(root))

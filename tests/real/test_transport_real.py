@@ -23,6 +23,7 @@ from codexrt import RuntimeConfig, RuntimeState, Settings
 from codexrt._sansio._errors import ChildExited
 from codexrt._io._retry import Backoff, call_read_only
 from codexrt._io._transport_ws import Endpoint, EndpointUnavailable, check_ready, connect_endpoint
+from tests._support import wait_until
 
 WAIT = 60
 TOKEN = "cap-token-0169-d41d8cd98f00b204"
@@ -150,8 +151,7 @@ async def test_r_wire_10_real_attached_turn_approval_interrupt_and_restart(
             async for ev in lost.events():
                 if ev.kind == "turnStarted":
                     break
-            while not mock_model.requests_with_user_text("lost-turn-9c2e"):
-                await trio.sleep(0.05)
+            await wait_until(lambda: mock_model.requests_with_user_text("lost-turn-9c2e"), "the lost turn to reach the model")
         await server.kill()
         with trio.fail_after(WAIT):
             failed = await lost.wait()

@@ -17,7 +17,7 @@ import trio
 import codexrt
 from codexrt._io import _reaper
 from codexrt._io._transport import spawn_process_transport
-from tests._support import ROOT, fake_server_factory, process_alive
+from tests._support import ROOT, fake_server_factory, process_alive, wait_until
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="process groups are POSIX")
 
@@ -95,9 +95,8 @@ async def test_r_rt_7_close_takes_what_the_child_left_in_its_group():
     with trio.fail_after(10):
         status = await t.aclose()
     assert status.returncode == 0
-    with trio.fail_after(10):
-        while process_alive(grandchild):  # SIGKILLed; its new parent reaps it asynchronously
-            await trio.sleep(0.02)
+    # SIGKILLed; its new parent reaps it asynchronously
+    await wait_until(lambda: not process_alive(grandchild), "the killed grandchild to be reaped", timeout=10)
 
 
 @posix_only
@@ -110,9 +109,8 @@ async def test_r_rt_5_close_escalates_to_the_group_when_the_child_ignores_eof_an
     with trio.fail_after(10):
         status = await t.aclose()
     assert status.signal == signal.SIGKILL
-    with trio.fail_after(10):
-        while _live_members(t.pid):  # the killed `sleep` is reaped by its new parent
-            await trio.sleep(0.02)
+    # the killed `sleep` is reaped by its new parent
+    await wait_until(lambda: not _live_members(t.pid), "the killed group's members to be reaped", timeout=10)
 
 
 @pytest.mark.parametrize("exe", ["", "/usr/bin/uwsgi", "/opt/app/frozen-app"])

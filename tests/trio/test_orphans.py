@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests._support import ROOT, process_alive
+from tests._support import ROOT, process_alive, wait_until_blocking
 
 HOST = textwrap.dedent("""
     import sys, trio, codexrt
@@ -39,10 +39,8 @@ def test_r_rt_7_sigkilled_host_leaves_no_app_server_behind():
         assert process_alive(child)
         os.kill(host.pid, signal.SIGKILL)
         host.wait(timeout=10)
-        deadline = time.monotonic() + 10
-        while process_alive(child) and time.monotonic() < deadline:
-            time.sleep(0.05)  # bounded poll of another process's state
-        assert not process_alive(child), "the app-server child outlived its SIGKILLed host"
+        wait_until_blocking(lambda: not process_alive(child), "the app-server child to die with its SIGKILLed host",
+                            timeout=10)
     finally:
         if host.poll() is None:
             host.kill()
@@ -66,10 +64,8 @@ def test_r_rt_7_parent_death_guard_covers_children_that_ignore_stdin():
         child = int(host.stdout.readline())
         os.kill(host.pid, signal.SIGKILL)
         host.wait(timeout=10)
-        deadline = time.monotonic() + 10
-        while process_alive(child) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not process_alive(child)
+        wait_until_blocking(lambda: not process_alive(child), "the child that ignores stdin to die with its host",
+                            timeout=10)
     finally:
         if host.poll() is None:
             host.kill()
@@ -100,10 +96,9 @@ def test_r_rt_7_a_forked_copy_of_the_host_does_not_keep_its_children_alive():
         child, forked = map(int, host.stdout.readline().split())
         os.kill(host.pid, signal.SIGKILL)
         host.wait(timeout=10)
-        deadline = time.monotonic() + 10
-        while process_alive(child) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not process_alive(child), "the forked host copy kept the reaper from seeing EOF"
+        wait_until_blocking(lambda: not process_alive(child),
+                            "the app-server child to die (a forked host copy must not keep the reaper from seeing EOF)",
+                            timeout=10)
         assert process_alive(forked)  # still holding its copy of everything else
     finally:
         if forked is not None:

@@ -182,8 +182,7 @@ async def test_r_op_5_cancel_intent_before_bootstrap_writes_no_turn(peers, autoj
     async with _rt(peers, scenario) as rt:
         op = rt.send("x")
         # condition, not a fixed delay: thread/start is with the peer, which answers 3 s later
-        while not (peers.peers and peers.received(0, "thread/start")):
-            await trio.sleep(0.01)
+        await peers.wait_received(0, "thread/start")
         assert op.phase.value == "notWritten"
         assert rt.abort(op) == "cancelIntent"
         result = await op.wait()
@@ -248,8 +247,7 @@ async def test_r_set_2_compact_waits_for_effective_settings(peers, autojump_cloc
         rt.update_settings(model="m-2")
         t0 = trio.current_time()
         op = rt.compact(first.thread_id)
-        while not peers.received(0, "thread/compact/start") and not op.terminal:
-            await trio.sleep(0.1)
+        await peers.wait_received(0, "thread/compact/start")
         assert trio.current_time() - t0 >= 2  # not before thread/settings/updated (2 s later)
         methods = _methods(peers, 0)
         assert methods.index("thread/settings/update") < methods.index("thread/compact/start")

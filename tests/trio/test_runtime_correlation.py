@@ -246,11 +246,9 @@ async def test_r_set_2_gate_freezes_the_revision_and_opens_on_its_match(peers, a
         await first.wait()
         rev = rt.update_settings(model="m-2", effort="high")
         op = rt.compact(first.thread_id)
-        while not peers.received(0, "thread/settings/update"):
-            await trio.sleep(0.1)
+        await peers.wait_received(0, "thread/settings/update")
         rt.update_settings(model="m-3")  # after the freeze: not this operation's revision
-        while not peers.received(0, "thread/compact/start") and not op.terminal:
-            await trio.sleep(0.1)
+        await peers.wait_received(0, "thread/compact/start")
         (update,) = peers.received(0, "thread/settings/update")
         assert update["params"]["model"] == "m-2" and update["params"]["effort"] == "high"
         assert op.payload["settingsRevision"] == rev
@@ -260,8 +258,7 @@ async def test_r_set_2_gate_freezes_the_revision_and_opens_on_its_match(peers, a
         # the same revision again: already effective, nothing to confirm, nothing sent
         rt.update_settings(model="m-2")
         again = rt.compact(first.thread_id)
-        while len(peers.received(0, "thread/compact/start")) < 2 and not again.terminal:
-            await trio.sleep(0.1)
+        await peers.wait_received(0, "thread/compact/start", count=2)
         assert len(peers.received(0, "thread/settings/update")) == 1
         rt.abort(again)
 
@@ -426,15 +423,13 @@ async def test_r_set_2_after_a_reset_the_gate_trusts_only_the_new_child(peers, a
         await first.wait()
         rt.update_settings(model="m-2")
         gated = rt.compact(first.thread_id)
-        while not peers.received(0, "thread/compact/start") and not gated.terminal:
-            await trio.sleep(0.1)
+        await peers.wait_received(0, "thread/compact/start")
         rt.abort(gated)
         await gated.wait()
         await rt.reset(reason="test")
         info = rt.threads[first.thread_id]
         again = rt.compact(first.thread_id)
-        while len(peers.peers) < 2 or (not peers.received(1, "thread/compact/start") and not again.terminal):
-            await trio.sleep(0.1)
+        await peers.wait_received(1, "thread/compact/start")
         (resume,) = peers.received(1, "thread/resume")
         assert resume["params"]["model"] == "m-2"
         assert info.started_effective["model"] == "m-2"  # the new child's own report opened the gate
