@@ -10,6 +10,7 @@ from typing import Any, Awaitable, Callable
 
 import attrs
 import trio
+from msgspec import UNSET, UnsetType
 
 from codexrt._runtime._launch import launch_fingerprint
 from codexrt._runtime._runtime import Operation
@@ -19,19 +20,23 @@ from codexrt._sansio._settings import Settings
 from codexrt._sansio._states import RuntimeState
 from codexrt._serve._channel import Channel
 from codexrt._serve._codec import Command
+from codexrt._serve._commands import (AbortTurnParams, RespondInteractionErrorParams, RespondInteractionParams,
+                                      UpdateSettingsParams)
 from codexrt._serve._core import DaemonCore
 
 __all__ = ["control", "configure_launch", "lifecycle"]
 
+
 async def control(d: DaemonCore, cmd: Command) -> None:
-    p = cmd.params
-    if cmd.name == "codex.updateSettings":
-        ch = await d.channel(p["channelId"])
-        revision = ch.rt.update_settings(Settings.from_wire(p["settings"]))
+    a = cmd.args
+    if isinstance(a, UpdateSettingsParams):
+        ch = await d.channel(a.channel_id)
+        # the settings as sent: which keys were given (even as null) is what the update means
+        revision = ch.rt.update_settings(Settings.from_wire(cmd.params["settings"]))
         await d.reply(cmd.id, {"settingsRevision": revision, "desired": ch.rt.desired.to_wire()})
-    elif cmd.name == "codex.abortTurn":
-        ch_or_none = d.channels.get(p["channelId"])
-        op_id = p.get("clientOperationId")
+    elif isinstance(a, AbortTurnParams):
+        ch_or_none = d.channels.get(a.channel_id)
+        op_id = a.client_operation_id
         if ch_or_none is None:
             await d.reply(cmd.id, {"stopPath": "noOperation", "clientOperationId": op_id})
             return
@@ -42,23 +47,22 @@ async def control(d: DaemonCore, cmd: Command) -> None:
             target = queued[0].id if queued else None
         path = rt.abort(target) if target is not None else "noOperation"
         await d.reply(cmd.id, {"stopPath": path, "clientOperationId": target})
-    elif cmd.name == "codex.respondInteraction":
-        ch = find_interaction_channel(d, p)
-        await ch.rt.respond_interaction(p["interactionKey"], p["dialogToken"], p["result"])
+    elif isinstance(a, RespondInteractionParams):
+        ch = find_interaction_channel(d, a.interaction_key, a.channel_id)
+        await ch.rt.respond_interaction(a.interaction_key, a.dialog_token, a.result)
         ch.touch()
-        await d.reply(cmd.id, {"interactionKey": p["interactionKey"], "answered": True})
-    else:  # codex.respondInteractionError
-        ch = find_interaction_channel(d, p)
-        await ch.rt.respond_interaction_error(p["interactionKey"], p["dialogToken"], p["error"]["code"],
-                                              p["error"]["message"])
+        await d.reply(cmd.id, {"interactionKey": a.interaction_key, "answered": True})
+    else:
+        assert isinstance(a, RespondInteractionErrorParams)
+        ch = find_interaction_channel(d, a.interaction_key, a.channel_id)
+        await ch.rt.respond_interaction_error(a.interaction_key, a.dialog_token, a.error.code, a.error.message)
         ch.touch()
-        await d.reply(cmd.id, {"interactionKey": p["interactionKey"], "answered": True})
+        await d.reply(cmd.id, {"interactionKey": a.interaction_key, "answered": True})
 
 
-def find_interaction_channel(d: DaemonCore, p: dict[str, Any]) -> Channel:
-    key = p["interactionKey"]
-    if p.get("channelId") is not None:
-        ch = d.channels.get(p["channelId"])
+def find_interaction_channel(d: DaemonCore, key: str, channel_id: str | UnsetType) -> Channel:
+    if channel_id is not UNSET:
+        ch = d.channels.get(channel_id)
         if ch is not None:
             return ch
     else:

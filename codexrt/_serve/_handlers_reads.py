@@ -23,7 +23,8 @@ from codexrt._runtime._interactions import PrivacyStore, default_privacy_dir
 from codexrt._sansio._errors import CodexError, ConfigError, DiffUnavailable, RelationUnverified
 from codexrt._serve._channel import Channel, inflight_release
 from codexrt._serve._codec import Command
-from codexrt._serve._commands import CATALOG_COMMANDS, READ_ONLY_METHODS
+from codexrt._serve._commands import (CATALOG_COMMANDS, READ_ONLY_METHODS, EnhancePromptParams,
+                                      GenerateCommitMessageParams, GenerateTitleParams, ReadWorkspaceDiffParams)
 from codexrt._serve._core import DaemonCore
 
 __all__ = ["read_only", "legacy_history", "edit_command", "helper", "workspace_diff"]
@@ -106,33 +107,32 @@ async def edit_command(d: DaemonCore, cmd: Command, ch: Channel) -> None:
 
 async def helper(d: DaemonCore, cmd: Command) -> None:
     """A helper on its own ephemeral child (R-HLP-1); never the channel's FIFO or writer."""
-    p = cmd.params
-    cfg = helper_config(attrs.evolve(d.config.runtime, channel_id=p["channelId"]))
-    timeout = float(p.get("timeout") or DEFAULT_HELPER_TIMEOUT)
+    a = cmd.args
+    assert isinstance(a, (EnhancePromptParams, GenerateCommitMessageParams, GenerateTitleParams))
+    cfg = helper_config(attrs.evolve(d.config.runtime, channel_id=a.channel_id))
+    timeout = float(a.timeout or DEFAULT_HELPER_TIMEOUT)
     try:
-        if cmd.name == "codex.enhancePrompt":
-            result: dict[str, Any] = {"prompt": await enhance_prompt(cfg, p["prompt"], timeout=timeout,
-                                                                     cwd=p.get("cwd"))}
-        elif cmd.name == "codex.generateCommitMessage":
-            diff_text, diff_status = p.get("diff"), None
+        if isinstance(a, EnhancePromptParams):
+            result: dict[str, Any] = {"prompt": await enhance_prompt(cfg, a.prompt, timeout=timeout, cwd=a.cwd)}
+        elif isinstance(a, GenerateCommitMessageParams):
+            diff_text, diff_status = a.diff, None
             if diff_text is None:
-                cwd = p.get("cwd") or cfg.cwd
+                cwd = a.cwd or cfg.cwd
                 if not cwd:
                     raise ConfigError("codex.generateCommitMessage needs a diff or a cwd")
-                wd = await read_workspace_diff(cwd, session_id=p.get("sessionId") or "")
+                wd = await read_workspace_diff(cwd, session_id=a.session_id or "")
                 diff_status = wd.status.value
                 if wd.status not in (DiffStatus.OK, DiffStatus.TRUNCATED):
                     raise DiffUnavailable(f"cannot read the workspace diff of {cwd}: {wd.status.value}",
-                                          details={"status": wd.status.value,
-                                                                       "message": wd.message})
+                                          details={"status": wd.status.value, "message": wd.message})
                 diff_text = wd.staged or (wd.unstaged + wd.untracked)
-            message = await generate_commit_message(cfg, diff_text, timeout=timeout, cwd=p.get("cwd"))
+            message = await generate_commit_message(cfg, diff_text, timeout=timeout, cwd=a.cwd)
             result = {"message": message, "diffStatus": diff_status}
         else:  # codex.generateTitle
-            title = await generate_title(cfg, p["message"], timeout=timeout, cwd=p.get("cwd"))
-            tid, saved, reason = p.get("threadId"), False, None
-            if tid and p.get("save", True):
-                ch = d.channels.get(p["channelId"])
+            title = await generate_title(cfg, a.message, timeout=timeout, cwd=a.cwd)
+            tid, saved, reason = a.thread_id, False, None
+            if tid and a.save:
+                ch = d.channels.get(a.channel_id)
                 # never starts or restarts the writer: only a READY runtime with a live child
                 child = ch.rt.current_child() if ch is not None else None
                 if child is None:
@@ -150,14 +150,15 @@ async def helper(d: DaemonCore, cmd: Command) -> None:
 
 async def workspace_diff(d: DaemonCore, cmd: Command) -> None:
     """Git only, no model turn; a fresh read every time, tied to the session and cwd (R-DIFF-1)."""
-    p = cmd.params
+    a = cmd.args
+    assert isinstance(a, ReadWorkspaceDiffParams)
     kwargs: dict[str, Any] = {}
-    if p.get("maxBytes") is not None:
-        kwargs["max_bytes"] = int(p["maxBytes"])
-    if p.get("timeout") is not None:
-        kwargs["timeout"] = float(p["timeout"])
+    if a.max_bytes is not None:
+        kwargs["max_bytes"] = a.max_bytes
+    if a.timeout is not None:
+        kwargs["timeout"] = a.timeout
     try:
-        diff = await read_workspace_diff(p["cwd"], session_id=p.get("sessionId") or "", **kwargs)
+        diff = await read_workspace_diff(a.cwd, session_id=a.session_id or "", **kwargs)
         await d.reply(cmd.id, diff.to_dict())
     except CodexError as exc:
         await d.reply(cmd.id, error=exc)

@@ -25,7 +25,7 @@ from codexrt._serve._codec import (
     response_error,
     response_ok,
 )
-from codexrt._serve._commands import ALL_COMMANDS, COMMANDS
+from codexrt._serve._commands import ALL_COMMANDS, COMMANDS, Lane
 from codexrt._serve._schema import REGENERATE, SCHEMA_PATH, build_schema, load_schema, render_schema
 from tests._support import schema_problem as _check
 
@@ -53,6 +53,22 @@ def test_schema_lists_every_command_with_params_and_result():
     assert set(DEFS["command"]["properties"]["command"]["enum"]) == set(ALL_COMMANDS)
     for name in ALL_COMMANDS:  # each names its own Struct's schema
         assert DEFS["commandParams"][name] == {"$ref": f"#/$defs/{COMMANDS[name].params.__name__}"}
+
+
+def test_r_d_1_command_lanes_agree_with_the_feature_modules():
+    """The COMMANDS table's lanes name exactly the commands the feature modules answer."""
+    from codexrt._features._edits_live import EDIT_COMMANDS
+    from codexrt._features._history import HISTORY_COMMANDS, LEGACY_HISTORY_COMMANDS
+    from codexrt._runtime._interactions import INTERACTION_COMMANDS
+
+    def lane(which):
+        return {name for name, spec in COMMANDS.items() if spec.lane is which}
+
+    assert lane(Lane.EDIT) == EDIT_COMMANDS
+    assert lane(Lane.INTERACTION) == INTERACTION_COMMANDS
+    assert HISTORY_COMMANDS | LEGACY_HISTORY_COMMANDS <= lane(Lane.READ)
+    # every read but the count (answered by the history module alone) names its native method
+    assert {name for name in lane(Lane.READ) if not COMMANDS[name].method} == {"codex.countThreadMessages"}
 
 
 def test_schema_checked_in_is_generated_from_the_command_structs():
