@@ -150,6 +150,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers (``X as X``: explicitly r
         LiveEdits as LiveEdits,
         open_live_edits as open_live_edits,
         load_thread_edits as load_thread_edits,
+        ThreadEdits as ThreadEdits,
     )
     from codexrt._sansio._context import (
         EditorState as EditorState,
@@ -158,6 +159,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers (``X as X``: explicitly r
     from codexrt._io._workspace import (
         read_workspace_diff as read_workspace_diff,
         WorkspaceDiff as WorkspaceDiff,
+        DiffStatus as DiffStatus,
     )
     from codexrt._features._helpers import (
         open_title_manager as open_title_manager,
@@ -204,10 +206,11 @@ _LAZY = {
     "EditEntry": "codexrt._io._edits", "UndoReceipt": "codexrt._io._edits", "ReviewTicket": "codexrt._io._edits",
     "Checkpoint": "codexrt._io._edits",
     "LiveEdits": "codexrt._features._edits_live", "open_live_edits": "codexrt._features._edits_live",
-    "load_thread_edits": "codexrt._features._edits_live",
+    "load_thread_edits": "codexrt._features._edits_live", "ThreadEdits": "codexrt._features._edits_live",
     # IDE context, helpers, catalogs, workspace diff (docs/context-and-diff.md)
     "EditorState": "codexrt._sansio._context", "build_context": "codexrt._sansio._context",
     "read_workspace_diff": "codexrt._io._workspace", "WorkspaceDiff": "codexrt._io._workspace",
+    "DiffStatus": "codexrt._io._workspace",
     "open_title_manager": "codexrt._features._helpers", "TitleManager": "codexrt._features._helpers",
     "generate_title": "codexrt._features._helpers", "enhance_prompt": "codexrt._features._helpers",
     "generate_commit_message": "codexrt._features._helpers",

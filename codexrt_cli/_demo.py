@@ -32,8 +32,7 @@ import sys
 import threading
 from typing import Any, Iterator
 
-from codexrt._sansio._errors import CodexError
-from codexrt._sansio._settings import Settings
+from codexrt import CodexError, Settings
 from codexrt.loopback import Loopback, open_loopback
 
 __all__ = ["add_parser", "run_demo", "loopback_environment", "Loopback", "DEMO_COMMAND", "find_codex_bin"]

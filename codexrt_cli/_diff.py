@@ -21,7 +21,8 @@ from typing import Any, TextIO
 
 import trio
 
-from codexrt._io._workspace import DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT, DiffStatus, WorkspaceDiff, read_workspace_diff
+from codexrt import DiffStatus, WorkspaceDiff, read_workspace_diff
+from codexrt._serve._cli_support import DIFF_DEFAULT_MAX_BYTES, DIFF_DEFAULT_TIMEOUT
 
 __all__ = ["add_parser", "render", "exit_status"]
 
@@ -38,10 +39,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--cwd", default=None, metavar="DIR", help="directory to read (default: the current one)")
     p.add_argument("--session-id", default="", metavar="ID", help="session the result is tied to (echoed)")
-    p.add_argument("--max-bytes", type=int, default=DEFAULT_MAX_BYTES, metavar="N",
-                   help=f"stdout budget for all of Git's output (default {DEFAULT_MAX_BYTES})")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                   help=f"time budget of the whole read (default {DEFAULT_TIMEOUT:g})")
+    p.add_argument("--max-bytes", type=int, default=DIFF_DEFAULT_MAX_BYTES, metavar="N",
+                   help=f"stdout budget for all of Git's output (default {DIFF_DEFAULT_MAX_BYTES})")
+    p.add_argument("--timeout", type=float, default=DIFF_DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help=f"time budget of the whole read (default {DIFF_DEFAULT_TIMEOUT:g})")
     p.add_argument("--json", action="store_true", help="print the result object as JSON")
     p.set_defaults(func=_main)
     return p

@@ -24,22 +24,21 @@ from typing import Any, TextIO
 
 import trio
 
-from codexrt._io._discovery import (
-    OVERRIDE_ENV_VARS,
-    Attempt,
-    Candidate,
+from codexrt import Candidate, CliUnavailable, DiscoveryResult, discover_cli
+from codexrt._serve._cli_support import (
     NEWEST_TESTED_CLI,
     OLDEST_TESTED_CLI,
-    DiscoveryResult,
+    OVERRIDE_ENV_VARS,
+    Attempt,
     ProbeResult,
-    discover_cli,
     format_unavailable,
     probe_version_detailed,
+    process_redactor,
     read_login_shell_path,
+    register_process_secrets,
+    secret_env_values,
     tested_range_warning,
 )
-from codexrt._sansio._errors import CliUnavailable
-from codexrt._sansio._redact import process_redactor, register_process_secrets, secret_env_values
 
 __all__ = ["add_parser", "run_doctor", "run_doctor_connect"]
 
@@ -161,9 +160,8 @@ def run_doctor_connect(endpoint: str, *, token_file: str | None = None, token_en
     """``doctor --connect``: check an attached app-server (R-WIRE-10). Exit 0 when the handshake
     succeeds, 2 when the token holds whitespace or a control character (``BAD_TOKEN``), 1 otherwise.
     The token is read like the runtime reads it and never printed."""
-    from codexrt._sansio._errors import ConfigError
-    from codexrt._features._endpoint_probe import probe_endpoint
-    from codexrt._io._transport_ws import Endpoint, check_endpoint_policy, read_token
+    from codexrt import ConfigError, Endpoint
+    from codexrt._serve._cli_support import check_endpoint_policy, probe_endpoint, read_token
 
     out = sys.stdout if out is None else out
     env = os.environ if env is None else env

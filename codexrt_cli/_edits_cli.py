@@ -30,10 +30,8 @@ from typing import Any, TextIO
 
 import trio
 
-from codexrt._io._edits import EditLedger
-from codexrt._features._edits_live import ThreadEdits, entry_view, load_thread_edits
-from codexrt._sansio._errors import CodexError, EditConflict
-from codexrt._runtime._runtime import RuntimeConfig, open_runtime
+from codexrt import CodexError, EditConflict, EditLedger, RuntimeConfig, ThreadEdits, load_thread_edits, open_runtime
+from codexrt._serve._cli_support import entry_view
 
 __all__ = ["add_parser", "list_edits", "undo_path", "EXIT_CONFLICT"]
 

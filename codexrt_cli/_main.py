@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     # Every record on stderr is redacted, a library's or a traceback included (docs/security.md).
-    from codexrt._sansio._redact import install_log_filter, process_redactor
+    from codexrt._serve._cli_support import install_log_filter, process_redactor
 
     for handler in logging.getLogger().handlers:
         install_log_filter(handler)

@@ -44,10 +44,18 @@ from typing import Any, Iterator, Sequence, TextIO
 
 import trio
 
-from codexrt._sansio._errors import CodexError, InteractionError
-from codexrt._runtime._events import CodexEvent
-from codexrt._runtime._runtime import Interaction, Operation, Runtime, RuntimeConfig, open_runtime
-from codexrt._sansio._settings import APPROVAL_POLICIES, SANDBOX_MODES, Settings
+from codexrt import (
+    CodexError,
+    CodexEvent,
+    Interaction,
+    InteractionError,
+    Operation,
+    Runtime,
+    RuntimeConfig,
+    Settings,
+    open_runtime,
+)
+from codexrt._serve._cli_support import APPROVAL_POLICIES, SANDBOX_MODES
 from codexrt.blocking import ApprovalRequest, approval_reply
 
 __all__ = ["add_parser", "run_turn", "EXIT_CODES"]

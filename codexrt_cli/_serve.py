@@ -37,8 +37,7 @@ import attrs
 import trio
 
 from codexrt._serve._daemon import DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_CHANNELS, DaemonConfig, serve_daemon
-from codexrt._sansio._errors import ConfigError
-from codexrt._runtime._runtime import RuntimeConfig
+from codexrt import ConfigError, RuntimeConfig
 
 __all__ = ["add_parser", "run_serve", "open_stdio"]
 
@@ -204,7 +203,7 @@ def _main(args: argparse.Namespace) -> int:
         if config.runtime.token_file is not None or config.runtime.token_env is not None:
             # A bad token (unreadable, empty, a control character inside) is a configuration
             # error: said once on stderr, exit 2, the value never shown (docs/security.md).
-            from codexrt._io._transport_ws import read_token
+            from codexrt._serve._cli_support import read_token
 
             read_token(token_file=config.runtime.token_file, token_env=config.runtime.token_env)
     except ConfigError as exc:

@@ -17,10 +17,8 @@ from typing import Any, TextIO
 
 import trio
 
-from codexrt._sansio._errors import CodexError
-from codexrt._features._history import Transcript, open_history_reader, transcript_to_json
-from codexrt._runtime._runtime import open_runtime
-from codexrt._sansio._projection import (
+from codexrt import CodexError, Transcript, open_history_reader, open_runtime
+from codexrt._serve._cli_support import (
     AssistantMessage,
     CommandExecution,
     CompactionBoundary,
@@ -36,6 +34,7 @@ from codexrt._sansio._projection import (
     SubAgent,
     UserMessage,
     WebSearch,
+    transcript_to_json,
 )
 
 from ._threads import add_source_options, runtime_config

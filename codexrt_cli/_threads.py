@@ -21,9 +21,7 @@ from typing import Any, TextIO
 import attrs
 import trio
 
-from codexrt._sansio._errors import CodexError
-from codexrt._features._history import ThreadSummary, open_history_reader
-from codexrt._runtime._runtime import RuntimeConfig, open_runtime
+from codexrt import CodexError, RuntimeConfig, ThreadSummary, open_history_reader, open_runtime
 
 __all__ = ["add_parser", "add_source_options", "runtime_config", "run_threads", "format_table"]
 

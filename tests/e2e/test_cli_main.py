@@ -66,3 +66,14 @@ def test_log_level_is_accepted_before_and_after_the_sub_command():
 ])
 def test_command_is_found_past_global_flags(argv, command):
     assert _main._command_in(argv) == command
+
+
+def test_cli_support_names_resolve():
+    """Every name the CLI takes from ``codexrt._serve._cli_support`` loads (issue #20: the CLI
+    imports only public names and ``codexrt._serve``)."""
+    from codexrt._serve import _cli_support
+
+    for name in _cli_support.__all__:
+        assert getattr(_cli_support, name) is not None
+    with pytest.raises(AttributeError):
+        getattr(_cli_support, "no_such_name")
