@@ -75,6 +75,7 @@ from codexrt._sansio._wire import (
     decode_json,
     merge_delta_read,
 )
+from codexrt._sansio._models import decode_typed_result
 from codexrt._io._transport import ExitStatus, Transport
 from codexrt._io._util import unwrap_single_group
 
@@ -577,8 +578,11 @@ class Connection:
         *,
         timeout: float | None = None,
         on_written: Callable[[], None] | None = None,
+        typed: bool = False,
     ) -> Any:
-        """Send a request and return its decoded ``result``.
+        """Send a request and return its decoded ``result`` — plain Python, or with ``typed`` the
+        method's wire model (:func:`codexrt._sansio._models.decode_typed_result`: a
+        ``RemoteProtocolError`` naming where the answer does not fit).
 
         Raises :class:`RpcError` (server error), :class:`RpcTimeout` (our wait ran out; the
         request's ``phase`` says whether it was written), :class:`ChildExited` (the peer is
@@ -604,11 +608,12 @@ class Connection:
                     details={"method": method},
                 )
         return await self._call(
-            method, params, timeout=max(0.0, deadline - trio.current_time()), on_written=on_written
+            method, params, timeout=max(0.0, deadline - trio.current_time()), on_written=on_written, typed=typed
         )
 
     async def _call(
-        self, method: str, params: Any, *, timeout: float, on_written: Callable[[], None] | None = None
+        self, method: str, params: Any, *, timeout: float, on_written: Callable[[], None] | None = None,
+        typed: bool = False,
     ) -> Any:
         if self._final is not None:
             raise self._fresh_final()
@@ -636,6 +641,8 @@ class Connection:
             )
         outcome = waiter.outcome
         if isinstance(outcome, CallSucceeded):
+            if typed:
+                return decode_typed_result(method, outcome.result_raw)
             return decode_json(outcome.result_raw)
         if isinstance(outcome, CallFailed):
             err = outcome.error

@@ -24,7 +24,6 @@ from codexrt._features._history_values import (
     MessageCount,
     is_offline_error,
     is_pagination_unsupported,
-    _status_type,
 )
 
 __all__ = ["MessageCounter", "_walk"]
@@ -179,13 +178,10 @@ class MessageCounter:
 
     async def _count_native(self, thread_id: str, provider: ConnectionProvider, expected: str | None) -> MessageCount:
         conn = await provider()
-        meta = await call_read(conn, "thread/read", {"threadId": thread_id})
-        thread = meta.get("thread") if isinstance(meta, dict) else None
-        if not isinstance(thread, dict):
-            raise RemoteProtocolError("thread/read answered without a thread", details={"method": "thread/read"})
-        updated = thread.get("updatedAt")
-        version = None if updated is None else str(updated)
-        active = _status_type(thread.get("status")) == "active"
+        # Typed at the wire: a ThreadReadResult (an answer that does not fit -> PROTOCOL_ERROR).
+        thread = (await call_read(conn, "thread/read", {"threadId": thread_id}, typed=True)).thread
+        version = None if thread.updated_at is None else str(thread.updated_at)
+        active = thread.status is not None and thread.status.type == "active"
         if active:
             self.invalidate(thread_id)
         stale = expected is not None and version != expected

@@ -176,6 +176,7 @@ async def call_read_only(
     rng: Callable[[], float] = random.random,
     on_retry: Callable[[int, float, ServerOverloaded], None] | None = None,
     on_written: Callable[[], None] | None = None,
+    typed: bool = False,
 ) -> Any:
     """``conn.call(method, params)``, retried on overload for the read-only methods of
     :data:`READ_ONLY_RETRY_TABLE` (bounded by ``backoff.attempts``).
@@ -183,7 +184,8 @@ async def call_read_only(
     ``timeout`` bounds each try (the connection's default when None); the whole call is bounded
     by ``attempts * timeout + backoff.max_total()``. ``on_retry(attempt, delay, error)`` is
     called before each sleep (for logging/metrics; it must not raise); ``on_written`` is given
-    to ``conn.call`` (called once each try's request is written). When the last try is
+    to ``conn.call`` (called once each try's request is written), and so is ``typed`` (the result
+    decoded into its wire model, see ``Connection.call``). When the last try is
     refused the error is :class:`ServerOverloaded` with ``details["attempts"]``; any other
     error propagates at once. A method outside the table raises :class:`LocalProtocolError`
     before anything is written — use ``conn.call`` for those, which never retries.
@@ -193,13 +195,12 @@ async def call_read_only(
         raise LocalProtocolError(
             f"{method} is not a read-only method codexrt may retry on overload; "
             "call it once with Connection.call", details={"method": method})
+    kw = _call_kw(on_written, typed)
     attempt = 0
     while True:
         attempt += 1
         try:
-            if on_written is None:
-                return await conn.call(method, params, timeout=timeout)
-            return await conn.call(method, params, timeout=timeout, on_written=on_written)  # type: ignore[call-arg]
+            return await conn.call(method, params, timeout=timeout, **kw)
         except RpcError as exc:
             if not is_overloaded(exc):
                 raise
@@ -212,14 +213,22 @@ async def call_read_only(
             await trio.sleep(delay)
 
 
+def _call_kw(on_written: Callable[[], None] | None, typed: bool) -> dict[str, Any]:
+    # Only what is asked for reaches ``conn.call`` (a bare caller need not know these keywords).
+    kw: dict[str, Any] = {}
+    if on_written is not None:
+        kw["on_written"] = on_written
+    if typed:
+        kw["typed"] = True
+    return kw
+
+
 async def call_read(conn: _Caller, method: str, params: Any = None, *, timeout: float | None = None,
-                    on_written: Callable[[], None] | None = None) -> Any:
+                    on_written: Callable[[], None] | None = None, typed: bool = False) -> Any:
     """The call codexrt's read paths use (history, catalogs, ``serve``'s read-only commands):
     retried on overload when ``method`` is in :data:`READ_ONLY_RETRY_TABLE`, a single
-    ``conn.call`` otherwise (so nothing that changes state is ever repeated). ``on_written``:
-    see :func:`call_read_only`."""
+    ``conn.call`` otherwise (so nothing that changes state is ever repeated). ``on_written``,
+    ``typed``: see :func:`call_read_only`."""
     if method in READ_ONLY_RETRY_TABLE:
-        return await call_read_only(conn, method, params, timeout=timeout, on_written=on_written)
-    if on_written is None:
-        return await conn.call(method, params, timeout=timeout)
-    return await conn.call(method, params, timeout=timeout, on_written=on_written)  # type: ignore[call-arg]
+        return await call_read_only(conn, method, params, timeout=timeout, on_written=on_written, typed=typed)
+    return await conn.call(method, params, timeout=timeout, **_call_kw(on_written, typed))

@@ -30,12 +30,14 @@ the tables yields ``None`` (pass it through untouched, R-WIRE-7).
 The wire is camelCase (``rename="camel"``) except where the schema says otherwise:
 ``UserInput.text_elements`` and ``PatchChangeKind.move_path`` are snake_case on the wire.
 
-What reads the wire through them today: not the result and notification paths. ``Connection.call``
-hands back plain Python (``decode_json`` of the result) and the history, catalogs and edit ledger
-read those dicts field by field, tolerating a wrong-typed field per field. These models cannot
-simply be applied to such a dict: ``msgspec.convert`` does not fill a ``Raw`` field (a turn's
-items) from Python objects, so typed results mean decoding ``result_raw`` by method inside the
-connection (:func:`decode_result`). Until that is done the result and notification models are a
+What reads the wire through them today: ``Connection.call(method, params, typed=True)`` decodes
+the result's raw bytes into its model (:func:`decode_typed_result`; a misfit is a
+``RemoteProtocolError`` saying where). The message count reads ``thread/read`` that way (R-H-7).
+Every other result and every notification is still read as plain Python (``decode_json``): the
+history, catalogs and edit ledger read those dicts field by field, tolerating a wrong-typed field
+per field. The models cannot simply be applied to such a dict — ``msgspec.convert`` does not fill
+a ``Raw`` field (a turn's items) from Python objects — so moving a reader over means asking the
+connection for the typed result. Until then the remaining result and notification models are a
 checked description of the wire (``tests/sansio/test_models.py``), not code the runtime depends on.
 """
 
@@ -45,6 +47,8 @@ from typing import Any, ClassVar, Union
 
 import msgspec
 from msgspec import Raw
+
+from codexrt._sansio._errors import LocalProtocolError, RemoteProtocolError
 
 __all__ = [
     "Thread",
@@ -115,6 +119,7 @@ __all__ = [
     "decode_notification_params",
     "decode_server_request_params",
     "decode_result",
+    "decode_typed_result",
 ]
 
 
@@ -798,3 +803,16 @@ def decode_server_request_params(method: str, params: bytes | Raw) -> Any:
 def decode_result(method: str, result: bytes | Raw) -> Any:
     """The typed result of client request ``method``; ``None`` if not modelled."""
     return _decode(RESULT_TYPES, method, result)
+
+
+def decode_typed_result(method: str, result: bytes | Raw) -> Any:
+    """:func:`decode_result` for a method that has a model, at the boundary where the wire is
+    read (``Connection.call(..., typed=True)``): an answer that does not fit is a
+    :class:`~codexrt._sansio._errors.RemoteProtocolError` saying where (``at $.thread.status``)."""
+    if method not in RESULT_TYPES:
+        raise LocalProtocolError(f"no result model for {method}", details={"method": method})
+    try:
+        return _decode(RESULT_TYPES, method, result)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        raise RemoteProtocolError(f"{method} answered with an unexpected shape: {exc}",
+                                  details={"method": method}) from None

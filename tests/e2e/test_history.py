@@ -488,3 +488,18 @@ async def test_r_h_1_a_repeated_cursor_stops_the_walk_as_incomplete(peers):
         c = await reader.count_messages(T1)
     assert (c.count, c.reason) == (None, "incomplete")  # never loops, never guesses
     assert [m["params"].get("cursor") for m in methods(peers, "thread/items/list")] == [None, "same"]
+
+
+async def test_r_h_7_the_count_reads_thread_read_typed_and_a_misfit_is_a_failed_count(peers):
+    """R-H-7 with the typed wire: the count decodes ``thread/read`` into its msgspec model
+    (``ThreadReadResult``); an answer that does not fit (a status that is not an object, an
+    ``updatedAt`` that is not a number) is a failed count naming where — never 0, never a guess —
+    and the pages are not even asked for."""
+    for bad in ({"status": "active"}, {"updatedAt": "yesterday"}):
+        sc = scenario(rule("thread/read", respond({"thread": thread(**bad), "readState": None})),
+                      rule("thread/items/list", respond(page([entry(user("u1", "a"))]))))
+        async with rt_for(peers, sc) as rt, open_history_reader(rt) as reader:
+            c = await reader.count_messages(T1)
+        assert (c.count, c.reason, c.error["code"]) == (None, "error", "PROTOCOL_ERROR")
+        assert "thread/read answered with an unexpected shape" in c.error["message"] and "$.thread." in c.error["message"]
+        assert not methods(peers, "thread/items/list")

@@ -257,3 +257,20 @@ def test_wire_names_are_camel_case_except_where_the_schema_says_snake() -> None:
     assert enc == {"path": "p", "kind": {"type": "update", "move_path": "q"}, "diff": ""}
     enc = json.loads(msgspec.json.encode(m.ItemDeltaParams(thread_id="a", turn_id="b", item_id="c", delta="d")))
     assert set(enc) == {"threadId", "turnId", "itemId", "delta"}
+
+
+def test_typed_results_at_the_wire_fit_or_say_where() -> None:
+    """``Connection.call(..., typed=True)`` decodes through ``decode_typed_result`` (R-H-7's count
+    reads ``thread/read`` this way): a fitting answer is the model, a misfit a
+    ``RemoteProtocolError`` naming the path, an unmodelled method a ``LocalProtocolError``."""
+    from codexrt._sansio._errors import LocalProtocolError, RemoteProtocolError
+
+    res = m.decode_typed_result("thread/read", b'{"thread":{"id":"t","updatedAt":7,"status":{"type":"active"}}}')
+    assert (res.thread.id, res.thread.updated_at, res.thread.status.type) == ("t", 7, "active")
+    for bad, where in ((b'{"thread":{"id":"t","status":"active"}}', "$.thread.status"),
+                       (b'{"readState":null}', "thread"), (b"", "")):
+        with pytest.raises(RemoteProtocolError, match="thread/read answered with an unexpected shape") as info:
+            m.decode_typed_result("thread/read", bad)
+        assert where in info.value.message and info.value.details == {"method": "thread/read"}
+    with pytest.raises(LocalProtocolError):
+        m.decode_typed_result("model/list", b"{}")
