@@ -84,6 +84,7 @@ from codexrt._runtime._events import CodexEvent
 from codexrt._runtime._runtime import Interaction, Operation, OperationResult, Runtime, RuntimeConfig, open_runtime
 from codexrt._sansio._elicitation import is_tool_approval, parse_elicitation, tool_approval_reply
 from codexrt._runtime._options import RuntimeOptions
+from codexrt._sansio._methods import SERVER_REQUESTS, interaction_kind
 from codexrt._sansio._settings import Settings
 
 __all__ = [
@@ -131,14 +132,6 @@ class SendOptions(TypedDict, total=False):
     additional_context: dict[str, Any] | None
 
 _APPROVAL_METHODS = ("item/commandExecution/requestApproval", "item/fileChange/requestApproval")
-_KINDS = {
-    "item/commandExecution/requestApproval": "command",
-    "item/fileChange/requestApproval": "fileChange",
-    "item/permissions/requestApproval": "permissions",
-    "item/tool/requestUserInput": "userInput",
-    "mcpServer/elicitation/request": "elicitation",
-    "item/tool/call": "toolCall",
-}
 
 
 @attrs.frozen
@@ -175,9 +168,10 @@ class ApprovalRequest:
         """``command``, ``fileChange``, ``permissions``, ``userInput``, ``elicitation``,
         ``mcpToolApproval`` (the real server's approval of an MCP tool call, sent as an
         elicitation), ``toolCall`` or the raw method for anything else."""
-        if self.method == "mcpServer/elicitation/request" and is_tool_approval(self.params):
+        if interaction_kind(self.method, self.params) == "mcpToolApproval":
             return "mcpToolApproval"
-        return _KINDS.get(self.method, self.method)
+        row = SERVER_REQUESTS.get(self.method)
+        return row.label if row is not None else self.method
 
     @property
     def command(self) -> str | None:

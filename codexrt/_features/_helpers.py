@@ -66,6 +66,7 @@ from codexrt._sansio._errors import (
 from codexrt._sansio._convert import to_wire, wire
 from codexrt._runtime._events import CodexEvent
 from codexrt._runtime._runtime import Runtime, RuntimeConfig, resolved_cli
+from codexrt._sansio._methods import SUPPORTED_SERVER_REQUESTS, refusal
 from codexrt._sansio._redact import Redactor
 from codexrt._sansio._states import RuntimeState
 from codexrt._sansio._wire import Notification, ServerRequest
@@ -97,36 +98,15 @@ MAX_TITLE_CHARS = 80
 _PROMPT_INPUT_CHARS = 8000
 _DIFF_INPUT_CHARS = 60_000
 
-#: Server requests a helper answers itself — always by refusing (R-HLP-1).
-HELPER_SERVER_REQUESTS = frozenset({
-    "item/commandExecution/requestApproval",
-    "item/fileChange/requestApproval",
-    "applyPatchApproval",
-    "execCommandApproval",
-    "mcpServer/elicitation/request",
-    "item/tool/requestUserInput",
-    "item/permissions/requestApproval",
-    "item/tool/call",
-})
-
-_REFUSAL_CODE = -32000
-
-
-#: Server requests a helper answers with the safe negative reply of the one interaction table
-#: (``codexrt._runtime._interactions.safe_negative_reply``); anything else gets a JSON-RPC error.
-_REFUSED_WITH_RESULT = frozenset({"item/commandExecution/requestApproval", "item/fileChange/requestApproval",
-                                  "applyPatchApproval", "execCommandApproval", "mcpServer/elicitation/request"})
-
+#: Server requests a helper answers itself — always by refusing (R-HLP-1): every one of the method table.
+HELPER_SERVER_REQUESTS = SUPPORTED_SERVER_REQUESTS
 
 def refusal_for(method: str, params: Any = None) -> tuple[str, Any]:
-    """How a helper answers ``method``: ``("result", value)`` or ``("error", message)``.
-    Never an acceptance (R-HLP-1). Result refusals come from the same table as every other
-    safe negative reply, so they are always replies the schema accepts."""
-    if method in _REFUSED_WITH_RESULT:
-        from codexrt._runtime._interactions import safe_negative_reply
-
-        return "result", safe_negative_reply(method, params if isinstance(params, dict) else None)
-    return "error", f"codexrt helper requests cannot answer {method}; refused"
+    """How a helper answers ``method``: ``("result", value)`` or ``("error", (code, message))``.
+    Never an acceptance (R-HLP-1). The one method table decides (``codexrt._sansio._methods.refusal``):
+    approvals and MCP elicitations get their safe negative reply, so always a reply the schema
+    accepts; anything else a JSON-RPC error."""
+    return refusal(method, params, message=f"codexrt helper requests cannot answer {method}; refused")
 
 
 _HELPER_OPT_OUT = ("account/rateLimits/updated", "thread/readState/changed", "warning")
@@ -231,7 +211,7 @@ async def _refuse_requests(conn: Connection, run: _Run) -> None:
                 if how == "result":
                     await conn.reply(req.id, value)
                 else:
-                    await conn.reply_error(req.id, _REFUSAL_CODE, value)
+                    await conn.reply_error(req.id, *value)
             except CodexError as exc:  # the child is gone: nothing left to refuse
                 log.debug("helper could not refuse %s: %s", req.method, exc)
                 return

@@ -27,6 +27,10 @@ instance even when the raw id recurs. The token rotates on :meth:`InteractionReg
 (R-INT-2); the previous token is then refused (``INTERACTION_STALE_TOKEN``). An answer for an
 interaction of an older generation is ``INTERACTION_WRONG_GENERATION``.
 
+*The method table.* Kinds, deadlines, safe negative replies, reply validators and typed params
+of every server request come from one table, :mod:`codexrt._sansio._methods` (re-exported
+here: ``METHOD_KINDS``, ``DEFAULT_DEADLINES``, ``validate_reply``, ``safe_negative_reply`` …).
+
 *Deadlines* are explicit per kind (:data:`DEFAULT_DEADLINES`, seconds, changeable per runtime
 with ``Runtime.set_interaction_deadlines``). Approvals and questions wait for a human, so they
 get hours, not an RPC timeout; a dynamic tool call is answered by a program. When a deadline
@@ -70,7 +74,6 @@ from codexrt._sansio._errors import (
     InteractionDuplicate,
     InteractionError,
     InteractionExpired,
-    InteractionInvalidReply,
     InteractionStaleToken,
     InteractionStateError,
     InteractionUnknown,
@@ -89,6 +92,26 @@ from codexrt._sansio._privacy import (
     record_for_elicitation,
     record_for_user_input,
 )
+from codexrt._sansio._methods import (
+    APPROVAL_KINDS,
+    DEFAULT_DEADLINES,
+    METHOD_KINDS,
+    SUPPORTED_SERVER_REQUESTS,
+    interaction_kind,
+    safe_negative_reply,
+    validate_reply,
+)
+from codexrt._sansio._replies import (
+    COMMAND_DECISION_OBJECTS,
+    COMMAND_DECISIONS,
+    ELICITATION_ACTIONS,
+    FILE_CHANGE_DECISIONS,
+    PERMISSION_SCOPES,
+    REVIEW_DECISION_OBJECTS,
+    REVIEW_DECISIONS,
+    TOOL_CONTENT_TYPES,
+)
+from codexrt._sansio._replies import invalid_reply as _invalid
 from codexrt._sansio._wire import ServerRequest
 
 
@@ -132,36 +155,6 @@ __all__ = [
     "interaction_kind",
 ]
 
-#: Server request method → short kind name.
-METHOD_KINDS: dict[str, str] = {
-    "item/commandExecution/requestApproval": "commandApproval",
-    "item/fileChange/requestApproval": "fileChangeApproval",
-    "item/permissions/requestApproval": "permissionsApproval",
-    "item/tool/requestUserInput": "userInput",
-    "mcpServer/elicitation/request": "elicitation",
-    "item/tool/call": "dynamicToolCall",
-    # Legacy (turns started via the deprecated SendUserTurn APIs, which codexrt never uses; a
-    # server that sends them anyway still gets a typed, validated answer).
-    "execCommandApproval": "legacyExecApproval",
-    "applyPatchApproval": "legacyPatchApproval",
-}
-#: Server requests codexrt hands to the host; any other gets -32601 (R-WIRE-7).
-SUPPORTED_SERVER_REQUESTS = frozenset(METHOD_KINDS)
-
-_HOURS = 3600.0
-#: Seconds an interaction waits before codexrt sends the safe negative reply. ``None`` = never.
-DEFAULT_DEADLINES: dict[str, float | None] = {
-    "commandApproval": 4 * _HOURS,
-    "fileChangeApproval": 4 * _HOURS,
-    "permissionsApproval": 4 * _HOURS,
-    "userInput": 4 * _HOURS,
-    "elicitation": 4 * _HOURS,
-    "mcpToolApproval": 4 * _HOURS,
-    "legacyExecApproval": 4 * _HOURS,
-    "legacyPatchApproval": 4 * _HOURS,
-    "dynamicToolCall": 600.0,
-}
-
 #: The state table (state → event → next state). Everything else is refused.
 TRANSITIONS: dict[str, dict[str, str]] = {
     "pending": {"answer": "answering", "resolve": "resolved", "expire": "expired"},
@@ -171,262 +164,11 @@ TRANSITIONS: dict[str, dict[str, str]] = {
     "expired": {},
 }
 
-# Decision values of the pinned schema — tests/sansio/test_interactions_schema.py checks them.
-COMMAND_DECISIONS = frozenset({"accept", "acceptForSession", "decline", "cancel"})
-COMMAND_DECISION_OBJECTS = frozenset({"acceptWithExecpolicyAmendment", "applyNetworkPolicyAmendment"})
-FILE_CHANGE_DECISIONS = frozenset({"accept", "acceptForSession", "decline", "cancel"})
-REVIEW_DECISIONS = frozenset({"approved", "approved_for_session", "approved_mcp_policy_amendment", "timed_out", "abort"})
-REVIEW_DECISION_OBJECTS = frozenset({"approved_execpolicy_amendment", "network_policy_amendment", "denied"})
-PERMISSION_SCOPES = frozenset({"turn", "session"})
-ELICITATION_ACTIONS = frozenset({"accept", "decline", "cancel"})
-TOOL_CONTENT_TYPES = {"inputText": "text", "inputImage": "imageUrl", "inputAudio": "audioUrl"}
-
 #: ``codexrt serve`` commands of this module (wired in ``codexrt._serve._daemon``).
 INTERACTION_COMMANDS = frozenset({"codex.replayInteractions", "codex.executePlan"})
 
 #: JSON-RPC error code of the reply sent instead of an answer whose privacy record failed.
 PRIVACY_ERROR_CODE = -32000
-
-
-def _invalid(msg: str, **details: Any) -> InteractionError:
-    return InteractionInvalidReply(msg, details=details or None)
-
-
-def _only_keys(obj: dict[str, Any], allowed: set[str], what: str) -> None:
-    extra = sorted(set(obj) - allowed)
-    if extra:
-        raise _invalid(f"{what}: unknown field(s) {extra}", fields=extra)
-
-
-def _str_list(v: Any) -> bool:
-    return isinstance(v, list) and all(isinstance(x, str) for x in v)
-
-
-def _check_network_amendment(v: Any, what: str) -> None:
-    if not isinstance(v, dict) or not isinstance(v.get("host"), str) or v.get("action") not in ("allow", "deny"):
-        raise _invalid(f"{what} needs {{host, action: allow|deny}}")
-
-
-def _check_command_decision(d: Any, method: str) -> None:
-    if isinstance(d, str):
-        if d in COMMAND_DECISIONS:
-            return
-        raise _invalid(f"invalid decision {d!r} for {method}; one of {sorted(COMMAND_DECISIONS)} "
-                       f"or an object {sorted(COMMAND_DECISION_OBJECTS)}")
-    if isinstance(d, dict) and len(d) == 1:
-        (name, body), = d.items()
-        if name == "acceptWithExecpolicyAmendment":
-            if isinstance(body, dict) and _str_list(body.get("execpolicy_amendment")) and set(body) == {"execpolicy_amendment"}:
-                return
-            raise _invalid("acceptWithExecpolicyAmendment needs {execpolicy_amendment: [string]}")
-        if name == "applyNetworkPolicyAmendment":
-            if isinstance(body, dict) and set(body) == {"network_policy_amendment"}:
-                _check_network_amendment(body["network_policy_amendment"], "network_policy_amendment")
-                return
-            raise _invalid("applyNetworkPolicyAmendment needs {network_policy_amendment: {host, action}}")
-    raise _invalid(f"invalid decision for {method}")
-
-
-def _check_review_decision(d: Any, method: str) -> None:
-    if isinstance(d, str):
-        if d in REVIEW_DECISIONS:
-            return
-        raise _invalid(f"invalid decision {d!r} for {method}; one of {sorted(REVIEW_DECISIONS)} "
-                       f"or an object {sorted(REVIEW_DECISION_OBJECTS)}")
-    if isinstance(d, dict) and len(d) == 1:
-        (name, body), = d.items()
-        if name == "approved_execpolicy_amendment" and isinstance(body, dict) \
-                and _str_list(body.get("proposed_execpolicy_amendment")):
-            return
-        if name == "network_policy_amendment" and isinstance(body, dict):
-            _check_network_amendment(body.get("network_policy_amendment"), "network_policy_amendment")
-            return
-        if name == "denied" and isinstance(body, dict) and isinstance(body.get("rejection"), str):
-            return
-    raise _invalid(f"invalid decision for {method}")
-
-
-def _requested_paths(req: Any, key: str) -> set[str]:
-    fs = req.get("fileSystem") if isinstance(req, dict) else None
-    vals = fs.get(key) if isinstance(fs, dict) else None
-    return {v for v in vals if isinstance(v, str)} if isinstance(vals, list) else set()
-
-
-def _check_permissions(result: dict[str, Any], params: Mapping[str, Any]) -> None:
-    _only_keys(result, {"permissions", "scope", "strictAutoReview"}, "item/permissions/requestApproval")
-    granted = result.get("permissions")
-    if not isinstance(granted, dict):
-        raise _invalid("item/permissions/requestApproval needs a 'permissions' object (grant {} to decline)")
-    _only_keys(granted, {"fileSystem", "network"}, "permissions")
-    scope = result.get("scope", "turn")
-    if not isinstance(scope, str) or scope not in PERMISSION_SCOPES:
-        raise _invalid(f"scope must be one of {sorted(PERMISSION_SCOPES)}")
-    if result.get("strictAutoReview") is not None and not isinstance(result["strictAutoReview"], bool):
-        raise _invalid("strictAutoReview must be a boolean or null")
-    requested = params.get("permissions") if isinstance(params.get("permissions"), dict) else {}
-    fs = granted.get("fileSystem")
-    if fs is not None:
-        if not isinstance(fs, dict):
-            raise _invalid("permissions.fileSystem must be an object or null")
-        _only_keys(fs, {"read", "write", "entries", "globScanMaxDepth"}, "permissions.fileSystem")
-        for key in ("read", "write"):
-            vals = fs.get(key)
-            if vals is None:
-                continue
-            if not _str_list(vals):
-                raise _invalid(f"permissions.fileSystem.{key} must be a list of paths")
-            extra = set(vals) - _requested_paths(requested, key)
-            if extra:
-                raise _invalid(f"permissions.fileSystem.{key} grants paths that were not requested",
-                               paths=sorted(extra))
-        entries = fs.get("entries")
-        if entries is not None:
-            req_entries = ((requested.get("fileSystem") or {}).get("entries") or []) if isinstance(
-                requested.get("fileSystem"), dict) else []
-            if not isinstance(entries, list) or any(e not in req_entries for e in entries):
-                raise _invalid("permissions.fileSystem.entries grants entries that were not requested")
-        depth = fs.get("globScanMaxDepth")
-        if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
-            raise _invalid("permissions.fileSystem.globScanMaxDepth must be a positive integer")
-    net = granted.get("network")
-    if net is not None:
-        if not isinstance(net, dict):
-            raise _invalid("permissions.network must be an object or null")
-        _only_keys(net, {"enabled"}, "permissions.network")
-        enabled = net.get("enabled")
-        if enabled is not None and not isinstance(enabled, bool):
-            raise _invalid("permissions.network.enabled must be a boolean or null")
-        req_net = requested.get("network") if isinstance(requested.get("network"), dict) else {}
-        if enabled is True and req_net.get("enabled") is not True:
-            raise _invalid("permissions.network grants network access that was not requested")
-
-
-def _check_user_input(result: dict[str, Any], params: Mapping[str, Any]) -> None:
-    _only_keys(result, {"answers"}, "item/tool/requestUserInput")
-    answers = result.get("answers")
-    if not isinstance(answers, dict):
-        raise _invalid("item/tool/requestUserInput needs {answers: {questionId: {answers: [string]}}}")
-    ids = {q.get("id") for q in params.get("questions") or () if isinstance(q, dict)}
-    unknown = sorted(str(k) for k in answers if k not in ids)
-    if unknown:
-        raise _invalid(f"answers for unknown question id(s) {unknown}", questions=unknown)
-    for qid, ans in answers.items():
-        if not isinstance(ans, dict) or set(ans) != {"answers"} or not _str_list(ans["answers"]):
-            raise _invalid(f"answer to {qid!r} must be {{answers: [string]}}", question=qid)
-
-
-def _check_elicitation(result: dict[str, Any], params: Mapping[str, Any]) -> None:
-    _only_keys(result, {"action", "content", "_meta"}, "mcpServer/elicitation/request")
-    action = result.get("action")
-    if not isinstance(action, str) or action not in ELICITATION_ACTIONS:
-        raise _invalid("elicitation replies need action accept/decline/cancel")
-    content = result.get("content")
-    if elic.is_tool_approval(params):
-        # An MCP tool-call approval: accept is {content: {}}, remembered only as offered.
-        parsed = elic.parse_elicitation(params)
-        meta = result.get("_meta")
-        if meta is not None:
-            if action != "accept" or not isinstance(meta, dict) or set(meta) != {"persist"} \
-                    or meta["persist"] not in parsed.persist_choices:
-                raise _invalid(f"_meta of a tool-call approval is {{persist: one of {list(parsed.persist_choices)}}} "
-                               "on an accept only")
-        if action == "accept" and content != {}:
-            raise _invalid("an MCP tool-call approval is accepted with content: {}")
-        if action != "accept" and content is not None:
-            raise _invalid(f"a {action} elicitation reply carries content: null")
-        return
-    if result.get("_meta") is not None and not isinstance(result.get("_meta"), dict):
-        raise _invalid("_meta must be an object")
-    if action != "accept":
-        if content is not None:
-            raise _invalid(f"a {action} elicitation reply carries content: null")
-        return
-    parsed = elic.parse_elicitation(params)
-    if parsed.mode == "url":
-        if content is not None:
-            raise _invalid("a url elicitation is accepted with content: null (after the user opened it)")
-        return
-    if parsed.mode != "form":
-        raise _invalid(f"this elicitation cannot be accepted by codexrt ({parsed.unsupported_reason}); "
-                       "answer it with cancel")
-    elic.validate_content(parsed, content)
-
-
-def _check_tool_call(result: dict[str, Any]) -> None:
-    _only_keys(result, {"contentItems", "success"}, "item/tool/call")
-    if not isinstance(result.get("success"), bool):
-        raise _invalid("item/tool/call needs success: boolean")
-    items = result.get("contentItems")
-    if not isinstance(items, list):
-        raise _invalid("item/tool/call needs contentItems: [...]")
-    for i, it in enumerate(items):
-        field = TOOL_CONTENT_TYPES.get(it["type"]) if isinstance(it, dict) and isinstance(it.get("type"), str) else None
-        if field is None or not isinstance(it.get(field), str) or set(it) != {"type", field}:
-            raise _invalid(f"contentItems[{i}] must be one of inputText{{text}}, inputImage{{imageUrl}}, "
-                           "inputAudio{audioUrl}", index=i)
-
-
-def validate_reply(method: str, result: Any, params: Mapping[str, Any] | None = None) -> None:
-    """Refuse a reply that does not fit the request (R-INT-3), with
-    ``InteractionError(INTERACTION_INVALID_REPLY)``. Values come from the pinned schema;
-    ``availableDecisions`` is not the limit."""
-    params = params or {}
-    if not isinstance(result, dict):
-        raise _invalid(f"{method} needs an object result")
-    kind = METHOD_KINDS.get(method)
-    if kind in ("commandApproval", "fileChangeApproval"):
-        _only_keys(result, {"decision"}, method)
-        if "decision" not in result:
-            raise _invalid(f"{method} needs a result with a 'decision'")
-        if kind == "commandApproval":
-            _check_command_decision(result["decision"], method)
-        elif not isinstance(result["decision"], str) or result["decision"] not in FILE_CHANGE_DECISIONS:
-            raise _invalid(f"invalid decision for {method}; one of "
-                           f"{sorted(FILE_CHANGE_DECISIONS)}")
-    elif kind in ("legacyExecApproval", "legacyPatchApproval"):
-        _only_keys(result, {"decision"}, method)
-        if "decision" not in result:
-            raise _invalid(f"{method} needs a result with a 'decision'")
-        _check_review_decision(result["decision"], method)
-    elif kind == "permissionsApproval":
-        _check_permissions(result, params)
-    elif kind == "userInput":
-        _check_user_input(result, params)
-    elif kind == "elicitation":
-        _check_elicitation(result, params)
-    elif kind == "dynamicToolCall":
-        _check_tool_call(result)
-
-
-def safe_negative_reply(method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The reply that grants nothing: what a deadline, ``decline()`` and the built-in policies
-    send. Never an accept."""
-    kind = METHOD_KINDS.get(method)
-    if kind in ("commandApproval", "fileChangeApproval"):
-        return {"decision": "decline"}
-    if kind in ("legacyExecApproval", "legacyPatchApproval"):
-        return {"decision": {"denied": {"rejection": "declined by codexrt (no approval from the user)"}}}
-    if kind == "permissionsApproval":
-        return {"permissions": {}, "scope": "turn"}
-    if kind == "userInput":
-        return {"answers": {}}
-    if kind == "elicitation":
-        # an MCP tool-call approval is refused; a question is cancelled (nothing answered)
-        return elic.decline_reply() if elic.is_tool_approval(params or {}) else elic.cancel_reply()
-    if kind == "dynamicToolCall":
-        return {"contentItems": [{"type": "inputText", "text": "the client did not run this tool"}],
-                "success": False}
-    raise InteractionInvalidReply(f"no safe reply is known for {method}")
-
-
-def interaction_kind(method: str, params: Any = None) -> str:
-    """The kind of a server request: :data:`METHOD_KINDS`, except that the real server's MCP
-    tool-call approval (an elicitation whose ``_meta.codex_approval_kind`` is
-    ``"mcp_tool_call"``) is ``mcpToolApproval`` — an approval, not a form."""
-    kind = METHOD_KINDS.get(method, "unknown")
-    if kind == "elicitation" and elic.is_tool_approval(params):
-        return "mcpToolApproval"
-    return kind
 
 
 def _wall_ms() -> int:
@@ -588,13 +330,9 @@ class Interaction:
 #: A policy: awaited with each new interaction in its own task; returns a reply or None.
 InteractionPolicy = Callable[[Interaction], Awaitable[Any]]
 
-_APPROVAL_KINDS = frozenset({"commandApproval", "fileChangeApproval", "permissionsApproval", "mcpToolApproval",
-                             "legacyExecApproval", "legacyPatchApproval"})
-
-
 async def decline_all(inter: Interaction) -> dict[str, Any] | None:
     """Policy: decline every approval (questions, forms and tools are left to the host)."""
-    if inter.kind in _APPROVAL_KINDS:
+    if inter.kind in APPROVAL_KINDS:
         return safe_negative_reply(inter.method, inter.params)
     return None
 
@@ -614,7 +352,7 @@ def _thread_is_read_only(inter: Interaction) -> bool:
 async def decline_all_in_read_only(inter: Interaction) -> dict[str, Any] | None:
     """Policy: decline every approval of a thread whose sandbox is read-only (effective settings
     from ``thread/settings/updated`` first, else the runtime's desired settings)."""
-    if inter.kind in _APPROVAL_KINDS and _thread_is_read_only(inter):
+    if inter.kind in APPROVAL_KINDS and _thread_is_read_only(inter):
         return safe_negative_reply(inter.method, inter.params)
     return None
 

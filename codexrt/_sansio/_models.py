@@ -99,6 +99,8 @@ __all__ = [
     "ToolRequestUserInputOption",
     "McpServerElicitationRequestParams",
     "DynamicToolCallParams",
+    "ExecCommandApprovalParams",
+    "ApplyPatchApprovalParams",
     # results
     "InitializeResult",
     "ThreadStartResult",
@@ -631,6 +633,30 @@ class DynamicToolCallParams(_Wire):
     arguments: Any = None
 
 
+
+class ExecCommandApprovalParams(_Wire):
+    """Legacy ``execCommandApproval`` (deprecated SendUserTurn APIs, which codexrt never uses)."""
+
+    __schema__ = "ExecCommandApprovalParams"
+    conversation_id: str
+    call_id: str
+    approval_id: str | None = None
+    command: list[str] = []
+    cwd: str | None = None
+    reason: str | None = None
+    parsed_cmd: list[Any] = []
+
+
+class ApplyPatchApprovalParams(_Wire):
+    """Legacy ``applyPatchApproval`` (deprecated SendUserTurn APIs, which codexrt never uses)."""
+
+    __schema__ = "ApplyPatchApprovalParams"
+    conversation_id: str
+    call_id: str
+    file_changes: dict[str, Any] = {}
+    reason: str | None = None
+    grant_root: str | None = None
+
 # -- results ---------------------------------------------------------------------------------------
 
 
@@ -746,6 +772,8 @@ SERVER_REQUEST_TYPES: dict[str, type[msgspec.Struct]] = {
     "item/tool/requestUserInput": ToolRequestUserInputParams,
     "mcpServer/elicitation/request": McpServerElicitationRequestParams,
     "item/tool/call": DynamicToolCallParams,
+    "execCommandApproval": ExecCommandApprovalParams,
+    "applyPatchApproval": ApplyPatchApprovalParams,
 }
 
 #: client request method → result model

@@ -84,7 +84,7 @@ from typing import Any
 import trio
 
 from codexrt._features._history import LEGACY_HISTORY_COMMANDS
-from codexrt._runtime._interactions import safe_negative_reply
+from codexrt._sansio._methods import safe_negative_reply
 from codexrt._sansio._errors import AccessInactive, CodexError
 from codexrt._sansio._framing import LineBuffer, OversizedLine
 from codexrt._sansio._redact import register_process_secrets
