@@ -134,6 +134,8 @@ if TYPE_CHECKING:  # the lazy names, for type checkers (``X as X``: explicitly r
     from codexrt._runtime._interactions import (
         InteractionRegistry as InteractionRegistry,
         PrivacyStore as PrivacyStore,
+    )
+    from codexrt._runtime._interaction_policies import (
         decline_all as decline_all,
         decline_all_in_read_only as decline_all_in_read_only,
     )
@@ -200,7 +202,8 @@ _LAZY = {
     "ThreadPage": "codexrt._features._history", "ThreadSummary": "codexrt._features._history", "SubagentView": "codexrt._features._history",
     # interactions (docs/interactions.md)
     "InteractionRegistry": "codexrt._runtime._interactions", "PrivacyStore": "codexrt._runtime._interactions",
-    "decline_all": "codexrt._runtime._interactions", "decline_all_in_read_only": "codexrt._runtime._interactions",
+    "decline_all": "codexrt._runtime._interaction_policies",
+    "decline_all_in_read_only": "codexrt._runtime._interaction_policies",
     # edits (docs/edits.md)
     "EditLedger": "codexrt._io._edits", "EditStore": "codexrt._io._edits", "EditKey": "codexrt._io._edits",
     "EditEntry": "codexrt._io._edits", "UndoReceipt": "codexrt._io._edits", "ReviewTicket": "codexrt._io._edits",

@@ -151,7 +151,7 @@ class _InteractionGlue:
 
     def set_interaction_policy(self, policy: InteractionPolicy | None) -> None:
         """Install (or remove, with None) the policy run for every *new* interaction, e.g.
-        ``codexrt._runtime._interactions.decline_all_in_read_only``. It runs in its own task; returning
+        ``codexrt.decline_all_in_read_only``. It runs in its own task; returning
         None leaves the interaction to the host."""
         self._interaction_policy = policy
 
@@ -218,8 +218,7 @@ class _InteractionGlue:
                 try:
                     await trio.to_thread.run_sync(store.write, record)
                 except OSError as exc:
-                    if inter.state == "answering":
-                        inter._fire("failed")
+                    inter._finish_answering("failed")
                     with contextlib.suppress(CodexError):
                         await conn.reply_error(inter._request_id, PRIVACY_ERROR_CODE,
                                                "the client could not record its privacy index; "
@@ -234,16 +233,13 @@ class _InteractionGlue:
             else:
                 await conn.reply(inter._request_id, result)
         except LocalProtocolError as exc:
-            if inter.state == "answering":
-                inter._fire("resolve")
+            inter._finish_answering("resolve")
             raise InteractionExpired(str(exc)) from None
         except BaseException:
             # Unknown whether it reached the server: never answered twice (R-OP-7 spirit).
-            if inter.state == "answering":
-                inter._fire("failed")
+            inter._finish_answering("failed")
             raise
-        if inter.state == "answering":
-            inter._fire(final)
+        inter._finish_answering(final)
         if final == "sent":
             self._interaction_event("interactionAnswered", inter,
                                     {"by": by, "error": True} if error is not None else {"by": by})

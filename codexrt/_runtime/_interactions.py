@@ -9,7 +9,8 @@ request *instance* and a ``dialogToken`` for the page that shows it, and answers
 
 Theory of operation
 -------------------
-*States* (one table, :data:`TRANSITIONS`)::
+*States* (one table, :data:`codexrt._sansio._states.INTERACTION_TABLE`; an impossible transition
+raises ``InteractionError(INTERACTION_STATE)`` naming machine, state and event)::
 
     pending ──answer──▶ answering ──sent──▶ answered
        │                    │ (reply failed / privacy index failed: error reply sent)
@@ -57,12 +58,10 @@ elicitation is sent, :class:`PrivacyStore` writes one atomic record file (identi
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import secrets
-import tempfile
 import time
 import uuid
 from typing import Any, Awaitable, Callable, Iterable, Mapping, Protocol
@@ -72,28 +71,17 @@ import trio
 from codexrt._sansio._errors import (
     InteractionConfigError,
     InteractionDuplicate,
-    InteractionError,
     InteractionExpired,
     InteractionStaleToken,
     InteractionStateError,
     InteractionUnknown,
     InteractionWrongGeneration,
+    LocalProtocolError,
 )
-from codexrt._io._private import ensure_private_dir
+from codexrt._io._privacy_store import PrivacyStore, default_privacy_dir
 from codexrt._sansio import _elicitation as elic
-from codexrt._sansio._privacy import (
-    PrivacyIndex,
-    PrivacyRecord,
-    home_fingerprint,
-    legacy_file_name,
-    load_index,
-    marker_file_name,
-    record_file_name,
-    record_for_elicitation,
-    record_for_user_input,
-)
+from codexrt._sansio._privacy import PrivacyRecord, record_for_elicitation, record_for_user_input
 from codexrt._sansio._methods import (
-    APPROVAL_KINDS,
     DEFAULT_DEADLINES,
     METHOD_KINDS,
     SUPPORTED_SERVER_REQUESTS,
@@ -112,6 +100,14 @@ from codexrt._sansio._replies import (
     TOOL_CONTENT_TYPES,
 )
 from codexrt._sansio._replies import invalid_reply as _invalid
+from codexrt._sansio._states import (
+    INTERACTION_OPEN,
+    INTERACTION_SETTLED,
+    INTERACTION_TABLE,
+    InteractionEvent,
+    InteractionState,
+    Machine,
+)
 from codexrt._sansio._wire import ServerRequest
 
 
@@ -135,18 +131,21 @@ __all__ = [
     "METHOD_KINDS",
     "SUPPORTED_SERVER_REQUESTS",
     "DEFAULT_DEADLINES",
-    "TRANSITIONS",
     "COMMAND_DECISIONS",
     "FILE_CHANGE_DECISIONS",
     "REVIEW_DECISIONS",
+    # the rest of the reply vocabulary, re-exported from codexrt._sansio._replies
+    "COMMAND_DECISION_OBJECTS",
+    "REVIEW_DECISION_OBJECTS",
+    "ELICITATION_ACTIONS",
+    "PERMISSION_SCOPES",
+    "TOOL_CONTENT_TYPES",
     "Interaction",
     "InteractionRegistry",
     "InteractionPolicy",
     "PrivacyStore",
     "validate_reply",
     "safe_negative_reply",
-    "decline_all",
-    "decline_all_in_read_only",
     "default_privacy_dir",
     "PRIVACY_ERROR_CODE",
     "PlanExecution",
@@ -154,15 +153,6 @@ __all__ = [
     "INTERACTION_COMMANDS",
     "interaction_kind",
 ]
-
-#: The state table (state → event → next state). Everything else is refused.
-TRANSITIONS: dict[str, dict[str, str]] = {
-    "pending": {"answer": "answering", "resolve": "resolved", "expire": "expired"},
-    "answering": {"sent": "answered", "failed": "answered", "resolve": "resolved", "expire": "expired"},
-    "answered": {"resolve": "resolved"},
-    "resolved": {},
-    "expired": {},
-}
 
 #: ``codexrt serve`` commands of this module (wired in ``codexrt._serve._daemon``).
 INTERACTION_COMMANDS = frozenset({"codex.replayInteractions", "codex.executePlan"})
@@ -201,7 +191,7 @@ class Interaction:
             f"{type(request.id).__name__}:{request.id}\0{sequence}\0{nonce}".encode()).hexdigest()[:24]
         self.key = f"ik-{digest}"
         self.dialog_token = secrets.token_urlsafe(12)
-        self.state = "pending"
+        self._machine = Machine("interaction", INTERACTION_TABLE, InteractionState.PENDING)
         self.answered_by: str | None = None
         self.thread_id = self.params.get("threadId") or self.params.get("conversationId")
         self.turn_id = self.params.get("turnId")
@@ -217,16 +207,30 @@ class Interaction:
         return f"<Interaction {self.method} {self.state} key={self.key} seq={self.delivery_sequence}>"
 
     @property
-    def pending(self) -> bool:
-        return self.state == "pending"
+    def state(self) -> InteractionState:
+        """``pending``, ``answering``, ``answered``, ``resolved`` or ``expired`` (a str enum)."""
+        return self._machine.state
 
-    def _fire(self, event: str) -> None:
-        nxt = TRANSITIONS[self.state].get(event)
-        if nxt is None:
-            raise InteractionStateError(f"interaction {self.key}: {event!r} is impossible in state {self.state!r}")
-        self.state = nxt
-        if nxt != "answering":
+    @property
+    def pending(self) -> bool:
+        return self.state is InteractionState.PENDING
+
+    def _fire(self, event: InteractionEvent | str) -> None:
+        """One transition of :data:`INTERACTION_TABLE`; an impossible one raises
+        :class:`InteractionStateError` (``INTERACTION_STATE``) naming machine, state and event."""
+        try:
+            nxt = self._machine.fire(InteractionEvent(event))
+        except LocalProtocolError as exc:
+            raise InteractionStateError(f"{exc} ({self.key})") from None
+        if nxt is not InteractionState.ANSWERING:
             self.settled.set()
+
+    def _finish_answering(self, event: InteractionEvent | str) -> None:
+        """End an answer's claim with ``event`` (``sent``, ``failed``, ``resolve``, ``expire``)
+        if it still holds it. A ``serverRequest/resolved`` or an expiry that arrived while the
+        reply was being written has settled the interaction already: then this does nothing."""
+        if self.state is InteractionState.ANSWERING:
+            self._fire(event)
 
     def to_wire(self, *, replayed: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -236,7 +240,7 @@ class Interaction:
             "kind": self.kind,
             "params": self.params,
             "deliverySequence": self.delivery_sequence,
-            "state": self.state,
+            "state": self.state.value,
             "deadlineMs": self.deadline_ms,
         }
         if self.kind in ("elicitation", "mcpToolApproval"):
@@ -330,132 +334,6 @@ class Interaction:
 #: A policy: awaited with each new interaction in its own task; returns a reply or None.
 InteractionPolicy = Callable[[Interaction], Awaitable[Any]]
 
-async def decline_all(inter: Interaction) -> dict[str, Any] | None:
-    """Policy: decline every approval (questions, forms and tools are left to the host)."""
-    if inter.kind in APPROVAL_KINDS:
-        return safe_negative_reply(inter.method, inter.params)
-    return None
-
-
-def _thread_is_read_only(inter: Interaction) -> bool:
-    rt = inter.runtime
-    info = rt.threads.get(inter.thread_id) if isinstance(inter.thread_id, str) else None
-    eff = info.effective if info is not None else {}
-    policy = eff.get("sandboxPolicy") if isinstance(eff, dict) else None
-    if isinstance(policy, dict) and isinstance(policy.get("type"), str):
-        return policy["type"] == "readOnly"
-    if isinstance(eff.get("sandbox"), str):
-        return eff["sandbox"] in ("read-only", "readOnly")
-    return rt.desired.sandbox == "read-only"
-
-
-async def decline_all_in_read_only(inter: Interaction) -> dict[str, Any] | None:
-    """Policy: decline every approval of a thread whose sandbox is read-only (effective settings
-    from ``thread/settings/updated`` first, else the runtime's desired settings)."""
-    if inter.kind in APPROVAL_KINDS and _thread_is_read_only(inter):
-        return safe_negative_reply(inter.method, inter.params)
-    return None
-
-
-# ------------------------------------------------------------------------------------------
-# The privacy index on disk (R-PRIV-1)
-
-
-def default_privacy_dir(env: Mapping[str, str] | None = None) -> str:
-    """``$CODEXRT_PRIVACY_DIR``, else ``$XDG_STATE_HOME/codexrt/privacy``, else
-    ``~/.local/state/codexrt/privacy``."""
-    env = os.environ if env is None else env
-    if env.get("CODEXRT_PRIVACY_DIR"):
-        return env["CODEXRT_PRIVACY_DIR"]
-    base = env.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return os.path.join(base, "codexrt", "privacy")
-
-
-class PrivacyStore:
-    """One scope (home fingerprint) of the index in ``directory`` (created 0700).
-
-    :meth:`write` is synchronous and blocking (call it in a thread): temp file (0600) in the
-    same directory, write, fsync, rename to ``<fp>.record.<uuid>.json``, fsync the directory.
-    A process killed at any point leaves either no record or a whole one, never a torn file
-    under a record name (temp files are ignored by :meth:`load`)."""
-
-    def __init__(self, directory: str, fingerprint: str) -> None:
-        self.directory = directory
-        self.fingerprint = fingerprint
-
-    @classmethod
-    def for_home(cls, directory: str, codex_home: str) -> "PrivacyStore":
-        return cls(directory, home_fingerprint(codex_home))
-
-    def __repr__(self) -> str:
-        return f"<PrivacyStore {self.directory} scope={self.fingerprint}>"
-
-    def _ensure_dir(self) -> None:
-        ensure_private_dir(self.directory)  # every directory it creates 0700, not only the last
-
-    def write(self, record: PrivacyRecord) -> str:
-        self._ensure_dir()
-        data = json.dumps(record.to_json(), separators=(",", ":"), sort_keys=True).encode()
-        final = os.path.join(self.directory, record_file_name(self.fingerprint, record.record_id))
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.fingerprint}.", suffix=".tmp", dir=self.directory)
-        try:
-            os.fchmod(fd, 0o600)
-            view = memoryview(data)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
-            os.fsync(fd)
-        except BaseException:
-            os.close(fd)
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        os.close(fd)
-        try:
-            os.rename(tmp, final)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        with contextlib.suppress(OSError):
-            dfd = os.open(self.directory, os.O_RDONLY)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
-        return final
-
-    def load(self) -> PrivacyIndex:
-        """Read every record of this scope (and the legacy file). A corrupt file makes the index
-        conservative, and that is persisted with a marker file so it survives later writes."""
-        files: dict[str, bytes] = {}
-        try:
-            names = os.listdir(self.directory)
-        except FileNotFoundError:
-            names = []
-        except OSError as exc:
-            index = load_index(self.fingerprint, {}, marker=True)
-            index.problems.append(f"index directory unreadable: {exc.strerror}")
-            return index
-        marker = marker_file_name(self.fingerprint) in names
-        wanted_prefix = f"{self.fingerprint}.record."
-        for name in names:
-            if name == legacy_file_name(self.fingerprint) or (name.startswith(wanted_prefix) and name.endswith(".json")):
-                try:
-                    with open(os.path.join(self.directory, name), "rb") as fh:
-                        files[name] = fh.read()
-                except OSError:
-                    files[name] = b"\0unreadable"
-        index = load_index(self.fingerprint, files, marker=marker)
-        if index.conservative and not marker:
-            with contextlib.suppress(OSError):
-                self._ensure_dir()
-                fd = os.open(os.path.join(self.directory, marker_file_name(self.fingerprint)),
-                             os.O_WRONLY | os.O_CREAT, 0o600)
-                os.close(fd)
-        return index
-
-
 def privacy_record_for(inter: Interaction, result: dict[str, Any], store: PrivacyStore) -> PrivacyRecord | None:
     """The record an answer needs before it is forwarded, or None (nothing is answered:
     a decline/cancel or an empty answer carries no user data)."""
@@ -514,17 +392,17 @@ class InteractionRegistry:
 
     def add(self, inter: Interaction) -> None:
         self.by_key[inter.key] = inter
-        settled = [k for k, i in self.by_key.items() if i.state in ("answered", "resolved", "expired")]
+        settled = [k for k, i in self.by_key.items() if i.state in INTERACTION_SETTLED]
         if len(settled) > self.MAX_SETTLED:
             for key in settled[: len(settled) - self.MAX_SETTLED // 2]:
                 del self.by_key[key]
 
     def pending_count(self) -> int:
         """Interactions waiting for an answer (pending or being answered)."""
-        return sum(1 for i in self.by_key.values() if i.state in ("pending", "answering"))
+        return sum(1 for i in self.by_key.values() if i.state in INTERACTION_OPEN)
 
     def pending(self) -> list[Interaction]:
-        return sorted((i for i in self.by_key.values() if i.state == "pending"), key=lambda i: i.delivery_sequence)
+        return sorted((i for i in self.by_key.values() if i.state is InteractionState.PENDING), key=lambda i: i.delivery_sequence)
 
     def lookup(self, key: str, token: str, generation: int) -> Interaction:
         """The interaction a host answer names, or ``InteractionError`` with a code."""
@@ -535,16 +413,16 @@ class InteractionRegistry:
             raise InteractionStaleToken("stale or wrong dialog token (the dialog was replayed with a new token, "
                                         "or this is not its page)",
                                         details={"interactionKey": key})
-        if inter.state in ("answering", "answered"):
+        if inter.state in (InteractionState.ANSWERING, InteractionState.ANSWERED):
             raise InteractionDuplicate("interaction was already answered",
                                        details={"interactionKey": key, "answeredBy": inter.answered_by})
         if inter.generation != generation:
             raise InteractionWrongGeneration(f"interaction belongs to app-server generation {inter.generation}, the runtime "
                                              f"is at {generation}",
                                              details={"interactionKey": key})
-        if inter.state != "pending":
-            raise InteractionExpired(f"interaction is no longer pending ({inter.state})",
-                                     details={"interactionKey": key, "state": inter.state})
+        if inter.state is not InteractionState.PENDING:
+            raise InteractionExpired(f"interaction is no longer pending ({inter.state.value})",
+                                     details={"interactionKey": key, "state": inter.state.value})
         if inter.deadline_at is not None and trio.current_time() >= inter.deadline_at:
             raise InteractionExpired("interaction deadline passed",
                                      details={"interactionKey": key, "state": "expired"})
@@ -564,16 +442,16 @@ class InteractionRegistry:
         for inter in self.by_key.values():
             if (inter.generation == generation and inter._request_id == request_id
                     and type(inter._request_id) is type(request_id)
-                    and inter.state in ("pending", "answering", "answered")):
-                inter._fire("resolve")
+                    and inter.state in (*INTERACTION_OPEN, InteractionState.ANSWERED)):
+                inter._fire(InteractionEvent.RESOLVE)
                 return inter
         return None
 
     def expire_all(self) -> list[Interaction]:
         out = []
         for inter in self.by_key.values():
-            if inter.state in ("pending", "answering"):
-                inter._fire("expire")
+            if inter.state in INTERACTION_OPEN:
+                inter._fire(InteractionEvent.EXPIRE)
                 out.append(inter)
         return out
 

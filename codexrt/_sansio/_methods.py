@@ -32,7 +32,7 @@ import msgspec
 from codexrt._sansio import _elicitation as elic
 from codexrt._sansio import _models as models
 from codexrt._sansio import _replies as replies
-from codexrt._sansio._errors import InteractionError, InteractionInvalidReply
+from codexrt._sansio._errors import InteractionInvalidReply
 
 __all__ = [
     "RequestKind",

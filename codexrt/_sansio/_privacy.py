@@ -11,7 +11,7 @@ question text, the answers, or a hash of an answer (a hash of a short secret is 
 Theory of operation
 -------------------
 *Records.* One :class:`PrivacyRecord` per forwarded answer, written by
-``codexrt._runtime._interactions.PrivacyStore`` as its own file
+``codexrt._io._privacy_store.PrivacyStore`` as its own file
 ``<home-fingerprint>.record.<uuid>.json`` (atomic: temp + fsync + rename), so several
 processes never overwrite each other's classifications. The legacy single file
 ``<home-fingerprint>.json`` (``{"version": 1, "records": [...]}``) is still read.

@@ -1,4 +1,4 @@
-"""The runtime and operation state machines, as data (R-RT-1, R-OP-2, R-OP-4).
+"""The runtime, operation and interaction state machines, as data (R-RT-1, R-OP-2, R-OP-4, R-INT-1).
 
 Invariants
 ----------
@@ -26,7 +26,7 @@ from typing import Generic, TypeVar
 from codexrt._sansio._errors import LocalProtocolError
 
 __all__ = ["RuntimeState", "RuntimeEvent", "OpPhase", "Phase", "OpEvent", "Machine", "RUNTIME_TABLE", "OP_TABLE",
-           "StopPath", "STOP_TABLE"]
+           "StopPath", "STOP_TABLE", "InteractionState", "InteractionEvent", "INTERACTION_TABLE"]
 
 
 class RuntimeState(str, enum.Enum):
@@ -159,3 +159,49 @@ STOP_TABLE: dict[OpPhase, StopPath] = {
     OpPhase.NATIVE_TURN_KNOWN: StopPath.INTERRUPT_SENT,
     OpPhase.TERMINAL: StopPath.ALREADY_TERMINAL,
 }
+
+
+# -- the interaction machine (R-INT-1) ------------------------------------------------------------
+
+
+class InteractionState(str, enum.Enum):
+    """Where a server → client request stands. Only ``pending`` accepts an answer; ``answering``
+    is entered before the first await so two concurrent answers can never both be sent."""
+
+    PENDING = "pending"
+    ANSWERING = "answering"
+    ANSWERED = "answered"
+    RESOLVED = "resolved"
+    EXPIRED = "expired"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class InteractionEvent(str, enum.Enum):
+    ANSWER = "answer"  # an answer claimed it (host, policy or deadline)
+    SENT = "sent"  # the reply was written
+    FAILED = "failed"  # the reply (or its privacy record) failed: never sent twice, so answered
+    RESOLVE = "resolve"  # serverRequest/resolved, or the server no longer waits for it
+    EXPIRE = "expire"  # deadline reply sent, or the child is gone
+
+    def __str__(self) -> str:
+        return self.value
+
+
+I, IE = InteractionState, InteractionEvent
+INTERACTION_TABLE: dict[tuple[InteractionState, InteractionEvent], InteractionState] = {
+    (I.PENDING, IE.ANSWER): I.ANSWERING,
+    (I.PENDING, IE.RESOLVE): I.RESOLVED,
+    (I.PENDING, IE.EXPIRE): I.EXPIRED,
+    (I.ANSWERING, IE.SENT): I.ANSWERED,
+    (I.ANSWERING, IE.FAILED): I.ANSWERED,
+    (I.ANSWERING, IE.RESOLVE): I.RESOLVED,
+    (I.ANSWERING, IE.EXPIRE): I.EXPIRED,
+    (I.ANSWERED, IE.RESOLVE): I.RESOLVED,
+}
+del I, IE
+#: States in which the server still waits for a reply from us.
+INTERACTION_OPEN = frozenset({InteractionState.PENDING, InteractionState.ANSWERING})
+#: States that end the interaction for the host (no answer is accepted any more).
+INTERACTION_SETTLED = frozenset({InteractionState.ANSWERED, InteractionState.RESOLVED, InteractionState.EXPIRED})

@@ -16,12 +16,8 @@ import trio
 
 import codexrt
 from codexrt import RuntimeConfig
-from codexrt._runtime._interactions import (
-    DEFAULT_DEADLINES,
-    PrivacyStore,
-    decline_all_in_read_only,
-    safe_negative_reply,
-)
+from codexrt._runtime._interaction_policies import decline_all_in_read_only
+from codexrt._runtime._interactions import DEFAULT_DEADLINES, PrivacyStore, safe_negative_reply
 
 THREAD_SCOPED = {"threadId": "$thread_id", "turnId": "$turn_id"}
 

@@ -12,7 +12,7 @@ import trio
 
 import codexrt
 from codexrt import RuntimeConfig, Settings
-from codexrt._runtime._interactions import decline_all_in_read_only
+from codexrt._runtime._interaction_policies import decline_all_in_read_only
 
 WAIT = 30
 

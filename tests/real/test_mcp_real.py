@@ -23,7 +23,7 @@ import codexrt
 from codexrt import RuntimeConfig, Settings
 from codexrt._features._catalog import mcp_status, reload_mcp
 from codexrt._features._history import open_history_reader, transcript_to_json
-from codexrt._runtime._interactions import decline_all
+from codexrt._runtime._interaction_policies import decline_all
 from codexrt._sansio._privacy import MASK
 from peer_fixtures.codex_home import codex_env, make_codex_home
 from peer_fixtures.mcp_server import mcp_server_toml

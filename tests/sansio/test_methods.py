@@ -9,6 +9,7 @@ import msgspec
 import pytest
 
 from codexrt._sansio import _methods as m
+from codexrt._sansio._errors import InteractionError
 from tests._support import pinned_schema_dir
 
 SCHEMA = json.loads((pinned_schema_dir() / "codex_app_server_protocol.schemas.json").read_text())
@@ -69,7 +70,7 @@ def test_r_hlp_1_refusal_never_grants(method):
 def test_r_wire_7_an_unknown_method_has_no_row_and_no_safe_reply():
     assert m.refusal("account/chatgptAuthTokens/refresh")[0] == "error"
     assert m.refusal("x/y", message="no")[1] == (m.REFUSAL_CODE, "no")
-    with pytest.raises(m.InteractionError):
+    with pytest.raises(InteractionError):
         m.safe_negative_reply("x/y")
 
 
