@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from codexrt._sansio._projection import MessageTally, Projector, count_messages
@@ -106,6 +106,55 @@ def test_r_h_7_tally_of_well_formed_overlapping_pages_needs_no_projector(n: int,
     want, got, tally = _both(pages)
     assert got == want == ("count", sum(t in ("userMessage", "agentMessage") for t in kinds))
     assert not tally.projected
+
+
+@st.composite
+def tallied_entries(draw: Any) -> Any:
+    """Well-formed entries the tally counts without a projector when alone (the ``clientId``
+    of a user message is its id's own, so nothing is re-keyed)."""
+    e = draw(entries())
+    while (type(e) is not dict or type(e.get("item")) is not dict or type(e.get("turnId", "")) is not str
+           or type(e["item"].get("id")) is not str):
+        e = draw(entries())
+    item = e["item"]
+    if item.get("type") == "userMessage" and "clientId" in item:
+        item["clientId"] = draw(st.sampled_from([f"c-{item['id']}", "", 5]))
+    return e
+
+
+@settings(max_examples=300, deadline=None)
+@given(pages=st.lists(st.lists(tallied_entries(), max_size=8), min_size=1, max_size=5),
+       trigger=st.sampled_from(["rekey", "not-an-object", "bad-turn-id"]), last=st.lists(entries(), max_size=6),
+       later=st.lists(st.lists(entries(), max_size=6), max_size=2), data=st.data())
+def test_r_h_7_tally_fallback_replays_kept_skeletons_to_the_projected_count(
+        pages: list[list[Any]], trigger: str, last: list[Any], later: list[list[Any]], data: Any) -> None:
+    """The fallback path: pages the tally counted without a projector (and no longer holds)
+    are replayed from what it kept when a later page needs the projector — the count, or
+    the exception type, is still the projection's over the real pages."""
+    msgs = [e["item"] for p in pages for e in p if e["item"].get("type") == "userMessage"]
+    if trigger == "rekey" and msgs:  # another id with a clientId already seen: the projector re-keys
+        seen = data.draw(st.sampled_from(msgs))
+        extra: Any = {"turnId": data.draw(st.sampled_from(TURNS)),
+                      "item": {"type": "userMessage", "id": "z", "clientId": f"c-{seen['id']}", "content": []}}
+        seen["clientId"] = f"c-{seen['id']}"
+    elif trigger == "bad-turn-id":
+        extra = {"turnId": 7, "item": {"type": "agentMessage", "id": "a", "text": "x"}}
+    else:
+        extra = ["not", "an", "entry"]
+    fallback = last[:]
+    fallback.insert(data.draw(st.integers(0, len(last))), extra)
+    all_pages = [*pages, fallback, *later]
+    tally = MessageTally(TID)
+    try:
+        for p in pages:
+            tally.add_native_entries(p)
+    except Exception:
+        assume(False)  # a malformed item (an image block) fails at once: not the path tested here
+    assume(not tally.projected)
+    assert len(tally._skel) == len(pages)  # counted so far with skeletons, not the pages
+    want, got, tally = _both(all_pages)
+    assert got == want
+    assert tally.projected
 
 
 def test_r_h_7_tally_counts_an_id_listed_twice_as_the_projection_does() -> None:

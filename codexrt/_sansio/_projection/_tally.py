@@ -28,16 +28,27 @@ class MessageTally:
     and how many times the projector lists the id (an id repeated in a batch before any known
     id is listed twice). Item kinds other than plain messages are still projected
     (:func:`project_native_item`, result dropped) so malformed ones fail exactly as they do
-    in the projector. Shapes it does not model — an entry or item that is not an object, an
-    id or turn id that is not a string, one ``clientId`` on two ids (the projector re-keys
-    those) — and any error switch it to a real :class:`Projector` fed every page so far (the
-    pages are kept by reference until then), which then raises what it raises."""
+    in the projector. The decoded pages themselves are not kept (a long thread's pages held
+    until the end made the count's memory, and the garbage collector's work, grow with the
+    thread): per entry only its turn id, item id, kind and ``clientId`` (:attr:`_skel`).
 
-    __slots__ = ("thread_id", "_pages", "_last", "_mult", "_clients", "_proj")
+    Shapes it does not model — an entry or item that is not an object, an id or turn id that
+    is not a string, one ``clientId`` on two ids (the projector re-keys those) — and any error
+    switch it to a real :class:`Projector` (the rare path): the pages seen so far are replayed
+    into it as *skeleton* entries (``{"id", "type"}``, plus ``clientId`` for a user message;
+    a non-message as an empty ``reasoning`` item), page by page, then the page at hand as it
+    came, and every later page too. A skeleton projects to a record with the same key, the
+    same message-or-not kind and the same ``clientId``, and the projector's merge depends only
+    on those, so its count is the count of the real pages; what the fallback projector raises
+    is what a projector fed the real pages raises (the earlier pages projected without error,
+    which is why they were tallied)."""
+
+    __slots__ = ("thread_id", "_skel", "_last", "_mult", "_clients", "_proj")
 
     def __init__(self, thread_id: str | None = None) -> None:
         self.thread_id = thread_id
-        self._pages: list[Any] = []
+        # per page: (turnId, item id, "agentMessage" | "userMessage" | "", clientId | None) per entry
+        self._skel: list[list[tuple[str, str, str, str | None]]] = []
         self._last: dict[str, bool] = {}  # id -> its last snapshot is a user/assistant message
         self._mult: dict[str, int] = {}  # id -> times it is listed in its turn
         self._clients: dict[str, str] = {}  # clientId -> item id
@@ -56,23 +67,28 @@ class MessageTally:
             self._proj.add_native_entries(entries)
             return
         page = entries if isinstance(entries, list) else list(entries)
-        self._pages.append(page)
+        skel: list[tuple[str, str, str, str | None]] = []
         try:
-            fast = self._fast(page)
+            fast = self._fast(page, skel)
         except Exception:  # the projector decides what (and in which order) fails
             fast = False
-        if not fast:
-            proj = Projector(self.thread_id)
-            self._proj = proj
-            pages, self._pages = self._pages, []
-            self._last, self._mult, self._clients = {}, {}, {}
-            for p in pages:
-                proj.add_native_entries(p)
+        if fast:
+            self._skel.append(skel)
+            return
+        proj = Projector(self.thread_id)
+        self._proj = proj
+        pages, self._skel = self._skel, []
+        self._last, self._mult, self._clients = {}, {}, {}
+        for p in pages:
+            proj.add_native_entries(_skeleton_entries(p))
+        proj.add_native_entries(page)
 
-    def _fast(self, page: list[Any]) -> bool:
-        """Mirror of ``add_native_entries`` → ``_add_batch`` for the count; False (state to be
-        discarded) at the first shape it does not model."""
+    def _fast(self, page: list[Any], skel: list[tuple[str, str, str, str | None]]) -> bool:
+        """Mirror of ``add_native_entries`` → ``_add_batch`` for the count, appending each
+        entry's skeleton to ``skel``; False (state to be discarded) at the first shape it does
+        not model."""
         last, mult, clients = self._last, self._mult, self._clients
+        keep = skel.append
         pending: list[tuple[str, bool]] = []
         prev: str | None = None
         cur: Any = None
@@ -91,7 +107,10 @@ class MessageTally:
                     mult[k] = mult.get(k, 0) + 1
                     last[k] = m
                 pending, prev, cur = [], None, tid
+            else:
+                tid = cur  # one string object per batch in the skeleton
             t = item.get("type")
+            cid = None
             if t == "agentMessage":
                 msg = True
             elif t == "userMessage":
@@ -111,9 +130,13 @@ class MessageTally:
                     if known is not None and known != iid:
                         return False
                     clients[cid] = iid
+                else:
+                    cid = None
             else:
                 msg = False
+                t = ""
                 project_native_item(item, thread_id=self.thread_id, turn_id=tid)  # may raise, as there
+            keep((tid, iid, t, cid))
             if iid in last:
                 for k, m in pending:
                     mult[k] = mult.get(k, 0) + 1
@@ -138,3 +161,15 @@ class MessageTally:
             return count_messages(self._proj.records())
         last = self._last
         return sum(n for k, n in self._mult.items() if last[k])
+
+
+def _skeleton_entries(page: list[tuple[str, str, str, str | None]]) -> list[dict[str, Any]]:
+    """A tallied page as entries a :class:`Projector` merges exactly like the real ones (same
+    key, same message-or-not kind, same ``clientId``): see :class:`MessageTally`."""
+    out: list[dict[str, Any]] = []
+    for tid, iid, t, cid in page:
+        item: dict[str, Any] = {"id": iid, "type": t or "reasoning"}
+        if cid is not None:
+            item["clientId"] = cid
+        out.append({"turnId": tid, "item": item})
+    return out
