@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from tests._support import ROOT
-from tests.e2e.test_interactions import CMD, kind_scenario
+from tests.trio.test_interactions import CMD, kind_scenario
 from tests.trio.test_plans import PLAN_TURN
 from tests.e2e.test_serve_e2e import ServeProcess
 

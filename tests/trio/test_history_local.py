@@ -10,7 +10,7 @@ import trio
 
 from codexrt._features._history import LocalSubmission, local_submissions, open_history_reader
 from codexrt._sansio._projection import Projector
-from tests.e2e.test_history import page, respond, rt_for, rule, scenario, thread, turn
+from tests.trio.test_history import page, respond, rt_for, rule, scenario, thread, turn
 
 
 def umsg(iid: str, text: str, client_id: str | None) -> dict[str, Any]:
