@@ -4,13 +4,10 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import attrs
 import pytest
-import trio
 
 from codexrt._runtime import _launch
 from codexrt._sansio._errors import ConfigError
@@ -22,8 +19,6 @@ from codexrt._runtime._launch import (
     discover_env_keys,
     launch_fingerprint,
     missing_env_keys,
-    prepare_launch_env,
-    read_login_shell_env,
 )
 
 SECRET = "sk-test-0123456789abcdef"
@@ -126,29 +121,6 @@ def test_r_lc_4_config_is_read_only(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------ access modes
-
-
-def test_r_lc_3_inactive_spawns_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def forbidden(*a: object, **k: object) -> None:
-        raise AssertionError("inactive access spawned a process")
-
-    monkeypatch.setattr(subprocess, "Popen", forbidden)
-    monkeypatch.setattr(trio.lowlevel, "open_process", forbidden)
-    monkeypatch.setattr(_launch, "_run_bounded", forbidden)
-    cfg = LaunchConfig("inactive")
-
-    def lookup(names: object) -> dict[str, str]:
-        raise AssertionError("lookup called")
-
-    for call in (
-        lambda: build_launch_env(cfg, {}, login_shell_lookup=lookup),
-        lambda: app_server_args(cfg),
-        lambda: trio.run(prepare_launch_env, cfg, {}),
-    ):
-        with pytest.raises(ConfigError) as info:
-            call()
-        assert info.value.code == "ACCESS_INACTIVE"
-    assert missing_env_keys(cfg, {}) == []
 
 
 def test_r_lc_3_cli_login_adds_only_missing_env_keys(tmp_path: Path) -> None:
@@ -291,36 +263,6 @@ def test_secrets_never_in_repr() -> None:
 # ------------------------------------------------------------------- real login shell
 
 
-def fake_login_shell(tmp_path: Path, profile: str) -> Path:
-    sh = tmp_path / "fake-login-sh"
-    sh.write_text(f'#!/bin/sh\n[ "$1" = -l ] || exit 9\nshift\necho "motd noise"\necho "secret-ish stderr" >&2\n{profile}\nexec /bin/sh "$@"\n')
-    sh.chmod(0o755)
-    return sh
-
-
-async def test_r_lc_4_read_login_shell_env_only_requested_names(tmp_path: Path) -> None:
-    sh = fake_login_shell(tmp_path, "export A_KEY='va=lue with spaces'\nexport EMPTY_KEY=\nexport OTHER=nope")
-    got = await read_login_shell_env(["A_KEY", "EMPTY_KEY", "UNSET_KEY", "bad name;"], env={"SHELL": str(sh)})
-    assert got == {"A_KEY": "va=lue with spaces", "EMPTY_KEY": ""}
-
-
-async def test_r_lc_4_read_login_shell_env_timeout_reaps(tmp_path: Path) -> None:
-    pidfile = tmp_path / "pid"
-    sh = fake_login_shell(tmp_path, f"echo $$ > {pidfile}\nsleep 30")
-    got = await read_login_shell_env(["A_KEY"], env={"SHELL": str(sh)}, timeout=0.5)
-    assert got == {}
-    with pytest.raises(ProcessLookupError):
-        os.kill(int(pidfile.read_text()), 0)
-
-
-async def test_r_lc_3_prepare_launch_env_cli_login_end_to_end(tmp_path: Path) -> None:
-    home = codex_home(tmp_path, 'model_provider = "x"\n[model_providers.x]\nenv_key = "X_KEY"\n')
-    sh = fake_login_shell(tmp_path, "export X_KEY=from-profile\nexport LEAK=1")
-    cfg = LaunchConfig("cli_login", codex_home=str(home))
-    env = await prepare_launch_env(cfg, {"SHELL": str(sh)}, platform="linux")
-    assert env == {"SHELL": str(sh), "CODEX_HOME": str(home), "X_KEY": "from-profile"}
-
-
 # ------------------------------------------------------ fingerprint: every input counts (R-LC-1)
 
 _BASE_FP = dict(
@@ -424,112 +366,6 @@ def _capture_spawn(monkeypatch: pytest.MonkeyPatch, candidate: object) -> list[d
                         lambda **kw: _discovery.DiscoveryResult(candidates=[candidate], rejected=[]))
     monkeypatch.setattr(_config, "spawn_process_transport", fake_spawn)
     return calls
-
-
-def test_r_cli_8_runtime_spawns_cmd_shims_through_spawn_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """R-CLI-8: a Windows ``.cmd`` shim reaches the process API as spawn_command's one quoted
-    command line (cmd.exe cannot parse a list), managed overrides included (checked by argv
-    construction, on any OS)."""
-    from codexrt import RuntimeConfig
-    from codexrt._io._discovery import Candidate, CandidateKind, spawn_command
-
-    shim = Candidate(path=Path("C:/npm/codex.cmd"), real_path=Path("C:/npm/codex.cmd"), source="PATH",
-                     confirmed=True, kind=CandidateKind.CMD_SHIM, platform="win32")
-    calls = _capture_spawn(monkeypatch, shim)
-    cfg = RuntimeConfig(env={"PATH": "", "ComSpec": "C:\\cmd.exe"}, access_mode="managed", api_key=SECRET,
-                        provider={"id": "corp", "baseUrl": "http://127.0.0.1:9/v1", "envKey": "CORP_KEY"})
-    [(label, factory)] = cfg.candidate_factories()
-    with pytest.raises(OSError):
-        trio.run(factory)
-    command = calls[0]["command"]
-    assert isinstance(command, str)
-    assert command == spawn_command(shim, ["app-server", *_launch.provider_overrides(cfg.launch_config())])
-    assert "model_providers.corp" in command and SECRET not in command
-
-
-def test_r_lc_3_managed_key_only_in_the_env_var_named_by_env_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    from codexrt import RuntimeConfig
-    from codexrt._io._discovery import Candidate, CandidateKind
-
-    exe = Candidate(path=Path("/opt/codex"), real_path=Path("/opt/codex"), source="CODEX_BIN", confirmed=True,
-                    kind=CandidateKind.NATIVE, platform="linux")
-    calls = _capture_spawn(monkeypatch, exe)
-    cfg = RuntimeConfig(env={"PATH": "/usr/bin"}, access_mode="managed", api_key=SECRET, codex_home="/tmp/ch",
-                        provider={"id": "corp", "name": "Corp", "baseUrl": "http://127.0.0.1:9/v1",
-                                  "envKey": "CORP_KEY", "wireApi": "responses",
-                                  "headers": {"X-Org": "org-secret-header"}, "queryParams": {"api-version": "7"}})
-    [(label, factory)] = cfg.candidate_factories()
-    with pytest.raises(OSError):
-        trio.run(factory)
-    argv, env = calls[0]["command"], calls[0]["env"]
-    assert isinstance(argv, list) and argv[:2] == ["/opt/codex", "app-server"]
-    assert argv[2:4] == ["-c", 'model_provider="corp"']
-    assert 'base_url="http://127.0.0.1:9/v1"' in argv[5] and 'env_key="CORP_KEY"' in argv[5]
-    assert 'query_params={ "api-version" = "7" }' in argv[5] and 'name="Corp"' in argv[5]
-    assert 'env_http_headers={ "X-Org" = "CODEXRT_HTTP_HEADER_0" }' in argv[5]
-    joined = " ".join(argv)
-    assert SECRET not in joined and "org-secret-header" not in joined
-    assert env["CORP_KEY"] == SECRET and env["CODEXRT_HTTP_HEADER_0"] == "org-secret-header"
-    assert [k for k, v in env.items() if v == SECRET] == ["CORP_KEY"]
-    assert env["CODEX_HOME"] == "/tmp/ch"
-    assert SECRET in cfg.secret_values() and "org-secret-header" in cfg.secret_values()
-
-
-def test_r_lc_4_cli_login_child_gets_login_shell_env_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """R-LC-4 through the runtime: before the child is created, the env_key named in the actual
-    CODEX_HOME/config.toml is fetched from the (fake) login shell; an inherited one and an
-    explicitly empty one are kept, an invalid name is never asked for."""
-    from codexrt import RuntimeConfig
-    from codexrt._io._discovery import Candidate, CandidateKind
-
-    home = codex_home(tmp_path, 'model_provider = "x"\n[model_providers.x]\nenv_key = "SHELL_ONLY_KEY"\n')
-    log = tmp_path / "asked"
-    shell = tmp_path / "fake-shell"
-    shell.write_text(f'#!/bin/sh\necho "$3" > {log}\nexport SHELL_ONLY_KEY=from-login-shell-123\neval "$3"\n')
-    shell.chmod(0o755)
-    exe = Candidate(path=Path("/opt/codex"), real_path=Path("/opt/codex"), source="CODEX_BIN", confirmed=True,
-                    kind=CandidateKind.NATIVE, platform="linux")
-    calls = _capture_spawn(monkeypatch, exe)
-    base = {"PATH": "/usr/bin:/bin", "SHELL": str(shell), "CODEX_HOME": str(home)}
-    [(label, factory)] = RuntimeConfig(env=base).candidate_factories()
-    with pytest.raises(OSError):
-        trio.run(factory)
-    assert calls[0]["env"]["SHELL_ONLY_KEY"] == "from-login-shell-123"
-    assert "SHELL_ONLY_KEY" in log.read_text()
-    [(label, factory)] = RuntimeConfig(env={**base, "SHELL_ONLY_KEY": ""}).candidate_factories()
-    with pytest.raises(OSError):
-        trio.run(factory)
-    assert calls[1]["env"]["SHELL_ONLY_KEY"] == ""  # explicitly empty: kept, not fetched
-
-
-def test_r_cli_1_runtime_discovery_uses_the_login_shell_path_last(tmp_path: Path) -> None:
-    """Nothing on the inherited PATH: the runtime asks the login shell for its PATH once and
-    starts the CLI found there (R-CLI-1's last step feeding the runtime's discovery)."""
-    import shlex
-    import sys
-
-    import codexrt
-
-    root = Path(__file__).resolve().parents[2]
-    bindir = tmp_path / "shell-only-bin"
-    bindir.mkdir()
-    cli = bindir / "codex"
-    cli.write_text(f"#!/bin/sh\ncd {shlex.quote(str(root))}\n"
-                   f"exec {shlex.join([sys.executable, '-m', 'peer_fixtures.fake_app_server', 'handshake-ok'])}\n")
-    cli.chmod(0o755)
-    shell = tmp_path / "login-shell"
-    shell.write_text(f'#!/bin/sh\nPATH={shlex.quote(str(bindir))}:/usr/bin:/bin\nexport PATH\neval "$3"\n')
-    shell.chmod(0o755)
-    env = {"PATH": "", "HOME": str(tmp_path / "home"), "SHELL": str(shell)}
-
-    async def main() -> tuple[object, str | None]:
-        async with codexrt.open_runtime(env=env) as rt:
-            result = await rt.send("hi").wait()
-            return result, rt.cli_path
-
-    result, cli_path = trio.run(main)
-    assert getattr(result, "status") == "completed", result
-    assert cli_path == str(cli)
 
 
 @pytest.mark.parametrize("provider", [

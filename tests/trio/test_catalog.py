@@ -158,20 +158,6 @@ async def test_r_cat_2_compact_refused_is_an_error_never_started(peers):
     assert info.value.code == "RPC_ERROR"  # the fake has no thread/compact/start
 
 
-async def test_r_cat_2_slash_commands_that_cannot_be_dispatched(peers, tmp_path):
-    async with _rt(peers) as rt:
-        with pytest.raises(ConfigError) as a:
-            await start_slash_command(rt, "/review")  # no thread
-        with pytest.raises(ConfigError) as b:
-            await start_slash_command(rt, "/frobnicate")
-        with pytest.raises(ConfigError):
-            await start_slash_command(rt, "/diff")  # no cwd
-        res = await start_slash_command(rt, "/diff", cwd=tmp_path, session_id="s1")
-    assert a.value.code == "SLASH_NOT_DISPATCHED" and b.value.code == "UNKNOWN_SLASH_COMMAND"
-    assert res.status == "completed" and res.diff.status.value == "notGit" and res.diff.session_id == "s1"
-    assert peers.peers == []  # none of this started a model turn (or even a child)
-
-
 async def test_r_cat_2_review_acknowledged_is_started(peers, autojump_clock):
     review_ok = {"name": "review-ok", "defaults": True, "rules": [
         {"match": {"method": "review/start"}, "actions": [
@@ -227,22 +213,3 @@ async def test_r_cat_1_selected_skills_travel_as_native_skill_input(peers):
         {"type": "text", "text": "use them", "text_elements": []},
         {"type": "skill", "name": "lint", "path": "/a/.codex/skills/lint/SKILL.md"},
         {"type": "skill", "name": "fmt", "path": "/a/fmt/SKILL.md"}]
-
-
-def test_r_cat_1_serve_accepts_skills_on_send_and_a_selection_on_list_skills():
-    import json
-
-    from codexrt._serve._codec import BadCommand, Command, parse_command
-    from tests._support import schema_problem
-
-    ok = parse_command(json.dumps({"id": "1", "command": "codex.send", "params": {
-        "channelId": "c", "message": "hi", "skills": [{"name": "lint", "path": "/a/SKILL.md", "cwd": "/a"}]}}).encode())
-    assert isinstance(ok, Command)
-    bad = parse_command(json.dumps({"id": "2", "command": "codex.send", "params": {
-        "channelId": "c", "message": "hi", "skills": [{"name": "lint"}]}}).encode())
-    assert isinstance(bad, BadCommand)
-    sel = parse_command(json.dumps({"id": "3", "command": "codex.listSkills", "params": {
-        "channelId": "c", "selected": [{"name": "lint", "path": "/a/SKILL.md"}]}}).encode())
-    assert isinstance(sel, Command)
-    result = {"data": [], "skills": [], "errors": [], "selected": [], "stale": [{"name": "x", "path": "/p", "cwd": None}]}
-    assert schema_problem(result, "commandResult/codex.listSkills") is None

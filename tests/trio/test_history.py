@@ -16,15 +16,8 @@ import pytest
 import trio
 
 import codexrt
-from codexrt._sansio._errors import ChildExited, CodexError, RpcError, WriterConflict
-from codexrt._features._history import (
-    MASKING_NOTICE,
-    MessageCounter,
-    ThreadIndex,
-    ThreadSummary,
-    is_offline_error,
-    open_history_reader,
-)
+from codexrt._sansio._errors import CodexError, RpcError
+from codexrt._features._history import MASKING_NOTICE, MessageCounter, open_history_reader
 from codexrt._runtime._runtime import RuntimeConfig
 from codexrt._sansio._privacy import PrivacyIndex
 from tests._support import MemoryPeers
@@ -202,15 +195,6 @@ async def test_r_h_1_reads_do_not_wait_behind_a_running_send(peers):
 # -- R-H-3: legacy as a whole source --------------------------------------------------------
 
 
-def test_r_h_3_offline_error_classification():
-    assert is_offline_error(ChildExited(1, None))
-    assert is_offline_error(CodexError("codex app-server exited (code=1, signal=null): panic at main.rs:3"))
-    assert is_offline_error(codexrt.CliUnavailable("no codex"))
-    assert not is_offline_error(RpcError("401 Unauthorized", rpc_code=-32600))
-    assert not is_offline_error(WriterConflict("another process holds the writer"))
-    assert not is_offline_error(CodexError("the codex app-server exited"))  # prefix, not substring
-
-
 async def test_r_h_3_exit_error_with_suffix_falls_back_to_the_whole_rollout(tmp_path):
     tid, _ = install_rollout(tmp_path, "paginated")
 
@@ -286,23 +270,6 @@ async def test_r_h_6_list_pages_keep_cursor_partial_source_and_empty_pages_clear
         everything = await reader.list_all_threads()
     assert [t.thread_id for t in everything.threads] == [T1, T2] and not everything.partial
     assert [m["params"].get("cursor") for m in methods(peers, "thread/list")][:3] == [None, "p2", "p3"]
-
-
-def test_r_h_6_index_merge_keeps_newer_records_local_deletes_and_renames():
-    idx = ThreadIndex()
-    assert idx.merge([ThreadSummary(T1, name="a", updated_at=10), ThreadSummary(T2, updated_at=5)]) == [T1, T2]
-    idx.set_count(T1, "10", 7)
-    assert idx.get(T1).message_count == 7
-    assert idx.merge([ThreadSummary(T1, name="old", updated_at=9)]) == []  # stale page never wins
-    assert idx.get(T1).name == "a"
-    idx.forget(T2)
-    idx.rename(T1, "mine")
-    assert idx.merge([ThreadSummary(T2, updated_at=6), ThreadSummary(T1, name="server", updated_at=11)]) == [T1]
-    assert [t.thread_id for t in idx.threads()] == [T1]
-    assert idx.get(T1).name == "mine"
-    assert idx.get(T1).message_count is None  # a newer record never inherits the older count
-    idx.set_count(T1, "11", None)
-    assert idx.get(T1).message_count is None  # unknown is never stored as a number
 
 
 async def test_r_h_6_native_list_is_refused_errors_visible_not_legacy(tmp_path):
@@ -448,11 +415,6 @@ async def test_r_h_7_cache_bounded_and_invalidated_by_metadata_and_activity(peer
                 assert counter.cached(T1) is None
                 stale = await reader.count_messages(T1, expected_version="200")
                 assert stale.stale and stale.version == "100"  # checked against the list's version
-
-
-def test_r_h_7_counter_defaults_match_the_contract():
-    kw = MessageCounter.__init__.__kwdefaults__
-    assert (kw["max_concurrent"], kw["budget"], kw["cache_size"], kw["cache_ttl"]) == (4, 110.0, 128, 60.0)
 
 
 # -- R-H-8: sub-agents ----------------------------------------------------------------------
