@@ -2,7 +2,7 @@
 
 The reader must never wait for a consumer (STYLE rule 3), and a consumer may be slow (a
 notebook printing, a human, a host reading a pipe). The overflow policy, explicit and tested
-(``tests/trio/test_slow_consumer.py``, ``docs/streaming.md``):
+(``tests/sansio/test_slow_consumer.py``, ``docs/streaming.md``):
 
 * **Text deltas** are never dropped. When the newest queued entry is text of the same *run*
   (same item, stream and identity) the new text is *appended* to it — the consumer receives

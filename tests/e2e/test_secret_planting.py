@@ -24,7 +24,7 @@ from typing import Any
 import trio
 
 from tests.e2e.test_serve_e2e import ROOT, WAIT, ServeProcess
-from tests.e2e.test_transport_ws import WsPeerServer
+from tests.trio.test_transport_ws import WsPeerServer
 
 REDACTED = "[REDACTED]"
 
