@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import stat
-import subprocess
-import sys
 
 import pytest
 
@@ -36,7 +33,6 @@ from codexrt._sansio._projection import (
     Reasoning,
     UserMessage,
 )
-from tests._support import ROOT
 
 FP = "0123456789abcdef"
 PARAMS = {"threadId": "th", "turnId": "tu", "itemId": "call_1", "isBlocking": True,
@@ -211,39 +207,3 @@ def test_r_priv_2_conservative_masking_never_touches_ordinary_text():
     assert m.mask_all(ordinary) == ordinary
     assert m.mask(_mcp()).content[0].text == MASK  # unclassifiable results are protected
     assert _shown(m.mask(_call("call_x", user="ada"))) == {"user": {"answers": [MASK]}}
-
-
-_WRITER = """
-import sys, uuid
-from codexrt._runtime._interactions import PrivacyStore
-from codexrt._sansio._privacy import PrivacyRecord, QuestionFlag
-store = PrivacyStore(sys.argv[1], "0123456789abcdef")
-n = 0
-while True:
-    n += 1
-    store.write(PrivacyRecord(str(uuid.uuid4()), "requestUserInput", "0123456789abcdef", "h", "th", "tu",
-                              f"call_{n}", f"call_{n}", (QuestionFlag("pw", True),) * 200, n))
-    print(n, flush=True)
-"""
-
-
-@pytest.mark.parametrize("after", [1, 7])
-def test_r_priv_1_sigkill_during_writes_leaves_a_readable_index(tmp_path, after):
-    """A writer killed at an arbitrary point (while writing record ``after + 1``) leaves whole
-    records only: the index loads without problems."""
-    d = tmp_path / "idx"
-    proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(d)], stdout=subprocess.PIPE, cwd=str(ROOT),
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
-    try:
-        for _ in range(after):
-            line = proc.stdout.readline()
-            assert line, "writer died early"
-        proc.send_signal(signal.SIGKILL)
-    finally:
-        proc.kill()
-        proc.wait(timeout=30)
-        proc.stdout.close()
-    assert proc.returncode == -signal.SIGKILL
-    idx = PrivacyStore(str(d), FP).load()
-    assert idx.problems == [] and not idx.conservative
-    assert len(idx.records) >= after and all(len(r.questions) == 200 for r in idx.records)

@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,8 +17,7 @@ import pytest
 from codexrt._io._edits import EditStore, default_store_path
 from codexrt._runtime._runtime import RuntimeConfig
 from codexrt_cli._edits_cli import EXIT_CONFLICT, list_edits, undo_path
-from codexrt_cli._main import build_parser
-from tests._support import ROOT, MemoryPeers
+from tests._support import MemoryPeers
 from tests.trio.test_edits_live import TID, V1, V2, add, fc, history_rules, scenario, upd
 
 MOVED = "print('a')\nprint('B')\n"
@@ -67,14 +63,6 @@ async def run_undo(nursery, tree, state_dir, path, **kw) -> tuple[int, str, str]
     out, err = io.StringIO(), io.StringIO()
     rc = await undo_path(TID, path, config=config(nursery, tree), state_dir=state_dir, out=out, err=err, **kw)
     return rc, out.getvalue(), err.getvalue()
-
-
-def test_commands_are_registered():
-    parser = build_parser()
-    args = parser.parse_args(["edits", TID, "--json", "--codex-home", "/h"])
-    assert args.json and args.codex_home == "/h" and args.thread_id == TID
-    args = parser.parse_args(["undo", TID, "src/a.py", "--dry-run"])
-    assert args.dry_run and args.path == "src/a.py"
 
 
 async def test_r_edit_1_edits_table_shows_kind_counts_state_and_relative_paths(nursery, tree, state_dir):
@@ -159,38 +147,3 @@ async def test_unknown_thread_and_unavailable_cli_are_clear_errors(nursery, tree
     rc = await undo_path(TID, "a.txt", config=cfg, state_dir=state_dir, out=out, err=err, as_json=True)
     doc = json.loads(out.getvalue())
     assert rc == 1 and doc["ok"] is False and doc["error"]["code"].startswith("CODEX_CLI")
-
-
-def _fake_codex(tmp_path: Path, tree: Path) -> dict[str, str]:
-    sc = tmp_path / "scenario.json"
-    sc.write_text(json.dumps(scenario(tree, *history_rules(tree, history(tree)))))
-    wrapper = tmp_path / "bin" / "codex"
-    wrapper.parent.mkdir()
-    wrapper.write_text(f"#!/bin/sh\nexec '{sys.executable}' -m peer_fixtures.fake_app_server '{sc}' \"$@\"\n")
-    wrapper.chmod(0o755)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "CODEXRT_"))}
-    env.update(CODEX_BIN=str(wrapper), PYTHONPATH=str(ROOT), CODEXRT_STATE_DIR=str(tmp_path / "state"))
-    return env
-
-
-def _run(env: dict[str, str], *args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "codexrt_cli", *args], env=env, cwd=cwd,
-                          capture_output=True, text=True, timeout=60)
-
-
-def test_subprocess_edits_json_then_undo_from_another_directory(tmp_path, tree):
-    """As a user types it. The shell's cwd is elsewhere: PATH is relative to the thread's cwd."""
-    env = _fake_codex(tmp_path, tree)
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    p = _run(env, "edits", TID, "--json", cwd=elsewhere)
-    assert p.returncode == 0, p.stderr
-    assert [e["path"] for e in json.loads(p.stdout)["entries"]] == ["a.txt", "new.txt", "pkg/new.py", "declined.txt"]
-    p = _run(env, "undo", TID, "a.txt", "--dry-run", cwd=elsewhere)
-    assert p.returncode == 0 and "+line 3" in p.stdout and (tree / "a.txt").read_text() == V2
-    p = _run(env, "undo", TID, "a.txt", cwd=elsewhere)
-    assert p.returncode == 0, p.stderr
-    assert (tree / "a.txt").read_text() == V1 and not (elsewhere / "a.txt").exists()
-    (tree / "new.txt").write_text("changed by me\n")
-    p = _run(env, "undo", TID, "new.txt", cwd=elsewhere)
-    assert p.returncode == EXIT_CONFLICT and "changed by me" in p.stderr and (tree / "new.txt").exists()

@@ -13,7 +13,6 @@ import trio.testing
 
 import codexrt
 from codexrt import ChildExited, RuntimeConfig, RuntimeState, Settings, ThreadResumeError
-from tests._support import ROOT
 
 
 def _rt(peers, *scenarios, **kw):
@@ -388,30 +387,6 @@ async def test_r_cli_3_stale_explicit_override_is_an_error_not_a_skip(tmp_path):
     async with codexrt.open_runtime(codex_bin=str(tmp_path / "gone" / "codex")) as rt:
         result = await rt.send("x").wait()
     assert result.error.code == "CODEX_CLI_OVERRIDE_INVALID"
-
-
-async def test_r_cli_5_discovered_candidates_fall_back_in_order(tmp_path):
-    """Two CLIs on PATH: the first dies before READY (exit 3), the second is the stdio fake."""
-    import os
-    import sys
-
-    bad, good = tmp_path / "bad", tmp_path / "good"
-    for d in (bad, good):
-        d.mkdir()
-    (bad / "codex").write_text("#!/bin/sh\necho 'broken install' >&2\nexit 3\n")
-    (good / "codex").write_text(
-        f"#!/bin/sh\ncd {str(ROOT)!r}\nexec {sys.executable!r} -m peer_fixtures.fake_app_server handshake-ok\n")
-    for d in (bad, good):
-        os.chmod(d / "codex", 0o755)
-    env = {"PATH": f"{bad}:{good}", "HOME": str(tmp_path)}
-    async with codexrt.open_runtime(env=env) as rt:
-        with rt.subscribe() as events:
-            with trio.fail_after(30):
-                result = await rt.send("x").wait()
-            kinds = [e.kind for e in _drain(events)]
-        assert result.status == "completed", result
-        assert rt.cli_path == str(good / "codex")
-    assert "runtimeFallback" in kinds
 
 
 async def test_r_lc_1_2_launch_fingerprint_and_rebuild(peers):
