@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +120,8 @@ def count(items: int, pairs: int = 1) -> dict[str, Any]:
 
     lib_s: list[float] = []
     raw_s: list[float] = []
+    lib_cpu: list[float] = []  # this process's CPU time (the peer's is not in it) per side
+    raw_cpu: list[float] = []
 
     async def lib() -> None:
         """Both sides warm, as a user counting thread after thread would be: one runtime, one
@@ -135,12 +138,14 @@ def count(items: int, pairs: int = 1) -> dict[str, Any]:
                 for k in range(pairs + 1):  # round 0: warm-up, not recorded
                     pages_n = raw_count()
                     counter.invalidate(tid)  # count afresh, not from the counter's cache
-                    t0 = now()
+                    t0, c0 = now(), time.process_time()
                     res = await counter.count(tid, provider)
                     if k:
                         lib_s.append(now() - t0)
+                        lib_cpu.append(time.process_time() - c0)
                     else:
                         raw_s.pop()
+                        raw_cpu.pop()
                     out["count"] = res.count
                     out["pages"], out["baseline_count"] = pages_n
 
@@ -161,7 +166,7 @@ def count(items: int, pairs: int = 1) -> dict[str, Any]:
         raise RuntimeError("peer ended")
 
     def raw_count() -> tuple[int, int]:
-        t0 = now()
+        t0, c0 = now(), time.process_time()
         cursor, pages, n = None, 0, 0
         while True:
             res = call("thread/items/list", {"threadId": tid, "limit": 100, **({"cursor": cursor} if cursor else {})})
@@ -171,6 +176,7 @@ def count(items: int, pairs: int = 1) -> dict[str, Any]:
             if cursor is None:
                 break
         raw_s.append(now() - t0)
+        raw_cpu.append(time.process_time() - c0)
         return pages, n
 
     call("initialize", {"clientInfo": {"name": "raw", "version": "0"}, "capabilities": {"experimentalApi": True}})
@@ -179,6 +185,8 @@ def count(items: int, pairs: int = 1) -> dict[str, Any]:
 
     out.update(codexrt_s=statistics.median(lib_s), ratio=statistics.median(a / b for a, b in zip(lib_s, raw_s)))
     out.update(baseline_s=statistics.median(raw_s))
+    out.update(codexrt_cpu_s=statistics.median(lib_cpu), baseline_cpu_s=statistics.median(raw_cpu),
+               cpu_ratio=statistics.median(a / b for a, b in zip(lib_cpu, raw_cpu)))
     proc.stdin.close()
     proc.wait(10)
     return out

@@ -214,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"({c['count']:,} messages, {c['pages']} pages)", f"raw paging loop {c['baseline_s'] * 1000:.0f} ms",
                   f"{c['ratio']:.2f}× time", "≤ 1.5× raw",
                   f"counts equal: {c['count'] == c['baseline_count']}; fake peer over a pipe; "
-                  f"median of {pairs} alternated pairs")
+                  f"median of {pairs} alternated pairs; client CPU {c['codexrt_cpu_s'] * 1000:.0f} ms vs the raw "
+                  f"loop's {c['baseline_cpu_s'] * 1000:.0f} ms ({c['cpu_ratio']:.2f}×)")
         else:
             t.add("   count messages, native thread", "n/a", "", "", "", c.get("reason", ""))
     if want("startup"):
