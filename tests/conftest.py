@@ -10,9 +10,10 @@ Defined once here instead of copied into each module:
 
 ``tests/real/conftest.py`` adds the real-binary fixtures.
 
-Layer guard: a test under ``tests/sansio/`` fails if it starts a process (``subprocess``,
-``os.fork``, ``os.posix_spawn*``) or runs Trio (``trio.run``) - the folder holds only tests
-that need neither (``tests/sansio/test_test_layers.py`` checks the same on their imports).
+Layer guard: a test under ``tests/sansio/`` or ``tests/trio/`` fails if it starts a process
+(``subprocess``, ``os.fork``, ``os.posix_spawn*``), one under ``tests/sansio/`` also if it runs
+Trio (``trio.run``); such tests belong in ``tests/e2e/`` (``tests/sansio/test_test_layers.py``
+checks the sansio modules' imports too).
 """
 
 from __future__ import annotations
@@ -46,20 +47,23 @@ def state_dir(tmp_path: Path) -> str:
     return str(tmp_path / "state")
 
 
-_SANSIO = Path(__file__).resolve().parent / "sansio"
+_TESTS = Path(__file__).resolve().parent
+_NO_PROCESS = {"sansio": "tests/trio or tests/e2e", "trio": "tests/e2e"}  # layer -> where such a test belongs
 
 
 @contextlib.contextmanager
-def _recording_process_starts(started: list[str]) -> Iterator[None]:
-    """While open, every way to start a process (and ``trio.run``) raises and is recorded."""
-    patched = [(subprocess.Popen, "_execute_child"), (os, "fork"), (os, "posix_spawn"), (os, "posix_spawnp"),
-               (trio, "run")]
+def _recording_process_starts(started: list[str], layer: str = "sansio", *, trio_run: bool = True) -> Iterator[None]:
+    """While open, every way to start a process (and ``trio.run`` if ``trio_run``) raises and is
+    recorded in ``started``."""
+    patched = [(subprocess.Popen, "_execute_child"), (os, "fork"), (os, "posix_spawn"), (os, "posix_spawnp")]
+    if trio_run:
+        patched.append((trio, "run"))
     saved = [(obj, name, getattr(obj, name)) for obj, name in patched if hasattr(obj, name)]
 
     def forbid(name: str):
         def forbidden(*args: object, **kwargs: object) -> None:
             started.append(name)
-            raise AssertionError(f"a tests/sansio test called {name}: it belongs in tests/trio or tests/e2e")
+            raise AssertionError(f"a tests/{layer} test called {name}: it belongs in {_NO_PROCESS[layer]}")
         return forbidden
 
     for obj, name, _ in saved:
@@ -71,14 +75,23 @@ def _recording_process_starts(started: list[str]) -> Iterator[None]:
             setattr(obj, name, original)
 
 
+def _layer(item: pytest.Item) -> str | None:
+    try:
+        parts = Path(str(item.path)).resolve().relative_to(_TESTS).parts
+    except ValueError:
+        return None
+    return parts[0] if len(parts) > 1 else None
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
-    if _SANSIO not in Path(str(item.path)).resolve().parents:
+    layer = _layer(item)
+    if layer not in _NO_PROCESS:
         return (yield)
     started: list[str] = []
-    with _recording_process_starts(started):
+    with _recording_process_starts(started, layer, trio_run=layer == "sansio"):
         result = yield
     if started:  # also when the test swallowed the AssertionError
-        raise AssertionError(f"{item.nodeid} called {', '.join(started)}: tests/sansio starts no process "
-                             "and runs no event loop")
+        raise AssertionError(f"{item.nodeid} called {', '.join(started)}: tests/{layer} starts no process"
+                             + (" and runs no event loop" if layer == "sansio" else ""))
     return result

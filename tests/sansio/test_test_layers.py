@@ -61,3 +61,11 @@ def test_the_conftest_guard_refuses_and_records_a_process_start():
             os.posix_spawn("/bin/true", ["true"], {})
     assert started == ["posix_spawn"]
     assert os.posix_spawn is spawn  # restored (to the guard conftest put around this very test)
+
+
+def test_the_trio_layer_guard_sends_process_starts_to_e2e():
+    started: list[str] = []
+    with _recording_process_starts(started, "trio", trio_run=False):
+        with pytest.raises(AssertionError, match="a tests/trio test called posix_spawn: it belongs in tests/e2e"):
+            os.posix_spawn("/bin/true", ["true"], {})
+    assert started == ["posix_spawn"]
