@@ -19,19 +19,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from codexrt._io._context_probe import (
-    ContextCapabilityProbe,
-    ProbeOutcome,
-    schema_supports_additional_context,
-)
-from codexrt._sansio._context import (
-    ActiveFile,
-    ContextDelivery,
-    EditorState,
-    ContextFragments,
-    build_context,
-    prepare_input,
-)
+from codexrt._io._context_probe import ContextCapabilityProbe, ProbeOutcome
+from codexrt._sansio._context import ActiveFile, ContextDelivery, EditorState, build_context, prepare_input
 from peer_fixtures.codex_bin import old_version, pinned_version
 from tests._support import wait_until
 
@@ -81,13 +70,6 @@ def temp_root(tmp_path: Path) -> Path:
 
 
 ENV = {**os.environ, "PROBE_MARK": "same-env"}
-
-
-async def test_r_ctx_2_empty_context_never_probes(tmp_path: Path, temp_root: Path) -> None:
-    cli, log = fake_cli(tmp_path, "codex", f"write_schema({_SCHEMA_WITH!r})")
-    probe = ContextCapabilityProbe(temp_root=temp_root)
-    assert await probe.decide(ContextFragments(), cli=[str(cli)], env=ENV, generation=1) is ContextDelivery.NONE
-    assert calls(log) == [] and probe.statistics().runs == 0
 
 
 async def test_r_ctx_2_supported_uses_same_cli_and_env_and_removes_temp(tmp_path: Path, temp_root: Path) -> None:
@@ -199,24 +181,6 @@ async def test_r_ctx_2_slow_cli_times_out_killed_reaped_temp_removed(tmp_path: P
     assert list(temp_root.iterdir()) == []
 
 
-def test_r_ctx_2_default_timeout_is_5s() -> None:
-    assert ContextCapabilityProbe().timeout == 5.0
-    with pytest.raises(ValueError):
-        ContextCapabilityProbe(timeout=0)
-
-
-async def test_r_ctx_6_cancelled_operation_leaves_before_the_probe(tmp_path: Path, temp_root: Path) -> None:
-    cli, log = fake_cli(tmp_path, "codex", f"write_schema({_SCHEMA_WITH!r})")
-    probe = ContextCapabilityProbe(temp_root=temp_root)
-    with trio.CancelScope() as scope:
-        scope.cancel()
-        await probe.decide(FRAGS, cli=[str(cli)], env=ENV, generation=1)
-        pytest.fail("decide returned in a cancelled scope")  # pragma: no cover
-    assert scope.cancelled_caught
-    assert calls(log) == [] and list(temp_root.iterdir()) == []
-    assert probe.statistics().runs == 0 and probe.cached([str(cli)], 1) is None
-
-
 async def test_r_ctx_6_cancel_during_probe_kills_reaps_and_caches_nothing(tmp_path: Path, temp_root: Path) -> None:
     cli, log = fake_cli(tmp_path, "codex", "os.execvp('sleep', ['sleep', '60'])")
     probe = ContextCapabilityProbe(timeout=60, temp_root=temp_root)
@@ -230,29 +194,6 @@ async def test_r_ctx_6_cancel_during_probe_kills_reaps_and_caches_nothing(tmp_pa
     assert_reaped(calls(log)[0]["pid"])
     assert list(temp_root.iterdir()) == []
     assert probe.cached([str(cli)], 1) is None and probe.statistics().runs == 0
-
-
-def test_schema_check_is_strict_about_shape() -> None:
-    assert schema_supports_additional_context(_SCHEMA_WITH)
-    assert not schema_supports_additional_context(_SCHEMA_WITHOUT)
-    assert not schema_supports_additional_context({"properties": {"additionalContext": True}})
-    assert not schema_supports_additional_context([])
-
-
-def test_r_ctx_3_r_ctx_4_prepare_input_follows_the_decision() -> None:
-    el = [{"byteRange": {"start": 0, "end": 3}, "placeholder": "@ab"}]
-    imgs = [{"type": "localImage", "path": "/1.png"}, {"type": "image", "url": "u2"}]
-    sup = prepare_input("@ab hi", FRAGS, ContextDelivery.ADDITIONAL_CONTEXT, images=imgs, text_elements=el)
-    assert sup.text == "@ab hi" and list(sup.text_elements) == el
-    assert sup.additional_context == FRAGS.to_additional_context()
-    items = sup.input_items()
-    assert items[0] == {"type": "text", "text": "@ab hi", "text_elements": el} and items[1:] == imgs
-    fb = prepare_input("@ab hi", FRAGS, ContextDelivery.TEXT_CONVENTION, images=imgs, text_elements=el)
-    assert fb.additional_context is None and fb.text.startswith("# Context from my IDE setup:")
-    r = fb.text_elements[0]["byteRange"]
-    assert fb.text.encode()[r["start"] : r["end"]] == b"@ab"
-    none = prepare_input("hi", ContextFragments(), ContextDelivery.NONE)
-    assert (none.text, none.additional_context) == ("hi", None)
 
 
 # --------------------------------------------------------------------------- real binary
