@@ -19,7 +19,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -27,7 +26,7 @@ import pytest
 import codexrt
 import codexrt.blocking
 from codexrt import RuntimeConfig
-from codexrt.blocking import ApprovalRequest, approval_reply
+from codexrt.blocking import ApprovalRequest
 from peer_fixtures.fake_app_server import read_log
 from tests._support import ROOT, fake_server_factory, process_exists, wait_until_blocking
 
@@ -36,7 +35,6 @@ WAIT = 20.0  # upper bound of any single wait here (a loaded 2-core machine)
 
 def _connect(scenario: str = "handshake-ok", log: Path | None = None, **kw):
     return codexrt.blocking.connect(transports=[fake_server_factory(scenario, log)], **kw)
-
 
 
 def test_send_in_a_plain_script_and_close_reaps_the_child():
@@ -318,54 +316,11 @@ async def _reenter(rt):
     return rt.snapshot()  # from the runtime's own thread: refused, never a deadlock
 
 
-def test_start_errors_surface_at_connect(tmp_path):
-    with pytest.raises(codexrt.CliUnavailable):
-        codexrt.blocking.connect(codex_bin=str(tmp_path / "missing-codex"), start=True)
-
-
-def test_approval_reply_mapping():
-    assert approval_reply("item/commandExecution/requestApproval", None) == ("result", {"decision": "decline"})
-    assert approval_reply("item/fileChange/requestApproval", "acceptForSession") == (
-        "result", {"decision": "acceptForSession"})
-    assert approval_reply("mcpServer/elicitation/request", "cancel") == (
-        "result", {"action": "cancel", "content": None})
-    how, (code, message) = approval_reply("item/tool/requestUserInput", "decline")
-    assert how == "error" and "declined" in message
-    with pytest.raises(codexrt.ConfigError):
-        approval_reply("item/tool/requestUserInput", "accept")  # never accepted without its data
-    with pytest.raises(codexrt.ConfigError):
-        approval_reply("item/commandExecution/requestApproval", "yes")
-    with pytest.raises(codexrt.ConfigError):
-        codexrt.blocking.connect(approvals="always")
-
-
 def test_config_object_and_kwargs_combine():
     cfg = RuntimeConfig(transports=[fake_server_factory("handshake-ok")])
     with codexrt.blocking.connect(cfg, rpc_timeout=5.0) as rt:
         assert rt.config.rpc_timeout == 5.0
         assert rt.ensure_started()["state"] == "READY"
-
-
-def test_r_int_4_mcp_tool_call_approval_policies():
-    """The real server's MCP tool-call approval is an approval: ``accept`` runs that call,
-    ``acceptForSession`` remembers it for the session, the default declines."""
-    from tests.sansio.test_interactions_elicitation import TOOL_APPROVAL
-
-    method = "mcpServer/elicitation/request"
-    req = ApprovalRequest("k", "t", method, TOOL_APPROVAL)
-    assert req.kind == "mcpToolApproval" and req.describe() == "run tool echo of MCP server testsrv"
-    assert approval_reply(method, "accept", TOOL_APPROVAL) == ("result", {"action": "accept", "content": {}})
-    assert approval_reply(method, "acceptForSession", TOOL_APPROVAL) == (
-        "result", {"action": "accept", "content": {}, "_meta": {"persist": "session"}})
-    assert approval_reply(method, None, TOOL_APPROVAL) == ("result", {"action": "decline", "content": None})
-    no_session = {**TOOL_APPROVAL, "_meta": {**TOOL_APPROVAL["_meta"], "persist": []}}
-    with pytest.raises(codexrt.ConfigError):
-        approval_reply(method, "acceptForSession", no_session)
-    # an MCP server's own form still needs its content: "accept" alone is refused
-    form = {**TOOL_APPROVAL, "_meta": None}
-    assert ApprovalRequest("k", "t", method, form).kind == "elicitation"
-    with pytest.raises(codexrt.ConfigError):
-        approval_reply(method, "accept", form)
 
 
 def _flood_factory(*args: str):

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from codexrt_cli._apidoc import API_MD, render
 from tests._support import ROOT
 from tests.e2e.test_serve_e2e import fake_cli
 
@@ -79,18 +78,6 @@ def test_snippet_runs(code, tmp_path):
     # "failed" would otherwise pass silently with exit status 0.
     words = [w.strip(".,:;()[]") for w in proc.stdout.split()]
     assert "failed" not in words, f"snippet printed a failed status:\n{code}\n--- stdout ---\n{proc.stdout[-2000:]}"
-
-
-def test_snippet_parser_honours_the_marker(tmp_path):
-    doc = tmp_path / "x.md"
-    doc.write_text("a\n\n```python\nprint(1)\n```\n<!-- not-run: needs a host -->\n\n```python\nboom(\n```\n")
-    assert [(code, run) for _, code, run in snippets(doc)] == [("print(1)\n", True), ("boom(\n", False)]
-
-
-def test_api_reference_is_fresh():
-    expected = render()
-    actual = API_MD.read_text(encoding="utf-8") if API_MD.exists() else ""
-    assert actual == expected, "docs/api.md is stale: run `.venv/bin/python -m codexrt_cli._apidoc`"
 
 
 def test_snippets_say_why_when_no_cli_exists(tmp_path):

@@ -54,14 +54,3 @@ def test_planted_mistakes_fail_mypy_strict(tmp_path: Path, mypy_cache: Path, ori
     proc = _mypy(bad, mypy_cache)
     assert proc.returncode != 0, f"mypy accepted {planted!r}"
     assert error in proc.stdout, proc.stdout
-
-
-def test_runtime_options_name_every_runtime_config_field() -> None:
-    """``open_runtime(**options)`` is typed by ``RuntimeOptions``: it must list exactly the
-    fields of ``RuntimeConfig`` (a new field without a type here would be rejected by mypy)."""
-    import attrs
-
-    from codexrt import RuntimeConfig
-    from codexrt._runtime._options import RuntimeOptions
-
-    assert set(RuntimeOptions.__annotations__) == {f.name for f in attrs.fields(RuntimeConfig)}

@@ -175,11 +175,6 @@ async def test_r_diff_1_inside_dot_git_is_not_a_work_tree(repo: Path) -> None:
     assert diff.status is DiffStatus.NOT_GIT
 
 
-async def test_r_diff_1_missing_cwd_is_an_error(tmp_path: Path) -> None:
-    diff = await read_workspace_diff(tmp_path / "nope", session_id="s")
-    assert diff.status is DiffStatus.ERROR and "not a directory" in (diff.message or "")
-
-
 async def test_r_diff_1_git_missing_from_path(tmp_path: Path, repo: Path) -> None:
     empty = tmp_path / "emptybin"
     empty.mkdir()

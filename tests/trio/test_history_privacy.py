@@ -20,7 +20,6 @@ import trio
 import codexrt
 from codexrt._features._history import MASKING_NOTICE, PRIVACY_DAMAGED_NOTICE, open_history_reader, record_to_json
 from codexrt._sansio._privacy import MASK
-from codexrt._sansio._projection import Projector
 from codexrt._runtime._runtime import RuntimeConfig
 
 SECRET = "hunter2-secret"
@@ -160,18 +159,3 @@ async def test_r_priv_2_damaged_or_unreadable_index_masks_conservatively(privacy
         tr2 = await reader.read_thread(tid)
     assert PRIVACY_DAMAGED_NOTICE in tr2.notices
     assert answers_of(tr2)["token"] == {"answers": [MASK]} and ORDINARY in texts_of(tr2)
-
-
-def test_r_priv_2_projector_mask_hook_sees_every_finished_record():
-    seen = []
-
-    def mask(r):
-        seen.append(r.kind)
-        return r
-
-    p = Projector("th", mask=mask)
-    p.add_native_turn({"id": "t1", "status": "completed", "items": [
-        {"type": "userMessage", "id": "u1", "content": [{"type": "text", "text": "hi"}]},
-        {"type": "agentMessage", "id": "a1", "text": "hello"}]})
-    assert [r.kind for r in p.records()] == ["userMessage", "assistantMessage"]
-    assert seen == ["userMessage", "assistantMessage"]

@@ -284,17 +284,6 @@ async def test_r_set_2_mismatching_confirmation_fails_typed_and_starts_nothing(p
     assert peers.received(0, "thread/compact/start") == []
 
 
-def test_r_set_2_match_is_by_the_fields_sent():
-    from codexrt._runtime._dispatch import _settings_match
-    eff = {"model": "m", "sandboxPolicy": {"type": "workspaceWrite", "writableRoots": [], "networkAccess": False},
-           "collaborationMode": {"mode": "plan", "settings": {"model": "m", "developer_instructions": "long"}}}
-    assert _settings_match({"model": "m", "sandboxPolicy": {"type": "workspaceWrite"}}, eff)
-    assert _settings_match({"collaborationMode": {"mode": "plan", "settings": {"model": "m",
-                                                                            "developer_instructions": None}}}, eff)
-    assert not _settings_match({"sandboxPolicy": {"type": "readOnly"}}, eff)
-    assert not _settings_match({"effort": "high"}, eff)  # a field the server did not confirm
-
-
 async def test_r_set_3_cold_resume_applies_new_developer_instructions_and_resets_grants(peers, autojump_clock):
     async with _rt(peers, {"name": "known", "defaults": True, "settings": {"known_threads": [ROOT_ID]}},
                    {"name": "known", "defaults": True, "settings": {"known_threads": [ROOT_ID]}}) as rt:

@@ -10,7 +10,7 @@ import trio.testing
 
 import codexrt
 from codexrt import RuntimeConfig
-from tests._support import wait_until, wait_until_blocking
+from tests._support import wait_until
 
 
 async def test_wait_received_waits_for_a_peer_not_started_yet(peers, nursery):
@@ -61,9 +61,3 @@ async def test_wait_until_fails_naming_what_it_waited_for():
     calls = []
     await wait_until(lambda: calls.append(1) or len(calls) >= 3, "three calls", interval=0)
     assert len(calls) == 3
-
-
-def test_wait_until_blocking_fails_naming_what_it_waited_for():
-    with pytest.raises(AssertionError, match="timed out after 0.05 s waiting for the sun"):
-        wait_until_blocking(lambda: False, "the sun", timeout=0.05, interval=0.01)
-    wait_until_blocking(lambda: True, "nothing")

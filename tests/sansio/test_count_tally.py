@@ -1,0 +1,174 @@
+"""R-H-7: the message count without display records (``MessageTally``) is the projection's
+count (``count_messages(Projector.records())``) for any ``thread/items/list`` pages — overlapping
+pages, repeated ids, ids that change kind, ``clientId`` re-keying, malformed entries and items
+(then both fail with the same exception type, or the tally replays the pages through a real
+projector)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from codexrt._sansio._projection import MessageTally, Projector, count_messages
+
+TID = "0190cccc-0000-7000-8000-000000000001"
+IDS = ["a", "b", "c", "d", "e", "", "local:x"]
+TURNS = ["t1", "t2", "t3"]
+
+_json = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=3),
+                     lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=3), kids, max_size=3),
+                     max_leaves=6)
+
+
+@st.composite
+def items(draw: Any) -> Any:
+    kind = draw(st.sampled_from(["userMessage", "agentMessage", "commandExecution", "reasoning",
+                                 "collabAgentToolCall", "fileChange", "dynamicToolCall", "other", None]))
+    item: dict[str, Any] = {"type": kind, "id": draw(st.sampled_from(IDS))}
+    if kind == "userMessage":
+        blocks = draw(st.lists(st.one_of(
+            st.fixed_dictionaries({"type": st.just("text"), "text": st.text(max_size=4)}),
+            st.fixed_dictionaries({"type": st.sampled_from(["image", "localImage"]), "url": st.just("data:x,1")}),
+            st.fixed_dictionaries({"type": _json}), _json) if draw(st.integers(0, 4)) == 0 else
+            st.fixed_dictionaries({"type": st.just("text"), "text": st.text(max_size=4)}), max_size=3))
+        item["content"] = blocks
+        if draw(st.booleans()):
+            item["clientId"] = draw(st.sampled_from(["c1", "c2", "c3", "c4", "", 5]))
+    elif kind == "agentMessage":
+        item["text"] = draw(st.text(max_size=4))
+    else:
+        for field in draw(st.lists(st.sampled_from(["command", "receiverThreadIds", "agentsStates", "changes",
+                                                    "contentItems", "status", "commandActions"]), max_size=2)):
+            item[field] = draw(_json) if draw(st.integers(0, 5)) == 0 else draw(st.sampled_from(["ls", [], {}]))
+    if draw(st.integers(0, 150)) == 0:
+        item["id"] = draw(_json)  # not a string
+    return item
+
+
+@st.composite
+def entries(draw: Any) -> Any:
+    shape = draw(st.integers(0, 400))
+    if shape == 0:
+        return draw(_json)  # not an object
+    e: dict[str, Any] = {"turnId": draw(st.sampled_from(TURNS)), "item": draw(items())}
+    if shape == 1:
+        e["item"] = draw(_json)
+    if shape == 2:
+        e["turnId"] = draw(_json)
+    if shape == 3:
+        del e["turnId"]
+    if draw(st.booleans()):
+        e["outputDeferred"] = draw(st.booleans())
+    return e
+
+
+def _outcome(feed: Any, pages: list[list[Any]], finish: Any) -> Any:
+    try:
+        for p in pages:
+            feed(p)
+        return ("count", finish())
+    except Exception as exc:
+        return ("raises", type(exc))
+
+
+def _both(pages: list[list[Any]]) -> tuple[Any, Any, MessageTally]:
+    proj = Projector(TID)
+    tally = MessageTally(TID)
+    want = _outcome(proj.add_native_entries, pages, lambda: count_messages(proj.records()))
+    got = _outcome(tally.add_native_entries, pages, tally.count)
+    return want, got, tally
+
+
+@settings(max_examples=400, deadline=None)
+@given(pages=st.lists(st.lists(entries(), max_size=8), max_size=5))
+def test_r_h_7_tally_equals_projected_count_on_generated_pages(pages: list[list[Any]]) -> None:
+    want, got, _ = _both(pages)
+    assert got == want
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(1, 60), limit=st.integers(1, 15), overlap=st.integers(0, 5), data=st.data())
+def test_r_h_7_tally_of_well_formed_overlapping_pages_needs_no_projector(n: int, limit: int, overlap: int,
+                                                                         data: Any) -> None:
+    """Pages of a well-formed thread, each re-sending the tail of the previous one: counted
+    without a projector, and exactly the projection's count (every id once)."""
+    kinds = data.draw(st.lists(st.sampled_from(["userMessage", "agentMessage", "commandExecution", "reasoning"]),
+                               min_size=n, max_size=n))
+    rows = [{"turnId": f"t{k // 4}", "item": {"type": t, "id": f"i{k}", "text": "x", "content": [{"type": "text", "text": "x"}],
+                                              "command": "ls", "status": "completed"}}
+            for k, t in enumerate(kinds)]
+    pages, start = [], 0
+    while start < n:
+        pages.append(rows[max(0, start - overlap):start + limit])
+        start += limit
+    want, got, tally = _both(pages)
+    assert got == want == ("count", sum(t in ("userMessage", "agentMessage") for t in kinds))
+    assert not tally.projected
+
+
+@st.composite
+def tallied_entries(draw: Any) -> Any:
+    """Well-formed entries the tally counts without a projector when alone (the ``clientId``
+    of a user message is its id's own, so nothing is re-keyed)."""
+    e = draw(entries())
+    while (type(e) is not dict or type(e.get("item")) is not dict or type(e.get("turnId", "")) is not str
+           or type(e["item"].get("id")) is not str):
+        e = draw(entries())
+    item = e["item"]
+    if item.get("type") == "userMessage" and "clientId" in item:
+        item["clientId"] = draw(st.sampled_from([f"c-{item['id']}", "", 5]))
+    return e
+
+
+@settings(max_examples=300, deadline=None)
+@given(pages=st.lists(st.lists(tallied_entries(), max_size=8), min_size=1, max_size=5),
+       trigger=st.sampled_from(["rekey", "not-an-object", "bad-turn-id"]), last=st.lists(entries(), max_size=6),
+       later=st.lists(st.lists(entries(), max_size=6), max_size=2), data=st.data())
+def test_r_h_7_tally_fallback_replays_kept_skeletons_to_the_projected_count(
+        pages: list[list[Any]], trigger: str, last: list[Any], later: list[list[Any]], data: Any) -> None:
+    """The fallback path: pages the tally counted without a projector (and no longer holds)
+    are replayed from what it kept when a later page needs the projector — the count, or
+    the exception type, is still the projection's over the real pages."""
+    msgs = [e["item"] for p in pages for e in p if e["item"].get("type") == "userMessage"]
+    if trigger == "rekey" and msgs:  # another id with a clientId already seen: the projector re-keys
+        seen = data.draw(st.sampled_from(msgs))
+        extra: Any = {"turnId": data.draw(st.sampled_from(TURNS)),
+                      "item": {"type": "userMessage", "id": "z", "clientId": f"c-{seen['id']}", "content": []}}
+        seen["clientId"] = f"c-{seen['id']}"
+    elif trigger == "bad-turn-id":
+        extra = {"turnId": 7, "item": {"type": "agentMessage", "id": "a", "text": "x"}}
+    else:
+        extra = ["not", "an", "entry"]
+    fallback = last[:]
+    fallback.insert(data.draw(st.integers(0, len(last))), extra)
+    all_pages = [*pages, fallback, *later]
+    tally = MessageTally(TID)
+    try:
+        for p in pages:
+            tally.add_native_entries(p)
+    except Exception:
+        assume(False)  # a malformed item (an image block) fails at once: not the path tested here
+    assume(not tally.projected)
+    assert len(tally._skel) == len(pages)  # counted so far with skeletons, not the pages
+    want, got, tally = _both(all_pages)
+    assert got == want
+    assert tally.projected
+
+
+def test_r_h_7_tally_counts_an_id_listed_twice_as_the_projection_does() -> None:
+    """A batch whose first ids are new and repeated is listed twice by the projector; a
+    ``clientId`` shared by two ids is re-keyed there (one message) — the tally agrees."""
+    twice = [[{"turnId": "t", "item": {"type": "agentMessage", "id": "a", "text": "x"}},
+              {"turnId": "t", "item": {"type": "agentMessage", "id": "a", "text": "y"}}]]
+    want, got, tally = _both(twice)
+    assert want == got == ("count", 2) and not tally.projected
+    rekey = [[{"turnId": "t", "item": {"type": "userMessage", "id": "u1", "clientId": "c", "content": []}}],
+             [{"turnId": "t", "item": {"type": "userMessage", "id": "u2", "clientId": "c", "content": []}}]]
+    want, got, tally = _both(rekey)
+    assert want == got == ("count", 1) and tally.projected
+    kind_change = [[{"turnId": "t", "item": {"type": "agentMessage", "id": "a", "text": "x"}}],
+                   [{"turnId": "t", "item": {"type": "commandExecution", "id": "a", "command": "ls"}}]]
+    want, got, _ = _both(kind_change)
+    assert want == got == ("count", 0)
