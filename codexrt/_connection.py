@@ -1,3 +1,4 @@
+# size: class Connection (~570 lines) is one driver: its reader, writer and call paths share one RpcCore, one queue and one close path, and a split would add a task hop to the hot path (bench/stream.py).
 """The Trio driver of one JSON-RPC connection to an app-server.
 
 Who owns what
