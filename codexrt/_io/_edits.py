@@ -1,3 +1,4 @@
+# size: the edit ledger and its confined file I/O stay together: the crash-injection tests patch its I/O steps (_after_check, _fsync, _replace) in this module.
 """The edit ledger: every file Codex changed, review checkpoints, and safe per-file undo.
 
 Theory of operation (R-EDIT-1..3)

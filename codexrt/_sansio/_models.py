@@ -1,3 +1,4 @@
+# size: a catalogue of small msgspec Structs mirroring the app-server schema (tests/sansio/test_models.py checks them against it); one table reads better than several.
 """Typed wire models for the app-server payloads a client needs on the hot path (no I/O).
 
 Derived by hand from the pinned ``codex app-server generate-json-schema --experimental`` of
