@@ -1,3 +1,4 @@
+# size: the one error tree, a small class per error code (docs/architecture.md lists them); one module keeps the whole tree in view.
 """The one exception tree of codexrt.
 
 Every error codexrt raises on purpose derives from :class:`CodexError` and carries:
