@@ -15,7 +15,8 @@ tasks, and nothing outside it:
   instead written at once by the task that made it, in one non-blocking ``os.write`` (no await,
   so nothing can cancel it halfway; a pipe writes up to ``PIPE_BUF`` bytes whole or not at all):
   a request then costs no hop through the writer task. A full pipe or any error leaves the
-  line to the writer as before;
+  line to the writer as before, and so does a caller that is already cancelled or out of time
+  (its line is withdrawn at its first checkpoint, ``notWritten``);
 * the **stderr drain** — keeps a bounded, redacted tail of the child's stderr (R-WIRE-9) and
   never lets a chatty stderr fill its pipe and stall the child.
 
@@ -436,12 +437,13 @@ class Connection:
                 f.done.set()
             q.clear()
 
-    def _enqueue(self, frame: _Frame, *, reply: bool = False) -> _Frame:
+    def _enqueue(self, frame: _Frame, *, reply: bool = False, timeout: float = math.inf) -> _Frame:
         if self._final is not None or self._closing:
             frame.state = "failed"
             frame.done.set()
             return frame
-        if self._writer_idle and not self._queue and not self._replies and self._write_now(frame):
+        if (self._writer_idle and not self._queue and not self._replies and self._may_write_now(timeout)
+                and self._write_now(frame)):
             return frame
         if reply:
             self._replies.append(frame)
@@ -449,6 +451,13 @@ class Connection:
             self._queue.append(frame)
         self._queue_nonempty.set()
         return frame
+
+    @staticmethod
+    def _may_write_now(timeout: float) -> bool:
+        """A caller that is already cancelled, or has no time left, never writes directly: its
+        line is queued, so its first checkpoint withdraws it (``notWritten``) as it always did.
+        ``current_effective_deadline()`` is ``-inf`` once an enclosing scope was cancelled."""
+        return timeout > 0 and trio.current_effective_deadline() > trio.current_time()
 
     def _write_now(self, frame: _Frame) -> bool:
         """Write ``frame`` at once when that is one whole-or-nothing pipe write (module doc):
@@ -589,7 +598,9 @@ class Connection:
         request's ``phase`` says whether it was written), :class:`ChildExited` (the peer is
         gone), or the handshake's error when it failed — in which case nothing was written
         (R-WIRE-3). Cancelling the caller withdraws an unwritten request; a written one may
-        still be answered later, which surfaces as a :class:`LateResponse` event.
+        still be answered later, which surfaces as a :class:`LateResponse` event. (A short
+        request on an idle pipe is written before ``call`` first yields — unless the caller was
+        already cancelled or out of time — so a later cancel finds it ``writtenUnconfirmed``.)
         """
         if method == "initialize":
             raise LocalProtocolError("use Connection.initialize() for the handshake")
@@ -618,10 +629,17 @@ class Connection:
     ) -> Any:
         if self._final is not None:
             raise self._fresh_final()
+        if timeout <= 0 or trio.current_effective_deadline() <= trio.current_time():
+            # Out of time, or already cancelled: nothing is written (notWritten, R-WIRE-4). The
+            # checkpoint delivers a pending cancel before any line exists.
+            await trio.lowlevel.checkpoint()
+            if timeout <= 0:
+                raise RpcTimeout(f"{method} timed out after {timeout:g}s ({Phase.NOT_WRITTEN.value})",
+                                 phase=Phase.NOT_WRITTEN.value, details={"method": method})
         call = self.core.start_request(method, params)
         waiter = _Waiter()
         self._waiters[call.id] = waiter
-        frame = self._enqueue(_Frame(call.data, call, on_written))
+        frame = self._enqueue(_Frame(call.data, call, on_written), timeout=timeout)
         finished = False
         try:
             with trio.move_on_after(timeout if math.isfinite(timeout) else math.inf):
@@ -657,7 +675,7 @@ class Connection:
                if isinstance(outcome, ChildExited) else self._copy(outcome))
 
     async def _write_and_wait(self, data: bytes, timeout: float) -> None:
-        frame = self._enqueue(_Frame(data))
+        frame = self._enqueue(_Frame(data), timeout=timeout)
         with trio.move_on_after(timeout):
             await frame.done.wait()
         if frame.state == "queued":
