@@ -139,6 +139,8 @@ if TYPE_CHECKING:  # the lazy names, for type checkers (``X as X``: explicitly r
         decline_all as decline_all,
         decline_all_in_read_only as decline_all_in_read_only,
     )
+    from codexrt._sansio._methods import DECISIONS as DECISIONS
+    from codexrt._sansio._states import InteractionState as InteractionState
     from codexrt._io._edits import (
         EditLedger as EditLedger,
         EditStore as EditStore,
@@ -204,6 +206,7 @@ _LAZY = {
     "InteractionRegistry": "codexrt._runtime._interactions", "PrivacyStore": "codexrt._runtime._interactions",
     "decline_all": "codexrt._runtime._interaction_policies",
     "decline_all_in_read_only": "codexrt._runtime._interaction_policies",
+    "DECISIONS": "codexrt._sansio._methods", "InteractionState": "codexrt._sansio._states",
     # edits (docs/edits.md)
     "EditLedger": "codexrt._io._edits", "EditStore": "codexrt._io._edits", "EditKey": "codexrt._io._edits",
     "EditEntry": "codexrt._io._edits", "UndoReceipt": "codexrt._io._edits", "ReviewTicket": "codexrt._io._edits",

@@ -15,18 +15,18 @@ same capabilities through plain blocking calls::
 
 How it works
 ------------
-:func:`connect` starts **one dedicated thread** that runs ``trio.run``; inside it
-``open_runtime`` owns the app-server child exactly as in async code, plus a small nursery of
-the facade's own. Every blocking method submits one task to that nursery (through
-``trio.from_thread.run_sync`` with the loop's token) and waits for its
-:class:`concurrent.futures.Future`. The caller's thread — and any asyncio loop running on it —
-is never touched, so the facade works the same in a notebook cell, a script, a worker thread or
+:func:`connect` starts a **portal** (``codexrt._portal``): one dedicated thread that runs
+``trio.run``; inside it ``open_runtime`` owns the app-server child exactly as in async code,
+plus a small nursery of the portal's own. Every blocking method submits one task to that
+nursery (through ``trio.from_thread.run_sync`` with the loop's token) and waits for its
+:class:`concurrent.futures.Future`; even reading an operation's state goes through the portal.
+The caller's thread — and any asyncio loop running on it — is never touched, so the facade works the same in a notebook cell, a script, a worker thread or
 (through the ``a*`` wrappers, which hop to a worker thread with ``asyncio.to_thread``) in
 asyncio code, without ``nest_asyncio``.
 
 Waits and interrupts
 --------------------
-* Waiting on a future happens in slices of :data:`_WAIT_SLICE` seconds, so ``Ctrl+C`` (a
+* Waiting on a future happens in slices of :data:`codexrt._portal.WAIT_SLICE` seconds, so ``Ctrl+C`` (a
   notebook's *interrupt kernel*) is delivered promptly on every platform.
 * A ``KeyboardInterrupt`` while waiting for a turn (``send``, iterating ``stream``, ``wait``)
   stops that turn (R-OP-5: ``turn/interrupt``, or a local cancel when it never started), waits
@@ -42,12 +42,14 @@ Waits and interrupts
 Approvals
 ---------
 Native approval requests (R-INT-3) are answered by a *policy*, chosen per connection and
-overridable per send: ``"decline"`` (the default — approvals are never granted by default),
+overridable per send, and run as the runtime's own interaction policy
+(``Runtime.set_interaction_policy``; replies are validated and sent by the runtime): ``"decline"`` (the default — approvals are never granted by default),
 ``"cancel"``, ``"accept"`` / ``"acceptForSession"`` (explicit opt-ins), ``"manual"`` (leave the
 request pending: answer it yourself with :meth:`BlockingRuntime.respond`, e.g. while iterating a
 stream), or a **callable** ``(ApprovalRequest) -> decision`` that runs in its own worker thread,
 so it may block on ``input()`` without stalling the runtime; a request resolved meanwhile (turn
-interrupted, answered elsewhere) abandons it. A callback that raises declines.
+interrupted, answered elsewhere) abandons it. A callback that raises declines. The decisions
+are the runtime's own vocabulary (``Interaction.answer``, ``codexrt.DECISIONS``).
 
 Closing
 -------
@@ -60,8 +62,6 @@ reference to the facade object, so dropping the last reference is enough.
 from __future__ import annotations
 
 import asyncio
-import collections
-import concurrent.futures
 import functools
 import logging
 import threading
@@ -71,6 +71,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Mapping, T
 import attrs
 import trio
 
+from codexrt._portal import Portal, StreamPump, _now
 from codexrt._sansio._errors import (
     BusyResourceError,
     ClosedError,
@@ -82,9 +83,15 @@ from codexrt._sansio._errors import (
 )
 from codexrt._runtime._events import CodexEvent
 from codexrt._runtime._runtime import Interaction, Operation, OperationResult, Runtime, RuntimeConfig, open_runtime
-from codexrt._sansio._elicitation import is_tool_approval, parse_elicitation, tool_approval_reply
 from codexrt._runtime._options import RuntimeOptions
-from codexrt._sansio._methods import SERVER_REQUESTS, interaction_kind
+from codexrt._sansio._methods import (
+    DECISIONS,
+    REFUSAL_CODE,
+    SERVER_REQUESTS,
+    decision_reply,
+    describe_request,
+    interaction_kind,
+)
 from codexrt._sansio._settings import Settings
 
 __all__ = [
@@ -101,21 +108,14 @@ __all__ = [
 
 log = logging.getLogger("codexrt.blocking")
 
-#: Decisions an approval policy or callback may return (R-INT-3).
-DECISIONS = ("accept", "acceptForSession", "decline", "cancel")
+#: Decisions an approval policy or callback may return (R-INT-3): ``codexrt.DECISIONS``.
 #: Named policies; ``"manual"`` leaves requests pending for :meth:`BlockingRuntime.respond`.
 POLICIES = (*DECISIONS, "manual")
 #: Bound of starting the facade's thread and of closing it beyond the stop budget.
 DEFAULT_START_TIMEOUT = 30.0
 _CLOSE_MARGIN = 30.0
-_WAIT_SLICE = 0.25
-#: Events the pump moves from the Trio-side stream per batch at most, and how many may wait on
-#: the caller's side before it pauses (it resumes below the low mark).
-_BATCH = 256
-_HIGH_WATER = 1024
-_LOW_WATER = 256
 #: JSON-RPC error code codexrt uses to refuse a server request that has no "decline" result.
-DECLINED_RPC_CODE = -32000
+DECLINED_RPC_CODE = REFUSAL_CODE
 
 ApprovalPolicy = Union[str, Callable[["ApprovalRequest"], Any]]
 
@@ -131,7 +131,6 @@ class SendOptions(TypedDict, total=False):
     images: tuple[str, ...] | list[str]
     additional_context: dict[str, Any] | None
 
-_APPROVAL_METHODS = ("item/commandExecution/requestApproval", "item/fileChange/requestApproval")
 
 
 @attrs.frozen
@@ -167,7 +166,8 @@ class ApprovalRequest:
     def kind(self) -> str:
         """``command``, ``fileChange``, ``permissions``, ``userInput``, ``elicitation``,
         ``mcpToolApproval`` (the real server's approval of an MCP tool call, sent as an
-        elicitation), ``toolCall`` or the raw method for anything else."""
+        elicitation), ``toolCall`` or the raw method for anything else (the method table's
+        ``label``)."""
         if interaction_kind(self.method, self.params) == "mcpToolApproval":
             return "mcpToolApproval"
         row = SERVER_REQUESTS.get(self.method)
@@ -191,58 +191,28 @@ class ApprovalRequest:
         return reason if isinstance(reason, str) else None
 
     def describe(self) -> str:
-        """One human line: what is being asked."""
-        if self.kind == "command":
-            where = f" (in {self.cwd})" if self.cwd else ""
-            return f"run command: {self.command}{where}"
-        if self.kind == "fileChange":
-            return "apply file changes" + (f": {self.reason}" if self.reason else "")
-        if self.kind == "permissions":
-            return "grant extra permissions" + (f": {self.reason}" if self.reason else "")
-        if self.kind == "userInput":
-            return "answer questions from the agent"
-        if self.kind == "mcpToolApproval":
-            tool = parse_elicitation(self.params).tool_name or "?"
-            return f"run tool {tool} of MCP server {self.params.get('serverName', '?')}"
-        if self.kind == "elicitation":
-            return f"answer a form from MCP server {self.params.get('serverName', '?')}"
-        return f"answer {self.method}"
+        """One human line: what is being asked (``Interaction.describe``)."""
+        return describe_request(self.method, self.params)
 
 
 def approval_reply(method: str, decision: Any, params: Mapping[str, Any] | None = None) -> tuple[str, Any]:
-    """Map a policy decision to what goes on the wire (R-INT-3, R-INT-4).
+    """Map a policy decision to what goes on the wire (R-INT-3, R-INT-4): the runtime's own
+    vocabulary (``Interaction.reply_for``), with :class:`ConfigError` for a decision the request
+    cannot take.
 
     Returns ``("result", result)`` or ``("error", (code, message))``. ``None`` means
     ``"decline"``. A dict is sent as the result unchanged (the runtime validates it). Requests
     without a declining result (user input, permissions, dynamic tool calls) are refused with a
     JSON-RPC error; MCP elicitations are declined/cancelled with ``content: null``. ``accept``
-    for a request that needs content (user input, a form) is a :class:`ConfigError`: nothing is
-    ever accepted on the host's behalf without the data the request asks for. ``params`` (the
-    request's) tells an MCP tool-call approval apart from a form: ``accept`` /
-    ``acceptForSession`` approve that call (``{action: "accept", content: {}}``, the latter
-    remembered for the session when the server offers it)."""
-    if decision is None:
-        decision = "decline"
-    if isinstance(decision, dict):
-        return "result", decision
-    if decision not in DECISIONS:
-        raise ConfigError(f"decision must be one of {list(DECISIONS)} or a result dict, not {decision!r}")
-    if method in _APPROVAL_METHODS:
-        return "result", {"decision": decision}
-    if method == "mcpServer/elicitation/request" and is_tool_approval(params):
-        try:
-            el = parse_elicitation(params or {})
-            if decision in ("accept", "acceptForSession"):
-                return "result", tool_approval_reply(
-                    el, approve=True, persist="session" if decision == "acceptForSession" else None)
-        except InteractionError as exc:
-            raise ConfigError(exc.message) from None
-    if method == "mcpServer/elicitation/request":
-        if decision in ("decline", "cancel"):
-            return "result", {"action": decision, "content": None}
-    elif decision in ("decline", "cancel"):
-        return "error", (DECLINED_RPC_CODE, f"{method} declined by the host")
-    raise ConfigError(f"{method} cannot be answered with {decision!r}: pass a full result dict")
+    for a request that needs content (user input, a form) is refused: nothing is ever accepted
+    on the host's behalf without the data the request asks for. ``params`` (the request's)
+    tells an MCP tool-call approval apart from a form: ``accept`` / ``acceptForSession``
+    approve that call (``{action: "accept", content: {}}``, the latter remembered for the
+    session when the server offers it)."""
+    try:
+        return decision_reply(method, decision, params)
+    except InteractionError as exc:
+        raise ConfigError(exc.message) from None
 
 
 def _check_policy(policy: ApprovalPolicy) -> ApprovalPolicy:
@@ -251,323 +221,75 @@ def _check_policy(policy: ApprovalPolicy) -> ApprovalPolicy:
     raise ConfigError(f"approvals must be one of {list(POLICIES)} or a callable, not {policy!r}")
 
 
-# -- the Trio thread ---------------------------------------------------------------------------
+# -- approvals: the runtime's own interaction policy --------------------------------------------
 
 
-class _Portal:
-    """Owns the Trio thread and the runtime inside it. Holds no reference to the facade, so
-    the facade can be garbage-collected (its finalizer calls :meth:`close`)."""
+class _Approvals:
+    """The facade's approval policies as one ``Runtime.set_interaction_policy`` callable.
+    Lives in the Trio thread (its table is only touched there) and holds no reference to the
+    facade."""
 
-    def __init__(self, config: RuntimeConfig, approvals: ApprovalPolicy, start_timeout: float) -> None:
-        self.config = config
-        self.default_policy = approvals
-        self.policies: dict[str, ApprovalPolicy] = {}
-        self.runtime: Runtime | None = None
-        self._token: trio.lowlevel.TrioToken | None = None
-        self._nursery: trio.Nursery | None = None
-        self._stop: trio.Event | None = None
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
-        self._close_lock = threading.Lock()
-        self._closing = False
-        self._thread = threading.Thread(target=self._thread_main, name="codexrt-blocking", daemon=True)
-        self._thread.start()
-        if not self._ready.wait(start_timeout):
-            self.close()
-            raise ClosedError(f"the codexrt thread did not start within {start_timeout:g}s")
-        if self._error is not None:
-            raise self._error
+    def __init__(self, default: ApprovalPolicy) -> None:
+        self.default = default
+        self._per_op: dict[str, tuple[Operation, ApprovalPolicy]] = {}
 
-    # runs in the Trio thread
+    def set_for(self, op: Operation, policy: ApprovalPolicy) -> None:
+        """Use ``policy`` for the interactions of ``op`` (forgotten once it has ended)."""
+        for op_id in [k for k, (o, _) in self._per_op.items() if o.terminal]:
+            del self._per_op[op_id]
+        self._per_op[op.id] = (op, policy)
 
-    def _thread_main(self) -> None:
-        try:
-            trio.run(self._main)
-        except BaseException as exc:  # noqa: BLE001 - reported to the caller or logged, never lost
-            if not self._ready.is_set():
-                self._error = exc
-            else:
-                log.error("codexrt blocking runtime thread ended with an error", exc_info=exc)
-        finally:
-            self._ready.set()
-
-    async def _main(self) -> None:
-        self._token = trio.lowlevel.current_trio_token()
-        self._stop = trio.Event()
-        async with open_runtime(self.config) as rt:
-            self.runtime = rt
-            async with trio.open_nursery() as nursery:
-                await nursery.start(self._answer_interactions, rt, nursery)
-                self._nursery = nursery
-                self._ready.set()
-                await self._stop.wait()
-                # Stop turns first, so pending waiters see the real (interrupted) terminal,
-                # then cancel what is still waiting.
-                await rt.aclose()
-                nursery.cancel_scope.cancel()
-
-    async def _answer_interactions(self, rt: Runtime, nursery: trio.Nursery,
-                                   task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        with rt.subscribe() as events:
-            task_status.started()
-            async for ev in events:
-                if ev.kind == "operationDone" and ev.client_operation_id:
-                    self.policies.pop(ev.client_operation_id, None)
-                if ev.kind != "interactionRequested":
-                    continue
-                inter = rt.interactions.get(ev.payload.get("interactionKey", ""))
-                if inter is None or inter.state != "pending":
-                    continue
-                policy = self.policies.get(ev.client_operation_id or "", self.default_policy)
-                if policy != "manual":
-                    nursery.start_soon(self._answer, rt, inter, policy)
-
-    async def _answer(self, rt: Runtime, inter: Interaction, policy: ApprovalPolicy) -> None:
+    async def __call__(self, inter: Interaction) -> Any:
+        entry = self._per_op.get(inter.operation_id or "")
+        policy = entry[1] if entry is not None else self.default
+        if policy == "manual":
+            return None  # left pending for BlockingRuntime.respond
         decision: Any = policy
         if callable(policy):
-            request = ApprovalRequest.from_interaction(inter)
-            box: list[Any] = []
-            async with trio.open_nursery() as n:
-                async def ask() -> None:
-                    try:
-                        box.append(await trio.to_thread.run_sync(
-                            functools.partial(policy, request), abandon_on_cancel=True))
-                    except Exception:  # noqa: BLE001 - a broken callback declines, never grants
-                        log.exception("approval callback failed; declining %s", inter.method)
-                        box.append("decline")
-                    n.cancel_scope.cancel()
-
-                async def watch() -> None:
-                    await inter.resolved.wait()  # interrupted / expired / answered elsewhere
-                    n.cancel_scope.cancel()
-
-                n.start_soon(ask)
-                n.start_soon(watch)
+            box = await _ask(policy, inter)
             if not box:
-                return
+                return None  # resolved, expired or answered meanwhile
             decision = box[0]
         try:
-            how, value = approval_reply(inter.method, decision, inter.params)
-        except ConfigError as exc:
+            how, value = inter.reply_for(decision)
+        except InteractionError as exc:
             log.warning("%s; declining", exc.message)
-            how, value = approval_reply(inter.method, "decline", inter.params)
+            how, value = inter.reply_for("decline")
+        if how == "result":
+            return value  # validated and sent by the runtime (by: "policy")
         try:
-            if how == "result":
-                await rt.respond_interaction(inter.key, inter.dialog_token, value)
-            else:
-                await rt.respond_interaction_error(inter.key, inter.dialog_token, *value)
+            await inter.respond_error(*value)
         except InteractionError as exc:  # answered, resolved or expired meanwhile
             log.debug("interaction %s not answered: %s", inter.key, exc.message)
         except CodexError as exc:
             log.warning("could not answer %s: %s", inter.method, exc.message)
+        return None
 
-    # runs in caller threads
 
-    def _check_thread(self) -> None:
-        if threading.current_thread() is self._thread:
-            raise BusyResourceError("blocking codexrt calls cannot be made from the runtime's own Trio thread")
-
-    def run_sync(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """Run a sync function in the Trio thread (it must not block) and return its value."""
-        self._check_thread()
-        if self._closing or self._token is None:
-            raise ClosedError("the blocking runtime is closed")
-        try:
-            return trio.from_thread.run_sync(fn, *args, trio_token=self._token)
-        except trio.RunFinishedError:
-            raise ClosedError("the blocking runtime is closed") from None
-
-    def start(self, afn: Callable[..., Awaitable[Any]], *args: Any) -> tuple[concurrent.futures.Future, list]:
-        """Start ``afn(*args)`` as a task of the facade's nursery; return its future and a box
-        that will hold the task's cancel scope."""
-        fut: concurrent.futures.Future = concurrent.futures.Future()
-        scopes: list[trio.CancelScope] = []
-
-        async def runner() -> None:
+async def _ask(policy: Callable[[ApprovalRequest], Any], inter: Interaction) -> list[Any]:
+    """The callback's decision, in a worker thread (it may block on ``input()``); abandoned
+    (empty list) when the interaction settles first. A callback that raises declines."""
+    request = ApprovalRequest.from_interaction(inter)
+    box: list[Any] = []
+    async with trio.open_nursery() as n:
+        async def ask() -> None:
             try:
-                with trio.CancelScope() as scope:
-                    scopes.append(scope)
-                    value = await afn(*args)
-                    fut.set_result(value)
-                    return
-                fut.set_exception(ClosedError("the call was cancelled"))
-            except Exception as exc:  # noqa: BLE001 - goes to the waiting caller
-                if not fut.done():
-                    fut.set_exception(exc)
-            finally:
-                if not fut.done():  # the facade is closing (outer cancellation)
-                    fut.set_exception(ClosedError("the blocking runtime was closed"))
+                box.append(await trio.to_thread.run_sync(functools.partial(policy, request), abandon_on_cancel=True))
+            except Exception:  # noqa: BLE001 - a broken callback declines, never grants
+                log.exception("approval callback failed; declining %s", inter.method)
+                box.append("decline")
+            n.cancel_scope.cancel()
 
-        def submit() -> None:
-            if self._nursery is None:
-                raise ClosedError("the blocking runtime is closed")
-            self._nursery.start_soon(runner)
+        async def watch() -> None:
+            await inter.settled.wait()  # interrupted / expired / answered elsewhere
+            n.cancel_scope.cancel()
 
-        self.run_sync(submit)
-        return fut, scopes
-
-    def run_soon(self, fn: Callable[[], Any]) -> None:
-        """Have the Trio thread call ``fn`` soon; does not wait."""
-        token = self._token
-        if token is None:
-            raise ClosedError("the blocking runtime is closed")
-        try:
-            token.run_sync_soon(fn)
-        except trio.RunFinishedError:
-            raise ClosedError("the blocking runtime is closed") from None
-
-    def cancel(self, scopes: list) -> None:
-        for scope in scopes:
-            try:
-                self.run_sync(scope.cancel)
-            except ClosedError:
-                pass
-
-    def wait(self, fut: concurrent.futures.Future, timeout: float | None) -> Any:
-        """Wait for ``fut`` in short slices (so KeyboardInterrupt is delivered promptly).
-        Raises :class:`TimeoutError` (builtin) when ``timeout`` runs out."""
-        deadline = None if timeout is None else _now() + timeout
-        while True:
-            slice_ = _WAIT_SLICE if deadline is None else max(0.0, min(_WAIT_SLICE, deadline - _now()))
-            concurrent.futures.wait([fut], timeout=slice_)
-            if fut.done():
-                return fut.result()
-            if deadline is not None and _now() >= deadline:
-                raise TimeoutError
-            if not self._thread.is_alive() and not fut.done():
-                raise ClosedError("the codexrt thread has ended")
-
-    def call(self, afn: Callable[..., Awaitable[Any]], *args: Any, timeout: float | None = None,
-             what: str = "call") -> Any:
-        """Run ``afn(*args)`` in the Trio thread and wait for it. On timeout or
-        KeyboardInterrupt the task is cancelled (cancelling it does what the called coroutine
-        documents) and the exception is raised here."""
-        fut, scopes = self.start(afn, *args)
-        try:
-            return self.wait(fut, timeout)
-        except TimeoutError:
-            self.cancel(scopes)
-            raise RpcTimeout(f"{what} timed out after {timeout:g}s") from None
-        except KeyboardInterrupt:
-            self.cancel(scopes)
-            raise
-
-    @property
-    def closed(self) -> bool:
-        return self._closing or not self._thread.is_alive()
-
-    def close(self) -> None:
-        """Stop the runtime (R-OP-5 stop budget), reap the child, join the thread (bounded)."""
-        with self._close_lock:
-            if self._closing:
-                return
-            self._closing = True
-        if threading.current_thread() is self._thread:
-            # Only reachable from a finalizer run by GC inside the Trio thread: ask, don't join.
-            if self._stop is not None:
-                self._stop.set()
-            return
-        if self._token is not None and self._stop is not None:
-            try:
-                trio.from_thread.run_sync(self._stop.set, trio_token=self._token)
-            except trio.RunFinishedError:
-                pass
-        self._thread.join(self.config.stop_budget + _CLOSE_MARGIN)
-        if self._thread.is_alive():
-            log.warning("the codexrt thread did not stop within %ss; the app-server child ends when this "
-                        "process ends (stdin EOF, and codexrt's reaper on POSIX; R-RT-7)",
-                        self.config.stop_budget + _CLOSE_MARGIN)
-
-
-def _now() -> float:
-    import time
-
-    return time.monotonic()
+        n.start_soon(ask)
+        n.start_soon(watch)
+    return box
 
 
 # -- public facade -----------------------------------------------------------------------------
-
-
-class _EventPump:
-    """Moves one operation's events from its Trio-side stream to the thread iterating it.
-
-    A task in the Trio thread waits on the stream and appends what it holds (up to
-    :data:`_BATCH` per step) to a deque under a :class:`threading.Condition`; the caller's
-    thread waits on that condition. So a batch costs one cross-thread wake-up, and asking for
-    the next event costs none. Bounded: with more than :data:`_HIGH_WATER` events waiting on
-    the caller's side the task pauses (the stream keeps coalescing text meanwhile) until the
-    caller has taken them down to :data:`_LOW_WATER`. The lock is only held for deque
-    operations, never while waiting, so the Trio thread never waits on the caller. A caller
-    that stops iterating early leaves the task paused (holding at most that bound) until the
-    runtime closes."""
-
-    def __init__(self, stream: Any, portal: _Portal) -> None:
-        self._stream = stream
-        self._portal = portal
-        self._cond = threading.Condition(threading.Lock())
-        self._q: collections.deque[CodexEvent] = collections.deque()
-        self._ended = False
-        self._error: BaseException | None = None
-        self._room: trio.Event | None = None
-
-    async def run(self) -> None:
-        """Runs in the Trio thread until the stream is closed and drained."""
-        stream = self._stream
-        finished = False
-        try:
-            while True:
-                ev = await stream.get()
-                batch: list[CodexEvent] = []
-                while ev is not None:
-                    batch.append(ev)
-                    if len(batch) >= _BATCH:
-                        break
-                    ev = stream.get_nowait()
-                room = None
-                with self._cond:
-                    if batch:
-                        self._q.extend(batch)
-                        if len(self._q) > _HIGH_WATER:
-                            room = self._room = trio.Event()
-                    else:
-                        self._ended = True
-                    self._cond.notify()
-                if not batch:
-                    finished = True
-                    return
-                if room is not None:
-                    await room.wait()
-        finally:
-            if not finished:  # cancelled: the facade is closing
-                with self._cond:
-                    self._ended = True
-                    self._error = ClosedError("the blocking runtime was closed")
-                    self._cond.notify()
-
-    def get(self, deadline: float | None) -> CodexEvent | None:
-        """The next event, None at the end; waits in :data:`_WAIT_SLICE` slices (so
-        KeyboardInterrupt is delivered promptly). Raises :class:`TimeoutError` (builtin) at
-        ``deadline``, :class:`ClosedError` when the Trio thread is gone."""
-        with self._cond:
-            while not self._q:
-                if self._ended:
-                    if self._error is not None:
-                        raise self._error
-                    return None
-                slice_ = _WAIT_SLICE if deadline is None else min(_WAIT_SLICE, deadline - _now())
-                if slice_ <= 0:
-                    raise TimeoutError
-                self._cond.wait(slice_)
-                if not self._q and not self._ended and not self._portal._thread.is_alive():
-                    raise ClosedError("the codexrt thread has ended")
-            ev = self._q.popleft()
-            if self._room is not None and len(self._q) <= _LOW_WATER:
-                room, self._room = self._room, None
-                try:
-                    self._portal.run_soon(room.set)
-                except ClosedError:
-                    pass
-            return ev
 
 
 class BlockingOperation:
@@ -578,45 +300,47 @@ class BlockingOperation:
     thread may iterate at a time. Used as a context manager, leaving the block stops the
     operation if it has not ended."""
 
-    def __init__(self, owner: "BlockingRuntime", op: Operation) -> None:
+    def __init__(self, owner: "BlockingRuntime", op: Operation, ident: tuple[str, str, str | None]) -> None:
         self._owner = owner
         self._portal = owner._portal
-        self._op = op
+        self._rt = owner.runtime
+        self._op = op  # Trio-owned: read only through the portal
+        self._id, self._kind, self._client_message_id = ident
         self._iter_lock = threading.Lock()
-        self._pump: _EventPump | None = None  # started by the first next_event
+        self._pump: StreamPump | None = None  # started by the first next_event
 
     def __repr__(self) -> str:
         return f"<BlockingOperation {self._op!r}>"
 
     @property
     def id(self) -> str:
-        return self._op.id
+        return self._id
 
     @property
     def kind(self) -> str:
-        return self._op.kind
+        return self._kind
 
     @property
     def client_message_id(self) -> str | None:
-        return self._op.client_message_id
+        return self._client_message_id
 
     @property
     def thread_id(self) -> str | None:
-        """The thread (known once bootstrap confirmed it). A snapshot read."""
-        return self._op.thread_id
+        """The thread (known once bootstrap confirmed it). A snapshot read (through the portal)."""
+        return self._portal.read(lambda: self._op.thread_id)
 
     @property
     def turn_id(self) -> str | None:
-        return self._op.turn_id
+        return self._portal.read(lambda: self._op.turn_id)
 
     @property
     def done(self) -> bool:
-        return self._op.terminal
+        return self._portal.read(lambda: self._op.terminal)
 
     @property
     def result(self) -> OperationResult | None:
         """The terminal result, or None while running."""
-        return self._op.result
+        return self._portal.read(lambda: self._op.result)
 
     def next_event(self, timeout: float | None = None) -> CodexEvent | None:
         """The next event, or None once the operation ended and every event was read.
@@ -626,7 +350,7 @@ class BlockingOperation:
             raise BusyResourceError("another thread is already iterating this operation")
         try:
             if self._pump is None:
-                self._pump = _EventPump(self._op.stream, self._portal)
+                self._pump = StreamPump(lambda: self._op.stream, self._portal)
                 self._portal.start(self._pump.run)
             try:
                 return self._pump.get(None if timeout is None else _now() + timeout)
@@ -660,7 +384,7 @@ class BlockingOperation:
 
     def abort(self) -> str:
         """Stop this operation (R-OP-5); returns the stop path (see ``Runtime.abort``)."""
-        return self._portal.run_sync(self._op.runtime.abort, self._op)
+        return self._portal.run_sync(self._rt.abort, self._op)
 
     def _guarded(self, afn: Callable[[], Awaitable[Any]], timeout: float | None, what: str,
                  stop_on_timeout: bool = False) -> Any:
@@ -680,22 +404,25 @@ class BlockingOperation:
             raise
 
     def _result_wire(self) -> dict[str, Any] | None:
-        return self._op.result.to_wire() if self._op.result is not None else None
+        return self._portal.read(lambda: self._op.result.to_wire() if self._op.result is not None else None)
 
     def _stop_and_settle(self) -> None:
         """Abort and wait for the terminal within the stop budget (+ the kill margin). A
         second KeyboardInterrupt during that wait kills the app-server's process group at once
         (the turn then fails with ``CHILD_EXITED``; the next send starts a new child), waits
         for the settle (bounded) and re-raises."""
-        if self._op.terminal:
+        try:
+            if self.done:
+                return
+        except ClosedError:
             return
         try:
             self.abort()
             fut, _ = self._portal.start(self._op.wait)
             try:
-                self._portal.wait(fut, self._portal.config.stop_budget + 15)
+                self._portal.wait(fut, self._owner.config.stop_budget + 15)
             except KeyboardInterrupt:
-                self._portal.run_sync(_kill_child, self._op.runtime)
+                self._portal.run_sync(self._rt.kill_child)
                 try:
                     self._portal.wait(fut, _KILL_SETTLE)
                 except (KeyboardInterrupt, TimeoutError):
@@ -714,10 +441,6 @@ class BlockingOperation:
 _KILL_SETTLE = 10.0  # seconds to wait for a killed child's turn to settle (SIGKILL is prompt)
 
 
-def _kill_child(runtime: Runtime) -> None:
-    runtime.kill_child()
-
-
 class BlockingRuntime:
     """A supervised app-server driven from blocking code. Create with :func:`connect`.
 
@@ -726,21 +449,28 @@ class BlockingRuntime:
 
     def __init__(self, config: RuntimeConfig, *, approvals: ApprovalPolicy = "decline",
                  start_timeout: float = DEFAULT_START_TIMEOUT) -> None:
-        self._portal = _Portal(config, _check_policy(approvals), start_timeout)
+        self._config = config
+        self._approvals = policy = _Approvals(_check_policy(approvals))
+        # The portal's thread holds the policy, never this facade (so it can be collected).
+        self._portal: Portal[Runtime] = Portal(
+            lambda: open_runtime(config), setup=lambda rt, _nursery: rt.set_interaction_policy(policy),
+            close_resource=lambda rt: rt.aclose(), start_timeout=start_timeout,
+            close_timeout=config.stop_budget + _CLOSE_MARGIN, name="codexrt-blocking")
         self._finalizer = weakref.finalize(self, self._portal.close)
 
     def __repr__(self) -> str:
-        return f"<BlockingRuntime {self._portal.runtime!r}{' closed' if self.closed else ''}>"
+        rt = self._portal.resource
+        return f"<BlockingRuntime {self._portal.read(lambda: repr(rt))}{' closed' if self.closed else ''}>"
 
     @property
     def config(self) -> RuntimeConfig:
-        return self._portal.config
+        return self._config
 
     @property
     def runtime(self) -> Runtime:
         """The underlying Trio :class:`Runtime`. Touch it only inside :meth:`run_async`."""
-        assert self._portal.runtime is not None
-        return self._portal.runtime
+        assert self._portal.resource is not None
+        return self._portal.resource
 
     @property
     def closed(self) -> bool:
@@ -785,14 +515,24 @@ class BlockingRuntime:
         policy = _check_policy(approvals) if approvals is not None else None
         rt = self.runtime
 
+        approvals = self._approvals
+
         def queue() -> Operation:
             op = rt.send(text, thread_id=thread_id, client_message_id=client_message_id, images=images,
                          additional_context=additional_context, settings=settings)
             if policy is not None:
-                self._portal.policies[op.id] = policy
+                approvals.set_for(op, policy)
             return op
 
-        return BlockingOperation(self, self._portal.run_sync(queue))
+        return self._operation(queue)
+
+    def _operation(self, start: Callable[[], Operation]) -> BlockingOperation:
+        """Start an operation in the Trio thread; its identities come back with it."""
+        def run() -> tuple[Operation, tuple[str, str, str | None]]:
+            op = start()
+            return op, (op.id, op.kind, op.client_message_id)
+
+        return BlockingOperation(self, *self._portal.run_sync(run))
 
     def stream(self, text: str, **kwargs: Unpack[SendOptions]) -> BlockingOperation:
         """Like :meth:`submit`; named for ``for ev in rt.stream("…"):``."""
@@ -815,10 +555,10 @@ class BlockingRuntime:
         return op.wait(timeout)
 
     def compact(self, thread_id: str) -> BlockingOperation:
-        return BlockingOperation(self, self._portal.run_sync(self.runtime.compact, thread_id))
+        return self._operation(functools.partial(self.runtime.compact, thread_id))
 
     def review(self, thread_id: str, target: dict[str, Any] | None = None) -> BlockingOperation:
-        return BlockingOperation(self, self._portal.run_sync(self.runtime.review, thread_id, target))
+        return self._operation(functools.partial(self.runtime.review, thread_id, target))
 
     def abort(self, op: BlockingOperation | str | None = None) -> str:
         """Stop an operation (default: the active one); returns the stop path (R-OP-5)."""

@@ -56,7 +56,6 @@ from codexrt import (
     open_runtime,
 )
 from codexrt._serve._cli_support import APPROVAL_POLICIES, SANDBOX_MODES
-from codexrt.blocking import ApprovalRequest, approval_reply
 
 __all__ = ["add_parser", "run_turn", "EXIT_CODES"]
 
@@ -67,7 +66,7 @@ EXIT_CODES = {"completed": 0, "failed": 1, "interrupted": 130, "cancelled": 130}
 _TOOL_ITEMS = {"commandExecution", "fileChange", "mcpToolCall", "dynamicToolCall", "webSearch",
                "imageGeneration", "collabAgentToolCall"}
 #: Requests `codexrt run` asks about on the terminal (the others are declined).
-_PROMPTED = ("command", "fileChange", "mcpToolApproval")
+_PROMPTED = ("commandApproval", "fileChangeApproval", "mcpToolApproval")
 _PROMPT = "  Allow? [y]es / [n]o / [a]lways for this session / [c]ancel the turn: "
 _ANSWERS = {"y": "accept", "yes": "accept", "n": "decline", "no": "decline", "": "decline",
             "a": "acceptForSession", "always": "acceptForSession", "c": "cancel", "cancel": "cancel"}
@@ -292,55 +291,51 @@ class _Session:
             self.status.line(f"{ev.kind}: {json.dumps(ev.payload)[:300]}")
 
     async def answer(self, inter: Interaction) -> None:
-        req = ApprovalRequest.from_interaction(inter)
         decision: str
         why: str
-        if self.approve == "ask" and req.kind in _PROMPTED:
+        if self.approve == "ask" and inter.kind in _PROMPTED:
             async with self.prompt_lock:
                 if inter.state != "pending":
                     return
-                got = await self._ask(inter, req)
+                got = await self._ask(inter)
                 if got is None:
                     return  # resolved meanwhile (turn interrupted)
                 decision, why = got, "your answer"
         elif self.approve == "ask":
-            decision, why = "decline", f"{req.kind} requests are not supported by `codexrt run`"
+            decision, why = "decline", f"{inter.kind} requests are not supported by `codexrt run`"
         else:
             decision, why = self.approve, f"--approve={self.approve}" + (
                 "" if self.approve != "decline" or sys.stdin.isatty() else " (default when stdin is not a terminal)")
         try:
-            how, value = approval_reply(req.method, decision, req.params)
+            inter.reply_for(decision)  # a decision this request cannot take (accept of a form) declines
         except CodexError:
-            how, value = approval_reply(req.method, "decline", req.params)
             decision = "decline"
-        if self.approve != "ask" or req.kind not in _PROMPTED:
-            self.status.line(f"approval requested: {req.describe()} → {decision} ({why})")
+        if self.approve != "ask" or inter.kind not in _PROMPTED:
+            self.status.line(f"approval requested: {inter.describe()} → {decision} ({why})")
         try:
-            if how == "result":
-                await self.rt.respond_interaction(req.key, req.dialog_token, value)
-            else:
-                await self.rt.respond_interaction_error(req.key, req.dialog_token, *value)
+            await inter.answer(decision)
         except InteractionError as exc:
             log.info("approval not delivered: %s", exc.message)
         if decision == "cancel":
             self.rt.abort(self.op)
 
-    async def _ask(self, inter: Interaction, req: ApprovalRequest) -> str | None:
+    async def _ask(self, inter: Interaction) -> str | None:
         self.status.clear()
         try:
-            return await self._ask_on_screen(inter, req)
+            return await self._ask_on_screen(inter)
         finally:
             self.status.prompt = None  # whatever happened, the ticker may draw again
 
-    async def _ask_on_screen(self, inter: Interaction, req: ApprovalRequest) -> str | None:
+    async def _ask_on_screen(self, inter: Interaction) -> str | None:
         if self.text_open and not self.json:
             self.out.write("\n")
             self.out.flush()
             self.text_open = False
         err = self.status.err
-        err.write(f"\napproval requested: {req.describe()}\n")
-        if req.reason:
-            err.write(f"  reason: {req.reason}\n")
+        err.write(f"\napproval requested: {inter.describe()}\n")
+        reason = inter.params.get("reason")
+        if isinstance(reason, str) and reason:
+            err.write(f"  reason: {reason}\n")
         box: list[str] = []
         async with trio.open_nursery() as n:
             async def read() -> None:

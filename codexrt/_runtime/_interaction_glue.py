@@ -65,6 +65,7 @@ class _InteractionGlue:
             return
         self._registry.add(inter)
         op = self._op_for(inter.thread_id, inter.turn_id)
+        inter.operation_id = op.id if op is not None else None
         ev = self._event("interactionRequested", inter.to_wire(), op=op, thread_id=inter.thread_id,
                          turn_id=inter.turn_id, item_id=inter.item_id)
         self._deliver(ev, op)

@@ -85,6 +85,8 @@ from codexrt._sansio._methods import (
     DEFAULT_DEADLINES,
     METHOD_KINDS,
     SUPPORTED_SERVER_REQUESTS,
+    decision_reply,
+    describe_request,
     interaction_kind,
     safe_negative_reply,
     validate_reply,
@@ -193,6 +195,9 @@ class Interaction:
         self.dialog_token = secrets.token_urlsafe(12)
         self._machine = Machine("interaction", INTERACTION_TABLE, InteractionState.PENDING)
         self.answered_by: str | None = None
+        #: the client operation id of the operation this request arrived for (None: none), set by
+        #: the runtime when it delivers the interaction, before any policy runs
+        self.operation_id: str | None = None
         self.thread_id = self.params.get("threadId") or self.params.get("conversationId")
         self.turn_id = self.params.get("turnId")
         self.item_id = self.params.get("itemId") or self.params.get("callId")
@@ -248,6 +253,27 @@ class Interaction:
         if replayed:
             out["replayed"] = True
         return out
+
+    def describe(self) -> str:
+        """One human line: what is being asked (``run command: ls (in /repo)`` …)."""
+        return describe_request(self.method, self.params)
+
+    def reply_for(self, decision: Any) -> tuple[str, Any]:
+        """What :meth:`answer` would send for ``decision`` (``"accept"``, ``"acceptForSession"``,
+        ``"decline"``, ``"cancel"``, None = decline, or a full result dict): ``("result", result)``
+        or ``("error", (code, message))``. Sends nothing; raises
+        ``InteractionError(INTERACTION_INVALID_REPLY)`` for a decision this request cannot take
+        (``accept`` of questions or a form: nothing is accepted without its data)."""
+        return decision_reply(self.method, decision, self.params)
+
+    async def answer(self, decision: Any) -> None:
+        """Answer with a named decision (see :meth:`reply_for`): a request without a declining
+        result (questions, permissions, a dynamic tool) is declined with a JSON-RPC error."""
+        how, value = self.reply_for(decision)
+        if how == "result":
+            await self.respond(value)
+        else:
+            await self.respond_error(*value)
 
     # -- answering (each goes through Runtime.respond_interaction: validated, privacy-recorded) --
 

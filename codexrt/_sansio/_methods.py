@@ -49,6 +49,9 @@ __all__ = [
     "validate_reply",
     "safe_negative_reply",
     "refusal",
+    "DECISIONS",
+    "decision_reply",
+    "describe_request",
 ]
 
 _HOURS = 3600.0
@@ -220,3 +223,75 @@ def refusal(method: str, params: Any = None, *, message: str | None = None) -> t
     if row is not None and row.refuses:
         return "result", row.negative(params if isinstance(params, dict) else {})
     return "error", (REFUSAL_CODE, message or f"{method} declined by the client")
+
+
+# -- the decision vocabulary (the blocking facade, ``codexrt run``, ``Interaction.answer``) ------------
+
+#: The named decisions a host may answer a request with; anything else is a full result dict.
+DECISIONS = ("accept", "acceptForSession", "decline", "cancel")
+
+_LEGACY_DECISIONS = {"accept": "approved", "acceptForSession": "approved_for_session", "cancel": "abort"}
+
+
+def decision_reply(method: str, decision: Any, params: Mapping[str, Any] | None = None) -> tuple[str, Any]:
+    """A named decision as it goes on the wire (R-INT-3, R-INT-4): ``("result", result)`` or
+    ``("error", (code, message))``.
+
+    ``None`` means ``"decline"``; a dict is the result itself (validated when it is sent).
+    Command/file approvals carry the decision; an MCP tool-call approval is accepted with
+    ``content: {}`` (``acceptForSession`` remembered for the session when the server offers
+    it); elicitations are declined/cancelled with ``content: null``; a request whose negative
+    reply is an empty answer (questions, permissions, a dynamic tool) is declined with a
+    JSON-RPC error. ``accept`` of a request that needs content (questions, a form) raises
+    ``InteractionError(INTERACTION_INVALID_REPLY)``: nothing is accepted without its data."""
+    if decision is None:
+        decision = "decline"
+    if isinstance(decision, dict):
+        return "result", decision
+    if decision not in DECISIONS:
+        raise replies.invalid_reply(f"decision must be one of {list(DECISIONS)} or a result dict, not {decision!r}")
+    kind = interaction_kind(method, params)
+    if kind in ("commandApproval", "fileChangeApproval"):
+        return "result", {"decision": decision}
+    if kind in ("legacyExecApproval", "legacyPatchApproval"):
+        if decision == "decline":
+            return "result", safe_negative_reply(method, params)
+        return "result", {"decision": _LEGACY_DECISIONS[decision]}
+    if kind == "mcpToolApproval" and decision in ("accept", "acceptForSession"):
+        el = elic.parse_elicitation(params or {})
+        return "result", elic.tool_approval_reply(el, approve=True,
+                                                  persist="session" if decision == "acceptForSession" else None)
+    if decision in ("decline", "cancel"):
+        if kind in ("elicitation", "mcpToolApproval"):
+            return "result", {"action": decision, "content": None}
+        return "error", (REFUSAL_CODE, f"{method} declined by the host")
+    raise replies.invalid_reply(f"{method} cannot be answered with {decision!r}: pass a full result dict")
+
+
+def _param(params: Mapping[str, Any], key: str) -> str | None:
+    v = params.get(key)
+    return v if isinstance(v, str) else None
+
+
+def describe_request(method: str, params: Mapping[str, Any] | None = None) -> str:
+    """One human line: what the request asks."""
+    params = params or {}
+    kind = interaction_kind(method, params)
+    reason = _param(params, "reason")
+    if kind == "commandApproval":
+        cmd = params.get("command")
+        text = " ".join(str(c) for c in cmd) if isinstance(cmd, list) else cmd if isinstance(cmd, str) else None
+        cwd = _param(params, "cwd")
+        return f"run command: {text}" + (f" (in {cwd})" if cwd else "")
+    if kind == "fileChangeApproval":
+        return "apply file changes" + (f": {reason}" if reason else "")
+    if kind == "permissionsApproval":
+        return "grant extra permissions" + (f": {reason}" if reason else "")
+    if kind == "userInput":
+        return "answer questions from the agent"
+    if kind == "mcpToolApproval":
+        tool = elic.parse_elicitation(params).tool_name or "?"
+        return f"run tool {tool} of MCP server {params.get('serverName', '?')}"
+    if kind == "elicitation":
+        return f"answer a form from MCP server {params.get('serverName', '?')}"
+    return f"answer {method}"

@@ -127,6 +127,17 @@ def test_no_approval_is_granted_by_default(tmp_path):
     assert [r["result"] for r in replies if r["id"] == 0] == [{"decision": "decline"}]
 
 
+def test_r_int_3_approvals_run_as_the_runtime_interaction_policy():
+    """The facade has no approval engine of its own: its policy is the runtime's
+    (``Runtime.set_interaction_policy``), so the runtime validates and sends the reply and
+    says ``by: "policy"`` (``"manual"``, which leaves it to the host, is the next test's)."""
+    with _connect("reverse-approval", approvals="accept") as rt:
+        first = rt.stream("run it")
+        answered = [ev.payload for ev in first if ev.kind == "interactionAnswered"]
+        assert answered and answered[0]["by"] == "policy"
+        assert first.result is not None and first.result.final_text == "The command printed 42."
+
+
 def test_approval_callback_runs_in_its_own_thread_and_may_block():
     seen: list[tuple[ApprovalRequest, str]] = []
     release = threading.Event()
@@ -337,7 +348,7 @@ def test_r_d_2_iterating_a_flood_from_a_lagging_thread_is_bounded_and_lossless()
     """R-D-2: the facade's event pump pauses once its bound of events waits on the caller's
     side (the Trio-side stream coalesces meanwhile), and a caller that comes back late still
     rebuilds the exact text."""
-    from codexrt.blocking import _BATCH, _HIGH_WATER
+    from codexrt._portal import _BATCH, _HIGH_WATER
     from peer_fixtures.flood_peer import expected_text
 
     n = 20_000

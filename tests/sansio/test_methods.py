@@ -78,3 +78,37 @@ def test_tool_call_approval_negative_is_a_decline_and_a_form_is_cancelled():
     method = "mcpServer/elicitation/request"
     assert m.safe_negative_reply(method, TOOL_APPROVAL) == {"action": "decline", "content": None}
     assert m.safe_negative_reply(method, {"mode": "form"}) == {"action": "cancel", "content": None}
+
+
+def test_r_int_3_decision_vocabulary_maps_by_kind_and_never_accepts_without_data():
+    assert m.DECISIONS == ("accept", "acceptForSession", "decline", "cancel")
+    cmd = "item/commandExecution/requestApproval"
+    assert m.decision_reply(cmd, None) == ("result", {"decision": "decline"})
+    assert m.decision_reply(cmd, "acceptForSession") == ("result", {"decision": "acceptForSession"})
+    assert m.decision_reply(cmd, {"decision": "cancel"}) == ("result", {"decision": "cancel"})
+    assert m.decision_reply("execCommandApproval", "accept") == ("result", {"decision": "approved"})
+    assert m.decision_reply("execCommandApproval", "cancel") == ("result", {"decision": "abort"})
+    how, value = m.decision_reply("execCommandApproval", "decline")
+    assert how == "result" and "denied" in value["decision"]
+    m.validate_reply("execCommandApproval", value, {})
+    assert m.decision_reply("mcpServer/elicitation/request", "accept", TOOL_APPROVAL) == (
+        "result", {"action": "accept", "content": {}})
+    assert m.decision_reply("mcpServer/elicitation/request", "cancel", {"mode": "form"}) == (
+        "result", {"action": "cancel", "content": None})
+    assert m.decision_reply("item/tool/requestUserInput", "decline")[0] == "error"
+    for method, params in (("item/tool/requestUserInput", {}), ("mcpServer/elicitation/request", {"mode": "form"}),
+                           ("item/tool/call", {})):
+        with pytest.raises(InteractionError) as info:
+            m.decision_reply(method, "accept", params)
+        assert info.value.code == "INTERACTION_INVALID_REPLY"
+    with pytest.raises(InteractionError):
+        m.decision_reply(cmd, "yes")
+
+
+def test_describe_request_says_what_is_asked():
+    cmd = {"command": ["ls", "-l"], "cwd": "/repo"}
+    assert m.describe_request("item/commandExecution/requestApproval", cmd) == "run command: ls -l (in /repo)"
+    assert m.describe_request("item/fileChange/requestApproval", {"reason": "fix"}) == "apply file changes: fix"
+    assert m.describe_request("mcpServer/elicitation/request", {**TOOL_APPROVAL, "serverName": "s"}) == (
+        "run tool echo of MCP server s")
+    assert m.describe_request("x/y") == "answer x/y"
