@@ -220,3 +220,34 @@ def test_cli_support_lazy_table_matches_its_imports():
             exported = set(ast.literal_eval(node.value))
     assert typed and typed == lazy
     assert exported == set(lazy)
+
+
+#: The size rule of issue #20: a module over this many lines, or a class over CLASS_LIMIT, needs a
+#: one-line reason in its header — a comment line ``# size: <why>`` among its first 30 lines.
+MODULE_LIMIT = 800
+CLASS_LIMIT = 500
+
+
+def _size_reason(text: str) -> str | None:
+    for line in text.splitlines()[:30]:
+        if line.startswith("# size:") and len(line.split(":", 1)[1].strip()) > 10:
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+def test_modules_and_classes_are_small_or_say_why():
+    """No module over ~800 lines and no class over ~500 without a reason in its header."""
+    big = []
+    for module, path in MODULES.items():
+        text = path.read_text(encoding="utf-8")
+        if _size_reason(text):
+            continue
+        lines = text.count("\n")
+        if lines > MODULE_LIMIT:
+            big.append(f"{path.relative_to(ROOT)}: {lines} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef):
+                size = (node.end_lineno or node.lineno) - node.lineno + 1
+                if size > CLASS_LIMIT:
+                    big.append(f"{path.relative_to(ROOT)}: class {node.name} is {size} lines")
+    assert not big, "split these, or give a '# size: <reason>' line in the header:\n" + "\n".join(big)
