@@ -222,7 +222,8 @@ class ChildHandle:
 
     def is_current(self) -> bool:
         """True while the runtime still holds this child: same generation, same connection
-        (R-RT-2). Its connection may already be ending; a call then fails with ``ClosedError``."""
+        (R-RT-2). Its connection may already be ending; a call then fails with the connection's
+        final error: ``ChildExited`` when the child died, ``ClosedError`` when it was closed."""
         return self._runtime.generation == self.generation and self._runtime.conn is self.connection
 
     async def call(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
