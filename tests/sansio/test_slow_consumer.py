@@ -260,3 +260,34 @@ def test_r_wire_5_strings_cut_out_in_c_passes_equal_the_string_regex(value: Any,
     data = json.dumps(value, ensure_ascii=ascii_only).encode("utf-8")
     outside = re.sub(rb'"[^"\\]*(?:\\.[^"\\]*)*"', b"", data)
     assert _bracket_shape(data) == bytes(c for c in outside.replace(b"{", b"[").replace(b"}", b"]") if c in b"[]")
+
+
+_plain_json_values = st.recursive(
+    st.none() | st.integers() | st.text(alphabet=st.sampled_from('ab"\\\n/é:,'), max_size=8),
+    lambda children: st.lists(children, max_size=3)
+    | st.dictionaries(st.text(alphabet=st.sampled_from('k"\\,'), max_size=4), children, max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_plain_json_values, _json_values, st.booleans())
+def test_r_wire_5_the_two_count_shortcut_for_strings_without_brackets(plain: Any, any_value: Any,
+                                                                     ascii_only: bool) -> None:
+    """R-WIRE-5: when no string holds a bracket (the usual line), two counts prove every string
+    is an adjacent quote pair and the shape is the brackets with the quotes deleted; the
+    shortcut is taken exactly then (a string with a bracket in it fails the counts), and either
+    way the shape is the brackets outside the strings."""
+    import json
+    import re
+
+    from codexrt._sansio._wire import _brackets_and_quotes, _cut_strings
+
+    for value in (plain, any_value, [plain, any_value]):
+        data = json.dumps(value, ensure_ascii=ascii_only).encode("utf-8")
+        strings = re.findall(rb'"[^"\\]*(?:\\.[^"\\]*)*"', data)
+        kept = _brackets_and_quotes(data)
+        shortcut = kept.count(b'""') * 2 == kept.count(b'"')
+        assert shortcut == (not any(c in s for s in strings for c in b"[]{}"))
+        outside = re.sub(rb'"[^"\\]*(?:\\.[^"\\]*)*"', b"", data)
+        assert _cut_strings(kept) == bytes(c for c in outside.replace(b"{", b"[").replace(b"}", b"]") if c in b"[]")
