@@ -87,6 +87,7 @@ __all__ = [
     "ConnectionClosed",
     "ConnectionEvent",
     "open_connection",
+    "PendingCall",
     "DEFAULT_RPC_TIMEOUT",
 ]
 
@@ -141,6 +142,87 @@ class _Frame:
 class _Waiter:
     event: trio.Event = attrs.field(factory=trio.Event)
     outcome: CallSucceeded | CallFailed | CodexError | None = None
+
+
+class PendingCall:
+    """A request :meth:`Connection.send_request` sent without waiting for its answer.
+
+    ``await pending.result()`` waits for the answer within the request's timeout and returns
+    or raises exactly what :meth:`Connection.call` would. Use it as a context manager: leaving
+    the block without the result (an error, a cancel) withdraws the request — a queued line is
+    never written, a written one is abandoned and its late answer becomes a
+    :class:`LateResponse` event. ``result()`` may be awaited once."""
+
+    __slots__ = ("_conn", "method", "_call", "_waiter", "_frame", "_timeout", "_deadline", "_typed", "_raw", "_open")
+
+    def __init__(self, conn: Connection, method: str, call: OutboundCall | None, waiter: _Waiter, frame: _Frame,
+                 timeout: float, *, typed: bool, raw: bool) -> None:
+        self._conn = conn
+        self.method = method
+        self._call = call
+        self._waiter = waiter
+        self._frame = frame
+        self._timeout = timeout
+        self._deadline = trio.current_time() + timeout if math.isfinite(timeout) else math.inf
+        self._typed = typed
+        self._raw = raw
+        self._open = True
+
+    def __repr__(self) -> str:
+        ident = "unsent" if self._call is None else f"id={self._call.id}"
+        return f"<PendingCall {self.method} {ident} {self._frame.state}>"
+
+    @property
+    def phase(self) -> Phase:
+        """Whether the request was written yet (R-WIRE-4)."""
+        return Phase.WRITTEN_UNCONFIRMED if self._frame.state in ("writing", "written") else Phase.NOT_WRITTEN
+
+    def __enter__(self) -> PendingCall:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._withdraw()
+
+    def _withdraw(self) -> None:
+        if not self._open:
+            return
+        self._open = False
+        if self._call is None or self._waiter.event.is_set():
+            return  # never sent, or answered (or settled) but not read: nothing is waiting any more
+        self._conn._waiters.pop(self._call.id, None)
+        if self._frame.state == "queued":
+            self._frame.state = "withdrawn"
+        self._conn.core.abandon(self._call)
+
+    async def result(self) -> Any:
+        """The answer, as :meth:`Connection.call` returns it; :class:`RpcTimeout` once the
+        request's timeout (counted from sending) ran out."""
+        if not self._open:
+            raise LocalProtocolError(f"the answer to {self.method} was already awaited, or it was withdrawn",
+                                     details={"method": self.method})
+        if self._call is None:  # the caller was cancelled before anything was sent
+            self._open = False
+            await trio.lowlevel.checkpoint()
+            raise RpcTimeout(f"{self.method} was not sent: its caller was out of time ({Phase.NOT_WRITTEN.value})",
+                             phase=Phase.NOT_WRITTEN.value, details={"method": self.method})
+        waiter = self._waiter
+        finished = False
+        try:
+            with trio.move_on_at(self._deadline):
+                await waiter.event.wait()
+            finished = waiter.event.is_set()
+        finally:
+            if not finished:
+                self._withdraw()
+        self._open = False
+        if not finished:
+            phase = self.phase
+            raise RpcTimeout(
+                f"{self.method} timed out after {self._timeout:g}s ({phase.value})",
+                phase=phase.value,
+                details={"method": self.method, "requestId": self._call.id},
+            )
+        return self._conn._settle_call(self)
 
 
 class Connection:
@@ -589,10 +671,13 @@ class Connection:
         timeout: float | None = None,
         on_written: Callable[[], None] | None = None,
         typed: bool = False,
+        raw: bool = False,
     ) -> Any:
         """Send a request and return its decoded ``result`` — plain Python, or with ``typed`` the
         method's wire model (:func:`codexrt._sansio._models.decode_typed_result`: a
-        ``RemoteProtocolError`` naming where the answer does not fit).
+        ``RemoteProtocolError`` naming where the answer does not fit), or with ``raw`` its JSON
+        text undecoded (a :class:`msgspec.Raw`, already within the R-WIRE-5 depth bound), for a
+        caller that decodes it into a shape of its own.
 
         Raises :class:`RpcError` (server error), :class:`RpcTimeout` (our wait ran out; the
         request's ``phase`` says whether it was written), :class:`ChildExited` (the peer is
@@ -620,12 +705,52 @@ class Connection:
                     details={"method": method},
                 )
         return await self._call(
-            method, params, timeout=max(0.0, deadline - trio.current_time()), on_written=on_written, typed=typed
+            method, params, timeout=max(0.0, deadline - trio.current_time()), on_written=on_written, typed=typed,
+            raw=raw,
         )
+
+    def send_request(self, method: str, params: Any = None, *, timeout: float | None = None,
+                     typed: bool = False, raw: bool = False) -> PendingCall:
+        """The first half of :meth:`call`: send the request now and return a :class:`PendingCall`
+        without waiting for the answer, for a caller with other work to do meanwhile (the
+        message count handles one history page while the server builds the next). Use it as a
+        context manager and ``await pending.result()`` inside the block; leaving the block
+        without the result withdraws the request as cancelling ``call`` does (unwritten: never
+        sent; written: a late answer becomes a :class:`LateResponse` event).
+
+        A short line on an idle pipe is written before this returns; otherwise it is queued
+        for the writer; a caller already cancelled sends nothing, and ``result()`` raises the
+        cancellation. ``timeout`` (default: the connection's) runs from now to the answer.
+        Needs a connection whose handshake is done (``call`` waits for it; this cannot): a
+        :class:`LocalProtocolError` otherwise, with nothing written."""
+        if method == "initialize":
+            raise LocalProtocolError("use Connection.initialize() for the handshake")
+        if self._final is not None:
+            raise self._fresh_final()
+        if not self.ready:
+            raise LocalProtocolError(f"send_request({method}) needs a connection whose handshake is done; "
+                                     "await call() instead", details={"method": method})
+        timeout = self.rpc_timeout if timeout is None else timeout
+        if timeout <= 0:
+            raise RpcTimeout(f"{method} timed out after {timeout:g}s ({Phase.NOT_WRITTEN.value})",
+                             phase=Phase.NOT_WRITTEN.value, details={"method": method})
+        if trio.current_effective_deadline() <= trio.current_time():
+            # Already cancelled: nothing is sent (as in ``call``); ``result()`` raises the cancel.
+            return PendingCall(self, method, None, _Waiter(), _Frame(b"", state="withdrawn"), timeout,
+                               typed=typed, raw=raw)
+        return self._send(method, params, timeout, None, typed, raw)
+
+    def _send(self, method: str, params: Any, timeout: float, on_written: Callable[[], None] | None,
+              typed: bool, raw: bool) -> PendingCall:
+        call = self.core.start_request(method, params)
+        waiter = _Waiter()
+        self._waiters[call.id] = waiter
+        frame = self._enqueue(_Frame(call.data, call, on_written), timeout=timeout)
+        return PendingCall(self, method, call, waiter, frame, timeout, typed=typed, raw=raw)
 
     async def _call(
         self, method: str, params: Any, *, timeout: float, on_written: Callable[[], None] | None = None,
-        typed: bool = False,
+        typed: bool = False, raw: bool = False,
     ) -> Any:
         if self._final is not None:
             raise self._fresh_final()
@@ -636,32 +761,17 @@ class Connection:
             if timeout <= 0:
                 raise RpcTimeout(f"{method} timed out after {timeout:g}s ({Phase.NOT_WRITTEN.value})",
                                  phase=Phase.NOT_WRITTEN.value, details={"method": method})
-        call = self.core.start_request(method, params)
-        waiter = _Waiter()
-        self._waiters[call.id] = waiter
-        frame = self._enqueue(_Frame(call.data, call, on_written), timeout=timeout)
-        finished = False
-        try:
-            with trio.move_on_after(timeout if math.isfinite(timeout) else math.inf):
-                await waiter.event.wait()
-            finished = waiter.event.is_set()
-        finally:
-            if not finished:
-                self._waiters.pop(call.id, None)
-                if frame.state == "queued":
-                    frame.state = "withdrawn"
-                self.core.abandon(call)
-        if not finished:
-            phase = Phase.WRITTEN_UNCONFIRMED if frame.state in ("writing", "written") else Phase.NOT_WRITTEN
-            raise RpcTimeout(
-                f"{method} timed out after {timeout:g}s ({phase.value})",
-                phase=phase.value,
-                details={"method": method, "requestId": call.id},
-            )
-        outcome = waiter.outcome
+        with self._send(method, params, timeout, on_written, typed, raw) as pending:
+            return await pending.result()
+
+    def _settle_call(self, pending: PendingCall) -> Any:
+        """What ``call`` returns or raises for ``pending``, whose answer (or end) has come."""
+        outcome, method = pending._waiter.outcome, pending.method
         if isinstance(outcome, CallSucceeded):
-            if typed:
+            if pending._typed:
                 return decode_typed_result(method, outcome.result_raw)
+            if pending._raw:
+                return outcome.result_raw
             return decode_json(outcome.result_raw)
         if isinstance(outcome, CallFailed):
             err = outcome.error
@@ -670,7 +780,7 @@ class Connection:
                       data=self._redact.redact_obj(err.data),
                       phase=Phase.WRITTEN_UNCONFIRMED.value)
         assert isinstance(outcome, CodexError)
-        phase = Phase.WRITTEN_UNCONFIRMED if frame.state in ("writing", "written") else Phase.NOT_WRITTEN
+        phase = pending.phase
         raise (ChildExited(outcome.returncode, outcome.signal, phase=phase.value, details=outcome.details)
                if isinstance(outcome, ChildExited) else self._copy(outcome))
 

@@ -166,6 +166,12 @@ class _Caller(Protocol):
     async def call(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any: ...
 
 
+class _Sent(Protocol):
+    """A request already sent (``codexrt._connection.PendingCall``)."""
+
+    async def result(self) -> Any: ...
+
+
 async def call_read_only(
     conn: _Caller,
     method: str,
@@ -177,16 +183,20 @@ async def call_read_only(
     on_retry: Callable[[int, float, ServerOverloaded], None] | None = None,
     on_written: Callable[[], None] | None = None,
     typed: bool = False,
+    raw: bool = False,
+    sent: _Sent | None = None,
 ) -> Any:
     """``conn.call(method, params)``, retried on overload for the read-only methods of
     :data:`READ_ONLY_RETRY_TABLE` (bounded by ``backoff.attempts``).
 
     ``timeout`` bounds each try (the connection's default when None); the whole call is bounded
     by ``attempts * timeout + backoff.max_total()``. ``on_retry(attempt, delay, error)`` is
-    called before each sleep (for logging/metrics; it must not raise); ``on_written`` is given
-    to ``conn.call`` (called once each try's request is written), and so is ``typed`` (the result
-    decoded into its wire model, see ``Connection.call``). When the last try is
-    refused the error is :class:`ServerOverloaded` with ``details["attempts"]``; any other
+    called before each sleep (for logging/metrics; it must not raise); ``on_written`` (called once
+    each try's request is written), ``typed`` (the result decoded into its wire model) and ``raw``
+    (its JSON text undecoded) are given to ``conn.call`` (see ``Connection.call``). ``sent``: the
+    first try is a request already sent (``Connection.send_request``, with the same
+    ``typed``/``raw``): its answer is awaited instead of a new call, and an overload answer to it
+    counts as the first try. When the last try is refused the error is :class:`ServerOverloaded` with ``details["attempts"]``; any other
     error propagates at once. A method outside the table raises :class:`LocalProtocolError`
     before anything is written — use ``conn.call`` for those, which never retries.
     Cancelling the caller cancels the current try or sleep; nothing is left running.
@@ -195,11 +205,13 @@ async def call_read_only(
         raise LocalProtocolError(
             f"{method} is not a read-only method codexrt may retry on overload; "
             "call it once with Connection.call", details={"method": method})
-    kw = _call_kw(on_written, typed)
+    kw = _call_kw(on_written, typed, raw)
     attempt = 0
     while True:
         attempt += 1
         try:
+            if sent is not None and attempt == 1:
+                return await sent.result()
             return await conn.call(method, params, timeout=timeout, **kw)
         except RpcError as exc:
             if not is_overloaded(exc):
@@ -213,22 +225,28 @@ async def call_read_only(
             await trio.sleep(delay)
 
 
-def _call_kw(on_written: Callable[[], None] | None, typed: bool) -> dict[str, Any]:
+def _call_kw(on_written: Callable[[], None] | None, typed: bool, raw: bool) -> dict[str, Any]:
     # Only what is asked for reaches ``conn.call`` (a bare caller need not know these keywords).
     kw: dict[str, Any] = {}
     if on_written is not None:
         kw["on_written"] = on_written
     if typed:
         kw["typed"] = True
+    if raw:
+        kw["raw"] = True
     return kw
 
 
 async def call_read(conn: _Caller, method: str, params: Any = None, *, timeout: float | None = None,
-                    on_written: Callable[[], None] | None = None, typed: bool = False) -> Any:
+                    on_written: Callable[[], None] | None = None, typed: bool = False, raw: bool = False,
+                    sent: _Sent | None = None) -> Any:
     """The call codexrt's read paths use (history, catalogs, ``serve``'s read-only commands):
     retried on overload when ``method`` is in :data:`READ_ONLY_RETRY_TABLE`, a single
     ``conn.call`` otherwise (so nothing that changes state is ever repeated). ``on_written``,
-    ``typed``: see :func:`call_read_only`."""
+    ``typed``, ``raw``, ``sent``: see :func:`call_read_only`."""
     if method in READ_ONLY_RETRY_TABLE:
-        return await call_read_only(conn, method, params, timeout=timeout, on_written=on_written, typed=typed)
-    return await conn.call(method, params, timeout=timeout, **_call_kw(on_written, typed))
+        return await call_read_only(conn, method, params, timeout=timeout, on_written=on_written, typed=typed,
+                                    raw=raw, sent=sent)
+    if sent is not None:
+        return await sent.result()
+    return await conn.call(method, params, timeout=timeout, **_call_kw(on_written, typed, raw))

@@ -151,3 +151,23 @@ async def test_library_read_paths_retry_overload_but_writes_do_not(peers, autoju
         with pytest.raises(ServerOverloaded):
             await call_read(conn, "thread/unsubscribe", {"threadId": "00000000-0000-0000-0000-000000000000"})
         assert _count(peers, "thread/unsubscribe") == 1
+
+
+async def test_a_request_sent_ahead_counts_as_the_first_try(peers, autojump_clock):
+    """``call_read_only(sent=…)``: the answer to a request already sent
+    (``Connection.send_request``) is the first try; an overload answer to it is retried
+    through ``conn.call`` with the same back-off, and the tries in all stay ``attempts``."""
+    b = Backoff(initial=0.5, factor=2.0, maximum=10.0, attempts=3, jitter=0.0)
+    seen: list[tuple[int, float]] = []
+    async with _rt(peers, overloaded("model/list", 2)) as rt:
+        conn = await rt.ensure_started()
+        with conn.send_request("model/list", {}) as sent:
+            result = await call_read_only(conn, "model/list", {}, backoff=b, sent=sent,
+                                          on_retry=lambda n, d, e: seen.append((n, d)))
+        assert "data" in result
+        assert _count(peers, "model/list") == 3 and seen == [(1, 0.5), (2, 1.0)]
+    async with _rt(peers, overloaded("model/list", 3)) as rt:
+        conn = await rt.ensure_started()
+        with conn.send_request("model/list", {}) as sent, pytest.raises(ServerOverloaded) as info:
+            await call_read_only(conn, "model/list", {}, backoff=b, sent=sent)
+        assert info.value.details["attempts"] == 3
