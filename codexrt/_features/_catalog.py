@@ -240,7 +240,7 @@ async def _walk(rt: Runtime, method: str, params: dict[str, Any], max_pages: int
     req = dict(params)
     walk = CursorWalk(method, max_pages=max_pages, cursor=req.pop("cursor", None))
 
-    async def read(p: dict[str, Any], _on_written: Any) -> Any:  # no read ahead here: always None
+    async def read(p: dict[str, Any], _sent: Any) -> Any:  # no read ahead here: always None
         result = await child.call_read(method, p)
         _check_same_child(rt, child, method)
         return result

@@ -163,8 +163,8 @@ async def read_thread_turns(conn: _Caller, thread_id: str, *, page_size: int = P
     turns: list[dict[str, Any]] = []
     walk = CursorWalk("thread/turns/list", max_pages=max_pages)
 
-    async def read(params: dict[str, Any], on_written: Any) -> Any:
-        return await call_read(conn, "thread/turns/list", params, timeout=timeout, on_written=on_written)
+    async def read(params: dict[str, Any], _sent: Any) -> Any:  # no read ahead here: always None
+        return await call_read(conn, "thread/turns/list", params, timeout=timeout)
 
     def bad_page(w: CursorWalk) -> Exception:
         return HistoryReadFailed(f"thread/turns/list of {thread_id} returned no data",

@@ -11,6 +11,7 @@ from typing import Any
 
 import attrs
 import trio
+from msgspec import Raw
 
 from codexrt._io._retry import call_read
 from codexrt._connection import Connection
@@ -34,22 +35,31 @@ __all__ = ["MessageCounter", "_walk"]
 
 
 async def _walk(conn: Connection, method: str, params: dict[str, Any], on_page: Callable[[list[Any]], None],
-                *, max_pages: int, prefetch: bool = False) -> CursorWalk:
+                *, max_pages: int, prefetch: bool = False,
+                decode: Callable[[Raw], Any] | None = None) -> CursorWalk:
     """The cursor walk (:func:`~codexrt._features._paging.walk_pages`) over one history
     method. ``complete`` is False when a page had no ``nextCursor`` field (cannot tell whether
     more exists), past ``max_pages``, or when the server repeated a cursor: for history a loop
     is an incomplete read (a count is then unknown, R-H-7), never a guess and never a second
-    request. ``prefetch``: one page read ahead (see ``walk_pages``)."""
+    request. ``prefetch``: one page read ahead (``Connection.send_request``; see
+    ``walk_pages``). ``decode``: each answer is read as its JSON text (``raw``) and
+    ``decode(text)`` is the page (for the count: :meth:`MessageTally.decode_page`), instead of
+    the plain decode."""
     walk = CursorWalk(method, max_pages=max_pages)
     if max_pages <= 0:
         walk.stop = "pageLimit"
         return walk
+    raw = decode is not None
 
-    async def read(p: dict[str, Any], on_written: Callable[[], None] | None) -> Any:
-        return await call_read(conn, method, p, on_written=on_written)
+    async def read(p: dict[str, Any], sent: Any) -> Any:
+        res = await call_read(conn, method, p, raw=raw, sent=sent)
+        return res if decode is None else decode(res)
+
+    def send(p: dict[str, Any]) -> Any:
+        return conn.send_request(method, p, raw=raw)
 
     with contextlib.suppress(CursorRepeated):  # walk.stop == "repeated": incomplete
-        await walk_pages(read, walk, params, on_page, prefetch=prefetch)
+        await walk_pages(read, walk, params, on_page, send=send if prefetch else None)
     return walk
 
 
@@ -188,7 +198,8 @@ class MessageCounter:
         tally = MessageTally(thread_id)  # the projection's count without its records
         try:
             walk = await _walk(conn, "thread/items/list", {"threadId": thread_id, "limit": self.page_limit},
-                               tally.add_native_entries, max_pages=self.max_pages, prefetch=True)
+                               tally.add_native_entries, max_pages=self.max_pages, prefetch=True,
+                               decode=tally.decode_page)
             complete = walk.complete
             n = tally.count() if complete else None
         except RpcError as exc:

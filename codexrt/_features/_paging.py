@@ -1,10 +1,10 @@
 """The one cursor walk over a paginated native list (Trio side of
 :mod:`codexrt._sansio._paging`, which decides after each page).
 
-:func:`walk_pages` reads page after page through ``read(params, on_written)`` (the caller's
+:func:`walk_pages` reads page after page through ``read(params, sent)`` (the caller's
 ``call_read``, plus whatever check it needs after each call), hands each page's ``data`` list
-to ``on_page`` and returns the :class:`~codexrt._sansio._paging.CursorWalk` (``complete``,
-``stop``, ``pages``). A repeated cursor raises
+(or the :class:`~codexrt._sansio._paging.PageData` a reader made of it) to ``on_page`` and
+returns the :class:`~codexrt._sansio._paging.CursorWalk` (``complete``, ``stop``, ``pages``). A repeated cursor raises
 :class:`~codexrt._sansio._paging.CursorRepeated`; what ``missing``/``pageLimit`` mean is the
 caller's to say.
 """
@@ -12,23 +12,27 @@ caller's to say.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
-import trio
-
 from codexrt._sansio._errors import RemoteProtocolError
-from codexrt._sansio._paging import CursorRepeated, CursorWalk
+from codexrt._sansio._paging import CursorRepeated, CursorWalk, PageData
 
-__all__ = ["CursorRepeated", "CursorWalk", "PageReader", "walk_pages"]
+__all__ = ["CursorRepeated", "CursorWalk", "PageReader", "PageSender", "walk_pages"]
 
-#: ``read(params, on_written)``: one page's answer. ``on_written`` is None except when reading
-#: ahead; then it must be called once the request is written.
-PageReader = Callable[[dict[str, Any], "Callable[[], None] | None"], Awaitable[Any]]
+#: ``read(params, sent)``: one page's answer. ``sent`` is None, or — when reading ahead — what
+#: the walk's ``send(params)`` gave for these same params: the request is already out, and
+#: ``read`` only waits for its answer.
+PageReader = Callable[[dict[str, Any], Any], Awaitable[Any]]
+
+#: ``send(params)``: a context manager that sends the request for a page now (for example
+#: ``Connection.send_request``) and withdraws it if the block ends before ``read`` took its answer.
+PageSender = Callable[[dict[str, Any]], AbstractContextManager[Any]]
 
 
-def _data(walk: CursorWalk, res: Any, bad_page: Callable[[CursorWalk], Exception] | None) -> list[Any]:
+def _data(walk: CursorWalk, res: Any, bad_page: Callable[[CursorWalk], Exception] | None) -> Any:
     data = res.get("data") if isinstance(res, dict) else None
-    if not isinstance(data, list):
+    if not isinstance(data, (list, PageData)):
         if bad_page is not None:
             raise bad_page(walk)
         raise RemoteProtocolError(f"{walk.method} answered without a data list",
@@ -37,7 +41,7 @@ def _data(walk: CursorWalk, res: Any, bad_page: Callable[[CursorWalk], Exception
 
 
 async def walk_pages(read: PageReader, walk: CursorWalk, params: dict[str, Any],
-                     on_page: Callable[[list[Any]], None], *, prefetch: bool = False,
+                     on_page: Callable[[list[Any]], None], *, send: PageSender | None = None,
                      bad_page: Callable[[CursorWalk], Exception] | None = None) -> CursorWalk:
     """Walk ``walk.method`` from ``walk.cursor`` (``params`` are sent with every page) and
     return ``walk`` once it ended. On a repeated cursor the page that carried it is still
@@ -45,54 +49,26 @@ async def walk_pages(read: PageReader, walk: CursorWalk, params: dict[str, Any],
     "repeated"``). ``bad_page(walk)`` builds the error for an answer without a ``data`` list
     (``walk.pages`` pages handled before it); a ``RemoteProtocolError`` otherwise.
 
-    ``prefetch``: once a page's cursor is known, the next page is requested (and written)
-    *before* ``on_page`` handles this one, so the server works while we do; at most one
-    request ahead, never past ``max_pages`` or the last page. If ``on_page`` raises, that one
-    read is cancelled with the walk."""
-    async def fetch(req: dict[str, Any], box: list[Any], written: trio.Event, done: trio.Event) -> None:
+    ``send``: read one page ahead. Once a page's cursor is known, the next page's request is
+    sent (``send``) *before* ``on_page`` handles this one, so the server works while we do —
+    in the same task, with no hop to another one; at most one request ahead, never past
+    ``max_pages`` or the last page. If ``on_page`` raises, that request is withdrawn."""
+    res = await read(walk.request(params), None)
+    while True:
+        data = _data(walk, res, bad_page)
         try:
-            box.append((True, await read(req, written.set)))
-        except Exception as exc:  # handed to the walk, which raises it where it would have
-            box.append((False, exc))
-        finally:
-            written.set()
-            done.set()
-
-    async def pages(nursery: trio.Nursery | None) -> CursorWalk:
-        res = await read(walk.request(params), None)
-        while True:
-            data = _data(walk, res, bad_page)
-            try:
-                more = walk.advance(res)
-            except CursorRepeated:
-                on_page(data)  # what the page brought still counts; the walk ends here
-                raise
-            if more and nursery is not None:
-                box: list[Any] = []
-                written, done = trio.Event(), trio.Event()
-                nursery.start_soon(fetch, walk.request(params), box, written, done)
-                await written.wait()  # bounded: set when written or when the read ends
+            more = walk.advance(res)
+        except CursorRepeated:
+            on_page(data)  # what the page brought still counts; the walk ends here
+            raise
+        if not more:
             on_page(data)
-            if not more:
-                return walk
-            if nursery is not None:
-                await done.wait()
-                ok, value = box[0]
-                if not ok:
-                    raise value
-                res = value
-            else:
-                res = await read(walk.request(params), None)
-
-    if not prefetch:
-        return await pages(None)
-    error: Exception | None = None
-    async with trio.open_nursery() as nursery:
-        try:
-            await pages(nursery)
-        except Exception as exc:  # raised as itself below, not as a group; cancels the read ahead
-            error = exc
-        nursery.cancel_scope.cancel()
-    if error is not None:
-        raise error
-    return walk
+            return walk
+        req = walk.request(params)
+        if send is None:
+            on_page(data)
+            res = await read(req, None)
+            continue
+        with send(req) as sent:
+            on_page(data)
+            res = await read(req, sent)

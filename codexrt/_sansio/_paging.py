@@ -25,7 +25,16 @@ from typing import Any
 
 from codexrt._sansio._errors import CursorRepeated, LocalProtocolError
 
-__all__ = ["CursorRepeated", "CursorWalk", "page_is_partial"]
+__all__ = ["CursorRepeated", "CursorWalk", "PageData", "page_is_partial"]
+
+
+class PageData:
+    """A page's ``data`` that its reader found to be a JSON array but hands on undecoded, for
+    the page's consumer to decode in a shape of its own (the message count's
+    :class:`~codexrt._sansio._projection.TallyEntries`): the walk accepts it as it accepts a
+    decoded list and gives it to ``on_page`` as it is."""
+
+    __slots__ = ()
 
 
 def page_is_partial(result: dict[str, Any]) -> bool:

@@ -172,3 +172,89 @@ def test_r_h_7_tally_counts_an_id_listed_twice_as_the_projection_does() -> None:
                    [{"turnId": "t", "item": {"type": "commandExecution", "id": "a", "command": "ls"}}]]
     want, got, _ = _both(kind_change)
     assert want == got == ("count", 0)
+
+
+# -- the count's own read: a page's JSON text, decoded into structs (``decode_page``) ----------
+
+def _text_feed(tally: MessageTally) -> Any:
+    """Feeds pages as the message count's walk does: the answer's JSON text through
+    ``MessageTally.decode_page``, its ``data`` to the tally."""
+    import msgspec
+
+    def feed(page: list[Any]) -> None:
+        res = MessageTally.decode_page(msgspec.json.encode({"data": page, "nextCursor": None}))
+        tally.add_native_entries(res["data"])
+    return feed
+
+
+@settings(max_examples=400, deadline=None)
+@given(pages=st.lists(st.lists(entries(), max_size=8), max_size=5))
+def test_r_h_7_tally_of_page_text_equals_projected_count(pages: list[list[Any]]) -> None:
+    """R-H-7: pages read as JSON text (structs where the shape fits, plain JSON where it does
+    not — malformed entries, odd ``clientId``s, image blocks) count exactly as the projector
+    counts the decoded pages, or fail with the same exception type."""
+    proj = Projector(TID)
+    tally = MessageTally(TID)
+    want = _outcome(proj.add_native_entries, pages, lambda: count_messages(proj.records()))
+    got = _outcome(_text_feed(tally), pages, tally.count)
+    assert got == want
+
+
+@settings(max_examples=100, deadline=None)
+@given(pages=st.lists(st.lists(tallied_entries(), max_size=8), min_size=1, max_size=4),
+       later=st.lists(st.lists(entries(), max_size=6), max_size=2))
+def test_r_h_7_page_text_and_decoded_pages_mix_in_one_tally(pages: list[list[Any]], later: list[list[Any]]) -> None:
+    """A tally fed some pages as text and others decoded (the fallback included) counts as
+    the projector does over all of them."""
+    proj = Projector(TID)
+    tally = MessageTally(TID)
+    text = _text_feed(tally)
+    all_pages = [*pages, *later]
+    want = _outcome(proj.add_native_entries, all_pages, lambda: count_messages(proj.records()))
+
+    def feed(page: list[Any], n: list[int] = [0]) -> None:  # noqa: B006 - alternate per call
+        n[0] += 1
+        (text if n[0] % 2 else tally.add_native_entries)(page)
+    assert _outcome(feed, all_pages, tally.count) == want
+
+
+def test_r_h_7_a_page_of_messages_is_never_decoded_to_dicts() -> None:
+    """The struct path is the one taken for well-formed message pages (no plain decode)."""
+    import msgspec
+
+    tally = MessageTally(TID)
+    page = [{"turnId": f"t{k // 2}", "item": {"type": "userMessage" if k % 2 == 0 else "agentMessage", "id": f"i{k}",
+                                            "clientId": None, "content": [{"type": "text", "text": "q"}]}}
+            for k in range(10)]
+    res = MessageTally.decode_page(msgspec.json.encode({"data": page, "nextCursor": "10"}))
+    assert res["nextCursor"] == "10"
+    data = res["data"]
+    tally.add_native_entries(data)
+    assert data._plain is None and not tally.projected and tally.count() == 10
+
+
+def test_r_h_7_decode_page_shapes() -> None:
+    """What the walk gets from ``decode_page``: the cursor verbatim (absent when the answer has
+    none), ``data`` undecoded only when it is an array; anything else as plain JSON, which
+    the walk judges as a bad page. Duplicate keys: the last one wins, as in a plain decode."""
+    from codexrt._sansio._paging import PageData
+
+    dp = MessageTally.decode_page
+    res = dp(b'{"data":[],"nextCursor":{"k":[1]}}')
+    assert isinstance(res["data"], PageData) and res["nextCursor"] == {"k": [1]}
+    assert "nextCursor" not in dp(b'{"data":[]}')
+    assert dp(b'{"data":5}') == {"data": 5}
+    assert dp(b'[1]') == [1] and dp(b'null') is None and dp(b'{}') == {}
+    assert dp(b'{"data":5,"data":[]}')["data"].dicts() == []
+    assert dp(b'{"data":[],"data":5}') == {"data": 5}
+    dup = dp(b'{"data":[{"turnId":"t","item":{"type":"agentMessage","id":"a","id":"b"}}],"nextCursor":null}')
+    tally = MessageTally(TID)
+    tally.add_native_entries(dup["data"])
+    assert tally._skel == [[("t", "b", "agentMessage", None)]]
+    bad = dp(b'{"data":[{"turnId":"t","item":{"type":"agentMessage","id":"a","id":5}}],"nextCursor":null}')
+    tally = MessageTally(TID)
+    proj = Projector(TID)
+    want = _outcome(proj.add_native_entries, [[{"turnId": "t", "item": {"type": "agentMessage", "id": 5}}]],
+                    lambda: count_messages(proj.records()))
+    assert _outcome(tally.add_native_entries, [bad["data"]], tally.count) == want
+    assert tally.projected  # an id that is not a string: the projector decides, as for decoded pages

@@ -12,27 +12,25 @@ from tests.sansio.test_count_tally import TID
 class _PagedConn:
     """``thread/items/list`` over ``n`` items, ``limit`` per page; ``tail`` shapes the last
     page's continuation (``None``: no more, ``"missing"``: no field, ``"repeat"``: a cursor
-    already given). Logs each request and when it is written; a read still waiting when the
-    walk ends is logged as cancelled."""
+    already given). Logs each request when it is sent; a request read ahead
+    (``send_request``) and withdrawn before its answer was taken is logged as cancelled, and
+    so is a read still waiting when the walk ends."""
 
     def __init__(self, n: int, limit: int, tail: Any = None, hold: int | None = None) -> None:
         self.n, self.limit, self.tail, self.hold = n, limit, tail, hold  # hold: never answer that page
         self.log: list[tuple[str, Any]] = []
 
-    async def call(self, method: str, params: Any = None, *, timeout: Any = None, on_written: Any = None) -> Any:
-        import trio
+    async def call(self, method: str, params: Any = None, *, timeout: Any = None) -> Any:
+        with self.send_request(method, params) as sent:
+            return await sent.result()
 
+    def send_request(self, method: str, params: Any = None, *, raw: bool = False) -> Any:
+        assert not raw
         start = int(params.get("cursor") or 0)
         self.log.append(("request", start))
-        if on_written is not None:
-            on_written()
-        try:
-            if start == self.hold:
-                await trio.sleep_forever()
-            await trio.sleep(0)
-        except trio.Cancelled:
-            self.log.append(("cancelled", start))
-            raise
+        return _Sent(self, start)
+
+    def page(self, start: int) -> dict[str, Any]:
         end = min(self.n, start + self.limit)
         res: dict[str, Any] = {"data": [{"turnId": "t", "item": {"type": "agentMessage", "id": f"i{k}"}}
                                         for k in range(start, end)]}
@@ -43,6 +41,27 @@ class _PagedConn:
         elif self.tail != "missing":
             res["nextCursor"] = None
         return res
+
+
+class _Sent:
+    def __init__(self, conn: _PagedConn, start: int) -> None:
+        self.conn, self.start, self.taken = conn, start, False
+
+    def __enter__(self) -> _Sent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.taken:
+            self.conn.log.append(("cancelled", self.start))
+
+    async def result(self) -> Any:
+        import trio
+
+        if self.start == self.conn.hold:
+            await trio.sleep_forever()
+        await trio.sleep(0)
+        self.taken = True
+        return self.conn.page(self.start)
 
 
 async def test_r_h_7_prefetched_walk_sees_the_same_pages_and_asks_ahead_once() -> None:

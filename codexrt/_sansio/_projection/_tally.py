@@ -4,7 +4,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from itertools import compress
+from typing import Any, Union
+
+import msgspec
+from msgspec import UNSET, Raw
+
+from codexrt._sansio._paging import PageData
+from codexrt._sansio._wire import decode_json
 
 from ._native import project_native_item
 from ._projector import Projector
@@ -32,6 +39,12 @@ class MessageTally:
     until the end made the count's memory, and the garbage collector's work, grow with the
     thread): per entry only its turn id, item id, kind and ``clientId`` (:attr:`_skel`).
 
+    A page arrives either as decoded JSON (a list of entry dicts) or as :class:`TallyEntries`,
+    what :meth:`decode_page` makes of the answer's bytes: the same entries decoded straight
+    into small structs holding only those four facts (and a user message's block types), so a
+    page of messages never becomes dicts. Both shapes reduce each entry to the same skeleton,
+    and one loop (:meth:`_apply`) merges skeletons into the count.
+
     Shapes it does not model — an entry or item that is not an object, an id or turn id that
     is not a string, one ``clientId`` on two ids (the projector re-keys those) — and any error
     switch it to a real :class:`Projector` (the rare path): the pages seen so far are replayed
@@ -48,7 +61,7 @@ class MessageTally:
     def __init__(self, thread_id: str | None = None) -> None:
         self.thread_id = thread_id
         # per page: (turnId, item id, "agentMessage" | "userMessage" | "", clientId | None) per entry
-        self._skel: list[list[tuple[str, str, str, str | None]]] = []
+        self._skel: list[list[Skeleton]] = []
         self._last: dict[str, bool] = {}  # id -> its last snapshot is a user/assistant message
         self._mult: dict[str, int] = {}  # id -> times it is listed in its turn
         self._clients: dict[str, str] = {}  # clientId -> item id
@@ -62,18 +75,45 @@ class MessageTally:
         """True once a page needed the full projector."""
         return self._proj is not None
 
-    def add_native_entries(self, entries: Iterable[Any]) -> None:
-        if self._proj is not None:
-            self._proj.add_native_entries(entries)
-            return
-        page = entries if isinstance(entries, list) else list(entries)
-        skel: list[tuple[str, str, str, str | None]] = []
+    @staticmethod
+    def decode_page(raw: bytes | Raw) -> Any:
+        """One ``thread/items/list`` answer (the result's JSON text) as the page walk reads it,
+        in one cheap pass that leaves the entries undecoded: ``{"data": TallyEntries, "nextCursor":
+        …}`` (``nextCursor`` only when the answer has one, verbatim) when the answer is an object
+        whose ``data`` is an array, else the plain decoded JSON (which the walk judges as it
+        judges any answer). The entries are decoded when :meth:`add_native_entries` counts them —
+        so a walk reading ahead has already asked for the next page by then."""
         try:
-            fast = self._fast(page, skel)
+            head = _HEAD.decode(raw)
+        except msgspec.DecodeError:  # includes ValidationError: not an object
+            return decode_json(raw)
+        if memoryview(head.data)[:1] != b"[":
+            return decode_json(raw)
+        out: dict[str, Any] = {"data": TallyEntries(head.data)}
+        if head.nextCursor is not UNSET:
+            out["nextCursor"] = head.nextCursor
+        return out
+
+    def add_native_entries(self, entries: Iterable[Any]) -> None:
+        lazy = entries if type(entries) is TallyEntries else None
+        if self._proj is not None:
+            self._proj.add_native_entries(lazy.dicts() if lazy is not None else entries)
+            return
+        typed = lazy.entries() if lazy is not None else None
+        if typed is not None:
+            page: Any = lazy
+        elif lazy is not None:  # a shape the structs do not model: judged as decoded JSON
+            page = lazy.dicts()
+        else:
+            page = entries if isinstance(entries, list) else list(entries)
+        try:
+            skel = (_typed_skeleton(typed, lazy, self.thread_id) if typed is not None  # type: ignore[arg-type]
+                    else _dict_skeleton(page, self.thread_id))
+            fast = skel is not None and self._apply(skel)
         except Exception:  # the projector decides what (and in which order) fails
             fast = False
         if fast:
-            self._skel.append(skel)
+            self._skel.append(skel)  # type: ignore[arg-type]
             return
         proj = Projector(self.thread_id)
         self._proj = proj
@@ -81,62 +121,38 @@ class MessageTally:
         self._last, self._mult, self._clients = {}, {}, {}
         for p in pages:
             proj.add_native_entries(_skeleton_entries(p))
-        proj.add_native_entries(page)
+        proj.add_native_entries(lazy.dicts() if lazy is not None else page)
 
-    def _fast(self, page: list[Any], skel: list[tuple[str, str, str, str | None]]) -> bool:
-        """Mirror of ``add_native_entries`` → ``_add_batch`` for the count, appending each
-        entry's skeleton to ``skel``; False (state to be discarded) at the first shape it does
-        not model."""
-        last, mult, clients = self._last, self._mult, self._clients
-        keep = skel.append
+    def _apply(self, skel: list[Skeleton]) -> bool:
+        """Mirror of ``add_native_entries`` → ``_add_batch`` for the count, over one page's
+        skeletons; False (state to be discarded) at a ``clientId`` already on another id.
+
+        ``clientId``s only meet each other, so they are checked first, in order. A page whose
+        ids are all new and distinct — every page of a thread read once — lists each id once
+        whatever its batches, which two C-level updates record; otherwise the batch merge runs
+        entry by entry."""
+        clients = self._clients
+        for _tid, iid, _t, cid in [s for s in skel if s[3] is not None]:
+            known = clients.get(cid)  # type: ignore[arg-type]
+            if known is not None and known != iid:
+                return False
+            clients[cid] = iid  # type: ignore[index]
+        last, mult = self._last, self._mult
+        ids = [s[1] for s in skel]
+        if len(set(ids)) == len(ids) and last.keys().isdisjoint(ids):
+            mult.update(dict.fromkeys(ids, 1))
+            last.update(zip(ids, [s[2] != "" for s in skel]))
+            return True
         pending: list[tuple[str, bool]] = []
         prev: str | None = None
         cur: Any = None
-        for e in page:
-            if type(e) is not dict:
-                return False
-            item = e.get("item")
-            tid = e.get("turnId", "")
-            if type(item) is not dict or type(tid) is not str:
-                return False
-            iid = item.get("id")
-            if type(iid) is not str:
-                return False
+        for tid, iid, t, _cid in skel:
             if tid != cur:  # a new batch: the previous one's pending ids are inserted
                 for k, m in pending:
                     mult[k] = mult.get(k, 0) + 1
                     last[k] = m
                 pending, prev, cur = [], None, tid
-            else:
-                tid = cur  # one string object per batch in the skeleton
-            t = item.get("type")
-            cid = None
-            if t == "agentMessage":
-                msg = True
-            elif t == "userMessage":
-                msg = True
-                content = item.get("content")
-                if type(content) is list:
-                    for b in content:
-                        if type(b) is not dict or b.get("type") != "text":
-                            # images (or odd blocks): project, since that may raise
-                            project_native_item(item, thread_id=self.thread_id, turn_id=tid)
-                            break
-                elif content is not None:
-                    project_native_item(item, thread_id=self.thread_id, turn_id=tid)
-                cid = item.get("clientId")
-                if isinstance(cid, str) and cid:
-                    known = clients.get(cid)
-                    if known is not None and known != iid:
-                        return False
-                    clients[cid] = iid
-                else:
-                    cid = None
-            else:
-                msg = False
-                t = ""
-                project_native_item(item, thread_id=self.thread_id, turn_id=tid)  # may raise, as there
-            keep((tid, iid, t, cid))
+            msg = t != ""
             if iid in last:
                 for k, m in pending:
                     mult[k] = mult.get(k, 0) + 1
@@ -159,11 +175,150 @@ class MessageTally:
         """What :func:`count_messages` counts over the projection of every page given."""
         if self._proj is not None:
             return count_messages(self._proj.records())
-        last = self._last
-        return sum(n for k, n in self._mult.items() if last[k])
+        mult = self._mult
+        return sum(compress(mult.values(), map(self._last.__getitem__, mult)))
 
 
-def _skeleton_entries(page: list[tuple[str, str, str, str | None]]) -> list[dict[str, Any]]:
+#: One entry as the count sees it: (turnId, item id, "agentMessage" | "userMessage" | "" for
+#: any other kind, the user message's non-empty ``clientId`` or None).
+Skeleton = tuple[str, str, str, "str | None"]
+
+
+def _dict_skeleton(page: list[Any], thread_id: str | None) -> list[Skeleton] | None:
+    """The skeletons of a page of decoded entries; None at the first shape the tally does not
+    model. Non-message items (and user messages with other than text blocks) are projected,
+    result dropped, so a malformed one raises as it does in the projector."""
+    skel: list[Skeleton] = []
+    keep = skel.append
+    cur = None
+    for e in page:
+        if type(e) is not dict:
+            return None
+        item = e.get("item")
+        tid = e.get("turnId", "")
+        if type(item) is not dict or type(tid) is not str:
+            return None
+        iid = item.get("id")
+        if type(iid) is not str:
+            return None
+        if tid == cur:
+            tid = cur  # one string object per batch in the skeleton
+        cur = tid
+        t = item.get("type")
+        cid = None
+        if t == "agentMessage":
+            pass
+        elif t == "userMessage":
+            content = item.get("content")
+            if type(content) is list:
+                for b in content:
+                    if type(b) is not dict or b.get("type") != "text":
+                        # images (or odd blocks): project, since that may raise
+                        project_native_item(item, thread_id=thread_id, turn_id=tid)
+                        break
+            elif content is not None:
+                project_native_item(item, thread_id=thread_id, turn_id=tid)
+            cid = item.get("clientId")
+            if not (isinstance(cid, str) and cid):
+                cid = None
+        else:
+            t = ""
+            project_native_item(item, thread_id=thread_id, turn_id=tid)  # may raise, as there
+        keep((tid, iid, t, cid))
+    return skel
+
+
+def _typed_skeleton(typed: list[_Entry], page: TallyEntries, thread_id: str | None) -> list[Skeleton]:
+    """:func:`_dict_skeleton` of a :class:`TallyEntries` page decoded into structs (``typed``):
+    the decode already checked every shape, and only the items that must be projected are
+    looked up in the page's plain decode."""
+    skel: list[Skeleton] = []
+    keep = skel.append
+    cur = None
+    for i, e in enumerate(typed):
+        item = e.item
+        tid = e.turnId
+        if tid == cur:
+            tid = cur
+        cur = tid
+        t = item.type
+        cid = None
+        if t == "agentMessage":
+            pass
+        elif t == "userMessage":
+            content = item.content
+            if content is not None:
+                for b in content:
+                    if b.type != "text":
+                        project_native_item(page.item(i), thread_id=thread_id, turn_id=tid)
+                        break
+            cid = item.clientId or None
+        else:
+            t = ""
+            project_native_item(page.item(i), thread_id=thread_id, turn_id=tid)
+        keep((tid, item.id, t, cid))
+    return skel
+
+
+class _Block(msgspec.Struct, gc=False):
+    type: Any = None
+
+
+class _Item(msgspec.Struct, gc=False):
+    id: str
+    type: Union[str, None] = None
+    clientId: Union[str, None] = None
+    content: Union[list[_Block], None] = None
+
+
+class _Entry(msgspec.Struct, gc=False):
+    item: _Item
+    turnId: str = ""
+
+
+class _Head(msgspec.Struct, gc=False):
+    data: Raw = Raw()
+    nextCursor: Any = UNSET
+
+
+_HEAD = msgspec.json.Decoder(_Head)
+_ENTRIES = msgspec.json.Decoder(list[_Entry])
+
+
+class TallyEntries(PageData):
+    """A page's ``data`` array as :meth:`MessageTally.decode_page` left it: its JSON text,
+    decoded when counted — into small structs of the facts the count needs (:meth:`entries`),
+    or, for a shape they do not model, for the projector fallback and for the items the count
+    projects, as plain JSON (:meth:`dicts`). Duplicate keys decode the same way in both (the
+    last one wins), so the two views agree."""
+
+    __slots__ = ("raw", "_plain")
+
+    def __init__(self, raw: bytes | Raw) -> None:
+        self.raw = raw
+        self._plain: list[Any] | None = None
+
+    def __repr__(self) -> str:
+        return f"<TallyEntries {len(self.raw)} bytes>"
+
+    def entries(self) -> list[_Entry] | None:
+        """The entries as structs; None when one does not fit them."""
+        try:
+            return _ENTRIES.decode(self.raw)
+        except msgspec.DecodeError:  # includes ValidationError
+            return None
+
+    def dicts(self) -> list[Any]:
+        """The entries as plain decoded JSON (decoded once, on first use)."""
+        if self._plain is None:
+            self._plain = decode_json(self.raw)
+        return self._plain
+
+    def item(self, i: int) -> dict[str, Any]:
+        return self.dicts()[i]["item"]  # type: ignore[no-any-return]
+
+
+def _skeleton_entries(page: list[Skeleton]) -> list[dict[str, Any]]:
     """A tallied page as entries a :class:`Projector` merges exactly like the real ones (same
     key, same message-or-not kind, same ``clientId``): see :class:`MessageTally`."""
     out: list[dict[str, Any]] = []
