@@ -139,12 +139,15 @@ def json_depth_exceeds(data: bytes, limit: int) -> bool:
 
     Meant for text that already decoded (valid JSON): brackets inside strings are skipped
     (:func:`_bracket_shape`, which assumes well-formed strings). The text is first reduced to
-    its brackets and quotes (one ``translate``); with at most ``limit`` opening brackets in all
-    it cannot be too deep. Otherwise the strings are cut out, the rest (``[``/``]`` only) has
-    its leaves peeled off and what is left is walked run by run."""
-    kept = _brackets_and_quotes(data)
+    its brackets and quotes (one ``translate``, escapes not yet dropped: they hold no bracket);
+    with at most ``limit`` opening brackets in all it cannot be too deep. Otherwise the strings
+    are cut out, the rest (``[``/``]`` only) has its leaves peeled off and what is left is
+    walked run by run."""
+    kept = data.translate(_SHAPE_TABLE, _NOT_SHAPE)  # escapes left in: a bound on the bracket count
     if kept.count(b"[") <= limit:
         return False
+    if b"\\" in data:
+        kept = _brackets_and_quotes(data)
     shape = _cut_strings(kept)
     # Each pass drops every innermost "[]" pair, which lowers the maximum depth by exactly one;
     # ordinary (wide, shallow) data is gone after a few C-level passes.
