@@ -526,6 +526,17 @@ def test_r_h_1_client_id_reconciles_a_differently_keyed_copy() -> None:
     assert [r.id for r in p.records()] == ["native-9", "a"]
 
 
+def test_r_h_1_client_id_rekey_of_an_id_listed_twice_rekeys_every_listing() -> None:
+    """A page listing one user message twice (before any known id: listed twice), then another
+    id with the same ``clientId``: the re-key renames both listings (one was left behind and
+    ``records()`` raised ``KeyError``; found in review)."""
+    um = {"type": "userMessage", "id": "i0", "clientId": "c1", "content": []}
+    p = Projector("th")
+    p.add_native_entries([{"turnId": "t", "item": um}, {"turnId": "t", "item": dict(um)}])
+    p.add_native_entries([{"turnId": "t", "item": {**um, "id": "i1"}}])
+    assert [r.id for r in p.records()] == ["i1", "i1"]
+
+
 def test_r_h_4_redact_hook_applies_to_display_text() -> None:
     p = Projector("th", redact=lambda s: s.replace("hunter2", "******"))
     p.add_native_item(T, {"type": "userMessage", "id": "u", "content": [{"type": "text", "text": "pw hunter2"}]})

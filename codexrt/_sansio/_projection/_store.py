@@ -105,7 +105,7 @@ class RecordStore:
                 e = self.entries.pop(known)
                 self.entries[key] = e
                 t = self.turns[e.turn_id]
-                t.keys[t.keys.index(known)] = key
+                t.keys[:] = [key if k == known else k for k in t.keys]  # every listing of it
                 e.key = key
             self.client_ids[rec.client_id] = key
         return key
