@@ -177,6 +177,15 @@ class PendingCall:
         """Whether the request was written yet (R-WIRE-4)."""
         return Phase.WRITTEN_UNCONFIRMED if self._frame.state in ("writing", "written") else Phase.NOT_WRITTEN
 
+    async def written(self) -> None:
+        """Return once the request is out (or will never be: withdrawn, connection ended, out
+        of time); at once, without yielding, when it already is — the usual case, a short
+        line on an idle pipe being written by :meth:`Connection.send_request` itself."""
+        frame = self._frame
+        if frame.state in ("queued", "writing"):
+            with trio.move_on_at(self._deadline):
+                await frame.done.wait()
+
     def __enter__(self) -> PendingCall:
         return self
 
@@ -719,8 +728,10 @@ class Connection:
         sent; written: a late answer becomes a :class:`LateResponse` event).
 
         A short line on an idle pipe is written before this returns; otherwise it is queued
-        for the writer; a caller already cancelled sends nothing, and ``result()`` raises the
-        cancellation. ``timeout`` (default: the connection's) runs from now to the answer.
+        for the writer (:meth:`PendingCall.written` waits for it); a caller already cancelled
+        sends nothing, and ``result()`` then raises the cancellation (awaited outside the
+        cancelled scope: :class:`RpcTimeout`, ``notWritten``). ``timeout`` (default: the
+        connection's) runs from now to the answer.
         Needs a connection whose handshake is done (``call`` waits for it; this cannot): a
         :class:`LocalProtocolError` otherwise, with nothing written."""
         if method == "initialize":

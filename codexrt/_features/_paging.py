@@ -27,6 +27,7 @@ PageReader = Callable[[dict[str, Any], Any], Awaitable[Any]]
 
 #: ``send(params)``: a context manager that sends the request for a page now (for example
 #: ``Connection.send_request``) and withdraws it if the block ends before ``read`` took its answer.
+#: What it gives has ``async written()``, which returns once the request is out.
 PageSender = Callable[[dict[str, Any]], AbstractContextManager[Any]]
 
 
@@ -70,5 +71,6 @@ async def walk_pages(read: PageReader, walk: CursorWalk, params: dict[str, Any],
             res = await read(req, None)
             continue
         with send(req) as sent:
+            await sent.written()  # no yield when it went out at once; else the writer's turn first
             on_page(data)
             res = await read(req, sent)

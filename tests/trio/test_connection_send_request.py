@@ -89,8 +89,8 @@ async def test_r_wire_3_needs_a_finished_handshake_and_writes_nothing_before(pip
 
 
 async def test_r_wire_4_a_cancelled_caller_sends_nothing(pipe_peer, autojump_clock):  # noqa: F811
-    """A caller already cancelled (as with ``call``): the line is queued, not written, and the
-    withdrawal at the block's end keeps it from ever going out."""
+    """A caller already cancelled (as with ``call``): nothing is queued or written, and
+    ``result()`` raises the cancellation."""
     async with open_connection(pipe_peer.transport, sink=lambda ev: None) as conn:
         await pipe_peer.handshake(conn)
         with trio.CancelScope() as cs:
@@ -100,3 +100,38 @@ async def test_r_wire_4_a_cancelled_caller_sends_nothing(pipe_peer, autojump_clo
                 await pending.result()
         await trio.testing.wait_all_tasks_blocked()
         assert pipe_peer.written_lines() == []
+
+
+async def test_r_wire_4_written_waits_for_the_writer_when_the_line_is_queued(autojump_clock):
+    """On a transport that is not a pipe every line goes through the writer task: the request
+    is queued when ``send_request`` returns, and ``written()`` returns once it is out (the
+    history walk waits for that before it handles the page in hand, so its read-ahead is
+    really ahead); on a pipe it returns at once (the test above)."""
+    import json
+
+    from codexrt._io._transport import StreamTransport
+
+    client, server = trio.testing.memory_stream_pair()
+    buf = b""
+
+    async def lines() -> list[dict]:
+        nonlocal buf
+        while b"\n" not in buf:
+            buf += await server.receive_some()
+        *done, buf = buf.split(b"\n")
+        return [json.loads(x) for x in done]
+
+    async with open_connection(StreamTransport(client, client), sink=lambda ev: None) as conn:
+        async with trio.open_nursery() as n:
+            n.start_soon(conn.initialize)
+            (init,) = await lines()
+            await server.send_all(json.dumps({"id": init["id"], "result": {}}).encode() + b"\n")
+            await lines()  # initialized
+        with conn.send_request("thread/list", {}) as pending:
+            assert pending.phase.value == "notWritten"  # queued for the writer
+            await pending.written()
+            assert pending.phase.value == "writtenUnconfirmed"
+            (req,) = await lines()
+            assert req["method"] == "thread/list"
+            await server.send_all(json.dumps({"id": req["id"], "result": {"data": []}}).encode() + b"\n")
+            assert await pending.result() == {"data": []}

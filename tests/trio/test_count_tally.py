@@ -50,6 +50,9 @@ class _Sent:
     def __enter__(self) -> _Sent:
         return self
 
+    async def written(self) -> None:
+        self.conn.log.append(("written", self.start))
+
     def __exit__(self, *exc: object) -> None:
         if not self.taken:
             self.conn.log.append(("cancelled", self.start))

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from codecs import utf_8_decode
 from collections.abc import Iterable
 from itertools import compress
 from typing import Any, Union
@@ -43,7 +44,10 @@ class MessageTally:
     what :meth:`decode_page` makes of the answer's bytes: the same entries decoded straight
     into small structs holding only those four facts (and a user message's block types), so a
     page of messages never becomes dicts. Both shapes reduce each entry to the same skeleton,
-    and one loop (:meth:`_apply`) merges skeletons into the count.
+    and one loop (:meth:`_apply`) merges skeletons into the count. One difference from a plain
+    decode is left: a number too large for a float (``1e400``) in a field the count does not
+    read fails a plain decode but not the structs, which skip it (``serde_json``, which writes
+    the server's JSON, never writes one).
 
     Shapes it does not model — an entry or item that is not an object, an id or turn id that
     is not a string, one ``clientId`` on two ids (the projector re-keys those) — and any error
@@ -82,9 +86,15 @@ class MessageTally:
         …}`` (``nextCursor`` only when the answer has one, verbatim) when the answer is an object
         whose ``data`` is an array, else the plain decoded JSON (which the walk judges as it
         judges any answer). The entries are decoded when :meth:`add_native_entries` counts them —
-        so a walk reading ahead has already asked for the next page by then."""
+        so a walk reading ahead has already asked for the next page by then.
+
+        Text that is not UTF-8 is decoded plainly here (and fails as it would): the structs
+        skip the fields the count does not read, and skipping does not check their bytes."""
         try:
+            utf_8_decode(memoryview(raw), "strict", True)  # ~1 µs for an ASCII 28 KB page
             head = _HEAD.decode(raw)
+        except UnicodeDecodeError:
+            return decode_json(raw)
         except msgspec.DecodeError:  # includes ValidationError: not an object
             return decode_json(raw)
         if memoryview(head.data)[:1] != b"[":
