@@ -90,6 +90,13 @@ def machine() -> str:
             f"Python {platform.python_version()}")
 
 
+def _pinned() -> str:
+    """The pinned real codex version (``.ci/codex-version``), which the real rows run."""
+    from peer_fixtures.codex_bin import pinned_version
+
+    return pinned_version()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small N, one repeat (smoke run)")
@@ -238,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 r = worker("bench.startup", "ready")
                 t.raw["startup_ready"] = r
-                t.add("6. spawn → READY, real codex 0.169.0", f"{r['codexrt_s'] * 1000:.0f} ms",
+                t.add(f"6. spawn → READY, real codex {_pinned()}", f"{r['codexrt_s'] * 1000:.0f} ms",
                       f"raw handshake script {r['baseline_s'] * 1000:.0f} ms", f"{r['codexrt_s'] / r['baseline_s']:.2f}×",
                       "", "median of 3")
                 r = worker("bench.startup", "real_turn")
@@ -252,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         # 7. A sidecar that runs for days (issue 17): many turns through one `codexrt serve`.
         plans = [("fake", 200 if ns.quick else 1000, "fake app-server (handshake-ok)")]
         if not ns.no_real:
-            plans.append(("real", 50 if ns.quick else 200, "real codex 0.169.0, loopback mock model"))
+            plans.append(("real", 50 if ns.quick else 200, f"real codex {_pinned()}, loopback mock model"))
         for kind, turns, label in plans:
             try:
                 r = worker("bench.soak", kind, str(turns), timeout=3600)
