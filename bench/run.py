@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"raw loop p50 {med(raw, 'p50_us'):,.0f} µs, p99 {med(raw, 'p99_us'):,.0f} µs",
                   f"{med(lib, 'p50_us') / med(raw, 'p50_us'):.2f}× p50", "", f"{med(lib, 'probes'):.0f} probes")
     if want("history"):
-        pairs = 1 if ns.quick else 3
+        pairs = 1 if ns.quick else 5
         r = worker("bench.history", "legacy", f"{20 if ns.quick else 200}:{pairs}", timeout=1800)
         t.raw["history_legacy"] = r
         t.add(f"5. legacy rollout parse, {r['mb']:.0f} MB", f"{r['codexrt_mb_s']:.0f} MB/s ({r['records']:,} records), "
