@@ -4,9 +4,9 @@
 :func:`walk_pages` reads page after page through ``read(params, sent)`` (the caller's
 ``call_read``, plus whatever check it needs after each call), hands each page's ``data`` list
 (or the :class:`~codexrt._sansio._paging.PageData` a reader made of it) to ``on_page`` and
-returns the :class:`~codexrt._sansio._paging.CursorWalk` (``complete``, ``stop``, ``pages``). A repeated cursor raises
-:class:`~codexrt._sansio._paging.CursorRepeated`; what ``missing``/``pageLimit`` mean is the
-caller's to say.
+returns the :class:`~codexrt._sansio._paging.CursorWalk` (``complete``, ``stop``, ``pages``).
+A repeated cursor raises :class:`~codexrt._sansio._paging.CursorRepeated`; what
+``missing``/``pageLimit`` mean is the caller's to say.
 """
 
 from __future__ import annotations
