@@ -94,7 +94,7 @@ def legacy(mb: int, pairs: int = 1) -> dict[str, Any]:
         return {"mb": mbs, "records": libs[0]["records"], "codexrt_mb_s": mbs / lib_s,
                 "codexrt_rss_mb": max(x["rss_mb"] for x in libs), "baseline_mb_s": mbs / raw_s,
                 "baseline_rss_mb": max(x["rss_mb"] for x in raws), "lines": raws[0]["lines"], "ratio": ratio,
-                "records_match": libs[0]["records"] == raws[0]["lines"], "pairs": pairs}
+                "records_match": all(lb["records"] == r["lines"] for lb, r in zip(libs, raws)), "pairs": pairs}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -148,6 +148,8 @@ def count(items: int, pairs: int = 1) -> dict[str, Any]:
                         raw_cpu.pop()
                     out["count"] = res.count
                     out["pages"], out["baseline_count"] = pages_n
+                    if res.count != pages_n[1]:  # any pair, the warm-up included
+                        out["mismatches"] = out.get("mismatches", 0) + 1
 
     # raw paging loop
     proc = subprocess.Popen(peer, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT, env=env_with_root())

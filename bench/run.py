@@ -56,7 +56,7 @@ class Table:
 
     def add(self, name: str, codexrt: str, baseline: str, ratio: str, target: str, notes: str) -> None:
         self.rows.append((name, codexrt, baseline, ratio, target, notes))
-        if "MISMATCH" in notes:  # a row that lost, duplicated or reordered text fails the run
+        if "MISMATCH" in notes:  # a row that lost, duplicated or reordered text (or records, or messages) fails the run
             self.failed.append(name)
         print(f"  {name}: {codexrt} | {baseline} | {ratio} | {target} | {notes}", file=sys.stderr, flush=True)
 
@@ -206,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
         t.add(f"5. legacy rollout parse, {r['mb']:.0f} MB", f"{r['codexrt_mb_s']:.0f} MB/s ({r['records']:,} records), "
               f"peak RSS {r['codexrt_rss_mb']:.0f} MB", f"raw msgspec line loop {r['baseline_mb_s']:.0f} MB/s, "
               f"peak RSS {r['baseline_rss_mb']:.0f} MB", f"{r['ratio']:.2f}×", "≥ 0.8× raw, RSS bounded",
-              f"records == raw lines: {r['records_match']}; median of {pairs} alternated pairs")
+              f"{'records == raw lines' if r['records_match'] else 'MISMATCH (records != raw lines)'}; "
+              f"median of {pairs} alternated pairs")
         w = worker("bench.history", "wrappers", "200" if ns.quick else "500")
         t.raw["history_wrappers"] = w
         t.add(f"   legacy wrapper replay, {w['small']['wrappers']:,} vs {w['large']['wrappers']:,} code-mode wrappers",
@@ -223,7 +224,8 @@ def main(argv: list[str] | None = None) -> int:
             t.add(f"   count messages, native thread of {c['items']:,} items", f"{c['codexrt_s'] * 1000:.0f} ms "
                   f"({c['count']:,} messages, {c['pages']} pages)", f"raw paging loop {c['baseline_s'] * 1000:.0f} ms",
                   f"{c['ratio']:.2f}× time", "≤ 1.5× raw",
-                  f"counts equal: {c['count'] == c['baseline_count']}; fake peer over a pipe; "
+                  f"{'counts equal in every pair' if not c.get('mismatches') else 'MISMATCH (counts differ)'}; "
+                  f"fake peer over a pipe; "
                   f"median of {count_pairs} alternated pairs; client CPU {c['codexrt_cpu_s'] * 1000:.0f} ms vs the raw "
                   f"loop's {c['baseline_cpu_s'] * 1000:.0f} ms ({c['cpu_ratio']:.2f}×)")
         else:
