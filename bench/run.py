@@ -257,6 +257,15 @@ def main(argv: list[str] | None = None) -> int:
                       f"{r['warm_turn_s'] * 1000:.0f} ms", "", "", "", "200 mock deltas, loopback mock model")
             except RuntimeError as exc:
                 t.add("6. spawn → READY, real codex", "skipped", "", "", "", str(exc).splitlines()[0][:120])
+    if want("bounds"):
+        # 8. Linear under a chatty peer (issue 35).
+        b = worker("bench.bounds", "burst", f"{80_000}:{1 if ns.quick else 5}")
+        t.raw["bounds_burst"] = b
+        t.add(f"8. chatter burst, {b['large']:,} vs {b['small']:,} mixed notifications",
+              f"{b['large_s'] * 1000:.0f} ms at {b['large']:,}", f"{b['small_s'] * 1000:.0f} ms at {b['small']:,}",
+              f"{b['ratio']:.2f}×", "≤ 6× (linear 4×)",
+              f"{'every kept event delivered' if b['kept_ok'] else 'MISMATCH (kept events lost)'}; "
+              f"EventStream in process, nobody reading; median of {b['pairs']} alternated pairs")
     if want("soak"):
         # 7. A sidecar that runs for days (issue 17): many turns through one `codexrt serve`.
         plans = [("fake", 200 if ns.quick else 1000, "fake app-server (handshake-ok)")]
