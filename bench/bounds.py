@@ -8,6 +8,14 @@
   ratio (linear is 4×; target ≤ 6×). It measures the buffer the reader feeds, in process: no
   pipe, no decoding — those are linear and measured by the stream rows.
 
+* ``redact PAIRS`` — an error reply of ``codexrt serve`` (``ConfigError`` made, then
+  ``_codec.error_reply``: every string redacted on its way out) after 1 and after 300
+  registered API keys (random, no shared prefix; each held by its own owner, as 300 channels
+  with their own ``configureLaunch`` would). Before issue 35 every key and its variants were
+  one alternative of one regex (work per character grew with the key count: 0.7 → 21 ms in
+  the daemon). Target ≤ 5×. The one-off rebuild of the matcher after the set changed is
+  reported beside it.
+
 Prints one JSON object (see ``bench/_common.py``).
 """
 
@@ -57,7 +65,46 @@ def burst(n: int, pairs: int = 5) -> dict[str, Any]:
             "pairs": pairs}
 
 
-WORKERS = {"burst": lambda a: burst(*(int(x) for x in a.split(":")))}
+def _reply_cost(n_keys: int, rounds: int) -> tuple[float, float]:
+    import secrets as _secrets
+
+    from codexrt._sansio._errors import ConfigError
+    from codexrt._sansio._redact import hold_process_secrets, process_redactor, release_process_secrets
+    from codexrt._serve._codec import error_reply
+
+    owners = [f"bench.owner.{i}" for i in range(n_keys)]
+    for o in owners:
+        hold_process_secrets(o, [_secrets.token_urlsafe(36)])
+    message = ("provider rejected the request: KeyError: 'path' while reading config.toml at "
+               "/home/user/.codex/config.toml line 12 (model_provider = \"corp\"); see the logs")
+    details = {"provider": "corp", "envKey": "CORP_API_KEY", "baseUrl": "https://llm.example.com/v1",
+               "stderrTail": ["warning: retrying request 1 of 3", "error: 401 Unauthorized"] * 4}
+    t0 = now()
+    process_redactor()("warm")  # builds the matcher for this key set
+    rebuild = now() - t0
+    t0 = now()
+    for i in range(rounds):
+        error_reply(i, ConfigError(message, details=details))
+    per = (now() - t0) / rounds
+    for o in owners:
+        release_process_secrets(o)
+    return per, rebuild
+
+
+def redact(pairs: int) -> dict[str, Any]:
+    _reply_cost(1, 200)  # warm
+    one, many, rebuilds = [], [], []
+    for _ in range(pairs):
+        one.append(_reply_cost(1, 2000)[0])
+        per, rebuild = _reply_cost(300, 2000)
+        many.append(per)
+        rebuilds.append(rebuild)
+    m1, m300 = statistics.median(one), statistics.median(many)
+    return {"one_ms": m1 * 1000, "many_ms": m300 * 1000, "ratio": m300 / m1,
+            "rebuild_ms": statistics.median(rebuilds) * 1000, "pairs": pairs}
+
+
+WORKERS = {"burst": lambda a: burst(*(int(x) for x in a.split(":"))), "redact": lambda a: redact(int(a))}
 
 if __name__ == "__main__":
     emit(WORKERS[sys.argv[1]](sys.argv[2]))

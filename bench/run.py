@@ -266,6 +266,12 @@ def main(argv: list[str] | None = None) -> int:
               f"{b['ratio']:.2f}×", "≤ 6× (linear 4×)",
               f"{'every kept event delivered' if b['kept_ok'] else 'MISMATCH (kept events lost)'}; "
               f"EventStream in process, nobody reading; median of {b['pairs']} alternated pairs")
+        r = worker("bench.bounds", "redact", "1" if ns.quick else "5")
+        t.raw["bounds_redact"] = r
+        t.add("   serve error reply, 300 vs 1 registered keys", f"{r['many_ms'] * 1000:.0f} µs with 300 keys",
+              f"{r['one_ms'] * 1000:.0f} µs with 1 key", f"{r['ratio']:.2f}×", "≤ 5×",
+              f"one-pass matcher (radix trie of prefixes); its rebuild after the set changed "
+              f"{r['rebuild_ms']:.1f} ms, once; median of {r['pairs']} alternated pairs")
     if want("soak"):
         # 7. A sidecar that runs for days (issue 17): many turns through one `codexrt serve`.
         plans = [("fake", 200 if ns.quick else 1000, "fake app-server (handshake-ok)")]
