@@ -70,6 +70,7 @@ from codexrt._sansio._methods import SUPPORTED_SERVER_REQUESTS, refusal
 from codexrt._sansio._redact import Redactor
 from codexrt._sansio._states import RuntimeState
 from codexrt._sansio._wire import Notification, ServerRequest
+from codexrt._io._fanout import HELPERS
 from codexrt._io._transport import ExitStatus
 from codexrt._io._util import unwrap_single_group
 
@@ -265,6 +266,27 @@ async def run_helper(config: RuntimeConfig, prompt: str, *, kind: str = "helper"
         raise ConfigError("helper timeout must be > 0")
     candidates = config.candidate_factories()  # ACCESS_INACTIVE / CliUnavailable before any spawn
     started = trio.current_time()
+    # Issue 35: a bounded number of helper children run at once (per channel and in all, see
+    # codexrt._io._fanout); the others wait in a bounded queue — within this run's timeout —
+    # or are refused with QUEUE_FULL.
+    # Only the wait is under the deadline here: the run bounds itself inside (see below).
+    key, acquired = config.channel_id.split("#", 1)[0], False
+    with trio.move_on_at(started + timeout):
+        await HELPERS.acquire(key)
+        acquired = True
+    if not acquired:
+        raise _fail(kind, f"no helper slot within {timeout:g} s: other helper runs held every slot", HelperTimeout,
+                    timeoutSeconds=timeout, queued=True)
+    try:
+        return await _run_helper_now(config, prompt, candidates, started, kind=kind, timeout=timeout, cwd=cwd,
+                                     instructions=instructions, model=model)
+    finally:
+        HELPERS.release(key)
+
+
+async def _run_helper_now(config: RuntimeConfig, prompt: str, candidates: list[tuple[str, Any]], started: float, *,
+                          kind: str, timeout: float, cwd: str | os.PathLike[str] | None, instructions: str | None,
+                          model: str | None) -> HelperResult:
     model = model if model is not None else config.settings.model
     cwd_s = os.fspath(cwd) if cwd is not None else (config.settings.cwd or config.cwd)
     redactor = Redactor(config.secret_values())

@@ -76,6 +76,7 @@ import attrs
 import trio
 
 from codexrt._sansio._redact import Redactor
+from codexrt._io._fanout import WORKSPACE_DIFFS
 
 __all__ = [
     "DiffStatus",
@@ -457,6 +458,42 @@ async def read_workspace_diff(
     max_untracked_files: int = DEFAULT_MAX_UNTRACKED_FILES,
     git: str = "git",
     env: Mapping[str, str] | None = None,
+    channel_id: str = "",
+) -> WorkspaceDiff:
+    """See :func:`_read_workspace_diff` (the read itself). Issue 35: at most
+    ``WORKSPACE_DIFFS.per_key`` diffs of one ``channel_id`` and ``WORKSPACE_DIFFS.overall`` in
+    all run at once (``codexrt._io._fanout``); the others wait in a bounded queue — the wait
+    counts in ``timeout`` (status ``timeout`` when it ends there) — and past the queue's
+    bound the read is refused with :class:`~codexrt.QueueFull` before any ``git`` runs."""
+    if max_bytes < 0 or max_stderr_bytes < 0 or timeout <= 0 or max_untracked_files < 0:
+        raise ValueError("read_workspace_diff limits must be non-negative and timeout > 0")
+    started, acquired = trio.current_time(), False
+    with trio.move_on_after(timeout):
+        await WORKSPACE_DIFFS.acquire(channel_id)
+        acquired = True
+    if not acquired:
+        return WorkspaceDiff(session_id=session_id, cwd=os.fspath(cwd), status=DiffStatus.TIMEOUT, read_at=_now_iso(),
+                             elapsed=trio.current_time() - started,
+                             message=f"no workspace-diff slot within {timeout:g} s: other diffs held every slot")
+    try:
+        return await _read_workspace_diff(
+            cwd, session_id=session_id, max_bytes=max_bytes, max_stderr_bytes=max_stderr_bytes,
+            timeout=timeout, max_untracked_files=max_untracked_files, git=git, env=env, deadline=started + timeout)
+    finally:
+        WORKSPACE_DIFFS.release(channel_id)
+
+
+async def _read_workspace_diff(
+    cwd: str | os.PathLike[str],
+    *,
+    session_id: str,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_stderr_bytes: int = DEFAULT_MAX_STDERR_BYTES,
+    timeout: float = DEFAULT_TIMEOUT,
+    max_untracked_files: int = DEFAULT_MAX_UNTRACKED_FILES,
+    git: str = "git",
+    env: Mapping[str, str] | None = None,
+    deadline: float | None = None,
 ) -> WorkspaceDiff:
     """Read staged, unstaged and untracked changes of ``cwd``'s repository (R-DIFF-1).
 
@@ -509,7 +546,7 @@ async def read_workspace_diff(
 
     reader: _Reader | None = None
     root: str | None = None
-    with trio.move_on_after(timeout) as scope:
+    with trio.move_on_at(started + timeout if deadline is None else deadline) as scope:
         try:
             probe = _Reader(git_path, cwd_s, genv, 64 * 1024, max_stderr_bytes, redact)
             try:
