@@ -66,9 +66,10 @@ __all__ = [
 
 log = logging.getLogger("codexrt.launch")
 
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_PROVIDER_ID = re.compile(r"^[A-Za-z0-9_-]+$")
-_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+# \Z, not $: "$" also matches before a final newline ("FOO\n" was a valid name; issue 35).
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_PROVIDER_ID = re.compile(r"[A-Za-z0-9_-]+\Z")
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
 _FINGERPRINT_VERSION = 2
 
 
