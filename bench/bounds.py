@@ -16,6 +16,13 @@
   the daemon). Target ≤ 5×. The one-off rebuild of the matcher after the set changed is
   reported beside it.
 
+* ``fuzz_rss N`` — one ``codexrt serve --access-mode inactive`` child takes N hostile lines
+  (deterministic: a new managed ``configureLaunch`` with a fresh 40-character key and header
+  value every 3rd line — the registry that only grew before issue 35 — plus malformed JSON,
+  invalid UTF-8, lines nested 100 deep, ids of 2 KB–64 KB, unknown interactions, ``status``);
+  the host reads every reply. Serve's RSS (``VmRSS``) after the first 5,000 lines and at the
+  end; target: within 20 MiB.
+
 Prints one JSON object (see ``bench/_common.py``).
 """
 
@@ -104,7 +111,93 @@ def redact(pairs: int) -> dict[str, Any]:
             "rebuild_ms": statistics.median(rebuilds) * 1000, "pairs": pairs}
 
 
-WORKERS = {"burst": lambda a: burst(*(int(x) for x in a.split(":"))), "redact": lambda a: redact(int(a))}
+def _vm_rss_mb(pid: int) -> float | None:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        return None
+    return None
+
+
+def _fuzz_line(i: int) -> bytes:
+    import json
+    import random
+
+    rnd = random.Random(i)
+    kind = i % 9
+    if kind in (0, 3, 6):
+        key = "".join(rnd.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(40))
+        return json.dumps({"id": i, "command": "codex.configureLaunch", "params": {
+            "accessMode": "managed", "apiKey": key, "provider": {
+                "id": "p", "baseUrl": "http://127.0.0.1:9", "envKey": "BENCH_KEY",
+                "headers": {"X-Bench": "hv-" + key[::-1]}}}}).encode()
+    if kind == 1:
+        return b'{"id": %d, "command": "status", "params": {}}' % i
+    if kind == 2:
+        return b'{"id": %d, "command": "codex.compact", "params": {"channelId": "c", "threadId": "%s"}}' % (
+            i, b"t" * rnd.randrange(2048, 65536))
+    if kind == 4:
+        return b'{"id": %d, "command": "codex.respondInteraction", "params": {"interactionKey": "k%d", ' \
+               b'"dialogToken": "d", "result": {"a": "\xff\xfe"}}}' % (i, i)
+    if kind == 5:
+        return b'{"id": %d, "command": "status", "params": {"x": ' % i + b"[" * 100 + b"]" * 100 + b"}}"
+    if kind == 7:
+        return b'{"id": %d, "command": "codex.respondInteraction", "params": {"interactionKey": "key-%d", ' \
+               b'"dialogToken": "tok", "result": {}}}' % (i, i)
+    return b"not json at all %d {{{" % i
+
+
+def fuzz_rss(n: int) -> dict[str, Any]:
+    import subprocess
+    import threading
+
+    from bench._common import ROOT, env_with_root
+
+    proc = subprocess.Popen([sys.executable, "-m", "codexrt", "serve", "--access-mode", "inactive"], cwd=ROOT,
+                            env=env_with_root(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    assert proc.stdin is not None and proc.stdout is not None
+    replies = {"n": 0}
+    marks: dict[int, threading.Event] = {}
+    warm = min(5000, n // 2)
+    marks[warm] = threading.Event()
+    marks[n] = threading.Event()
+
+    def reader() -> None:
+        assert proc.stdout is not None
+        for _line in proc.stdout:
+            replies["n"] += 1
+            ev = marks.get(replies["n"])
+            if ev is not None:
+                ev.set()
+
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    t0 = now()
+    rss: dict[str, float | None] = {}
+    for i in range(1, n + 1):
+        proc.stdin.write(_fuzz_line(i) + b"\n")
+        if i == warm:
+            proc.stdin.flush()
+            marks[warm].wait(600)
+            rss["start"] = _vm_rss_mb(proc.pid)
+    proc.stdin.flush()
+    complete = marks[n].wait(1200)
+    rss["end"] = _vm_rss_mb(proc.pid)
+    secs = now() - t0
+    proc.stdin.close()
+    code = proc.wait(60)
+    start, end = rss.get("start"), rss.get("end")
+    return {"lines": n, "replies": replies["n"], "complete": complete, "rss_start_mb": start, "rss_end_mb": end,
+            "growth_mb": (end - start) if start is not None and end is not None else None, "seconds": secs,
+            "exit": code}
+
+
+WORKERS = {"burst": lambda a: burst(*(int(x) for x in a.split(":"))), "redact": lambda a: redact(int(a)),
+           "fuzz_rss": lambda a: fuzz_rss(int(a))}
 
 if __name__ == "__main__":
     emit(WORKERS[sys.argv[1]](sys.argv[2]))
