@@ -261,6 +261,11 @@ async def run_helper(config: RuntimeConfig, prompt: str, *, kind: str = "helper"
     (``HELPER_TIMEOUT``, ``HELPER_FAILED``, ``HELPER_INTERRUPTED``, ``HELPER_EMPTY``),
     ``ConfigError`` (``ACCESS_INACTIVE``: nothing spawned) or ``CliUnavailable``.
     Cancelling it stops the helper; the child is closed and reaped on every path.
+
+    At most 2 helper children per channel (``config.channel_id``) and 4 in all run at once
+    (issue 35, ``codexrt._io._fanout.HELPERS``); others wait in a FIFO queue within
+    ``timeout`` (``HELPER_TIMEOUT`` with ``details.queued`` when it ends there) and past 8
+    waiting per channel or 32 in all are refused at once with :class:`~codexrt.QueueFull`.
     """
     if timeout <= 0:
         raise ConfigError("helper timeout must be > 0")

@@ -460,11 +460,24 @@ async def read_workspace_diff(
     env: Mapping[str, str] | None = None,
     channel_id: str = "",
 ) -> WorkspaceDiff:
-    """See :func:`_read_workspace_diff` (the read itself). Issue 35: at most
-    ``WORKSPACE_DIFFS.per_key`` diffs of one ``channel_id`` and ``WORKSPACE_DIFFS.overall`` in
-    all run at once (``codexrt._io._fanout``); the others wait in a bounded queue — the wait
-    counts in ``timeout`` (status ``timeout`` when it ends there) — and past the queue's
-    bound the read is refused with :class:`~codexrt.QueueFull` before any ``git`` runs."""
+    """Read staged, unstaged and untracked changes of ``cwd``'s repository (R-DIFF-1).
+
+    Never starts a model turn and never caches: every call runs Git anew. Always returns a
+    :class:`WorkspaceDiff` whose ``status`` says how it went (``ok``, ``notGit``,
+    ``truncated``, ``timeout``, ``gitMissing``, ``error``); it does not raise for Git
+    problems. ``max_bytes`` bounds all stdout together, ``max_stderr_bytes`` each child's
+    stderr, ``timeout`` the whole read. ``git`` is looked up on ``env['PATH']`` (default:
+    this process's environment).
+
+    Cancelling it kills and reaps the running ``git`` child, then ``trio.Cancelled``
+    propagates; nothing is left running.
+
+    At most 2 diffs of one ``channel_id`` and 4 in all run at once (issue 35,
+    ``codexrt._io._fanout.WORKSPACE_DIFFS``); the others wait in a bounded FIFO queue — the wait
+    counts in ``timeout`` (status ``timeout`` when it ends there) — and past the queue's bound
+    (16 per channel, 64 in all) the read is refused with :class:`~codexrt.QueueFull` before
+    any ``git`` runs.
+    """
     if max_bytes < 0 or max_stderr_bytes < 0 or timeout <= 0 or max_untracked_files < 0:
         raise ValueError("read_workspace_diff limits must be non-negative and timeout > 0")
     started, acquired = trio.current_time(), False
@@ -495,18 +508,8 @@ async def _read_workspace_diff(
     env: Mapping[str, str] | None = None,
     deadline: float | None = None,
 ) -> WorkspaceDiff:
-    """Read staged, unstaged and untracked changes of ``cwd``'s repository (R-DIFF-1).
-
-    Never starts a model turn and never caches: every call runs Git anew. Always returns a
-    :class:`WorkspaceDiff` whose ``status`` says how it went (``ok``, ``notGit``,
-    ``truncated``, ``timeout``, ``gitMissing``, ``error``); it does not raise for Git
-    problems. ``max_bytes`` bounds all stdout together, ``max_stderr_bytes`` each child's
-    stderr, ``timeout`` the whole read. ``git`` is looked up on ``env['PATH']`` (default:
-    this process's environment).
-
-    Cancelling it kills and reaps the running ``git`` child, then ``trio.Cancelled``
-    propagates; nothing is left running.
-    """
+    """The read itself, once a slot is held (see :func:`read_workspace_diff`); ``deadline``
+    (Trio time) is the caller's, queue time included."""
     if max_bytes < 0 or max_stderr_bytes < 0 or timeout <= 0 or max_untracked_files < 0:
         raise ValueError("read_workspace_diff limits must be non-negative and timeout > 0")
     cwd_s = os.fspath(cwd)
