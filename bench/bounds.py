@@ -33,7 +33,7 @@ import statistics
 import sys
 from typing import Any
 
-from bench._common import emit, now
+from bench._common import emit, now, proc_status_mb
 
 
 def _burst_once(n: int) -> tuple[float, int]:
@@ -111,17 +111,6 @@ def redact(pairs: int) -> dict[str, Any]:
             "rebuild_ms": statistics.median(rebuilds) * 1000, "pairs": pairs}
 
 
-def _vm_rss_mb(pid: int) -> float | None:
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        return None
-    return None
-
-
 def _fuzz_line(i: int) -> bytes:
     import json
     import random
@@ -183,10 +172,10 @@ def fuzz_rss(n: int) -> dict[str, Any]:
         if i == warm:
             proc.stdin.flush()
             marks[warm].wait(600)
-            rss["start"] = _vm_rss_mb(proc.pid)
+            rss["start"] = proc_status_mb(proc.pid, "VmRSS")
     proc.stdin.flush()
     complete = marks[n].wait(1200)
-    rss["end"] = _vm_rss_mb(proc.pid)
+    rss["end"] = proc_status_mb(proc.pid, "VmRSS")
     secs = now() - t0
     proc.stdin.close()
     code = proc.wait(60)

@@ -489,25 +489,15 @@ async def read_workspace_diff(
                              elapsed=trio.current_time() - started,
                              message=f"no workspace-diff slot within {timeout:g} s: other diffs held every slot")
     try:
-        return await _read_workspace_diff(
-            cwd, session_id=session_id, max_bytes=max_bytes, max_stderr_bytes=max_stderr_bytes,
-            timeout=timeout, max_untracked_files=max_untracked_files, git=git, env=env, deadline=started + timeout)
+        return await _read_workspace_diff(cwd, session_id, max_bytes, max_stderr_bytes, timeout, max_untracked_files,
+                                          git, env, started + timeout)
     finally:
         WORKSPACE_DIFFS.release(channel_id)
 
 
-async def _read_workspace_diff(
-    cwd: str | os.PathLike[str],
-    *,
-    session_id: str,
-    max_bytes: int = DEFAULT_MAX_BYTES,
-    max_stderr_bytes: int = DEFAULT_MAX_STDERR_BYTES,
-    timeout: float = DEFAULT_TIMEOUT,
-    max_untracked_files: int = DEFAULT_MAX_UNTRACKED_FILES,
-    git: str = "git",
-    env: Mapping[str, str] | None = None,
-    deadline: float | None = None,
-) -> WorkspaceDiff:
+async def _read_workspace_diff(cwd: str | os.PathLike[str], session_id: str, max_bytes: int, max_stderr_bytes: int,
+                               timeout: float, max_untracked_files: int, git: str, env: Mapping[str, str] | None,
+                               deadline: float) -> WorkspaceDiff:
     """The read itself, once a slot is held (see :func:`read_workspace_diff`); ``deadline``
     (Trio time) is the caller's, queue time included."""
     if max_bytes < 0 or max_stderr_bytes < 0 or timeout <= 0 or max_untracked_files < 0:
@@ -549,7 +539,7 @@ async def _read_workspace_diff(
 
     reader: _Reader | None = None
     root: str | None = None
-    with trio.move_on_at(started + timeout if deadline is None else deadline) as scope:
+    with trio.move_on_at(deadline) as scope:
         try:
             probe = _Reader(git_path, cwd_s, genv, 64 * 1024, max_stderr_bytes, redact)
             try:

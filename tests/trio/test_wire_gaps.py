@@ -21,20 +21,11 @@ import codexrt
 from codexrt._runtime._runtime import RuntimeConfig
 from codexrt._sansio._errors import RemoteProtocolError
 from codexrt._sansio._states import RuntimeState
+from tests.trio.test_hostile_peer import _drain
 
 
 def _rt(peers, scenario, **kw):
     return codexrt.open_runtime(RuntimeConfig(transports=[peers.factory(scenario)], **kw))
-
-
-async def _drain(events) -> list:
-    await trio.testing.wait_all_tasks_blocked()
-    out = []
-    while True:
-        with trio.move_on_after(0):
-            out.append(await events.__anext__())
-            continue
-        return out
 
 
 @pytest.mark.parametrize("reply", [
