@@ -271,10 +271,8 @@ async def run_helper(config: RuntimeConfig, prompt: str, *, kind: str = "helper"
         raise ConfigError("helper timeout must be > 0")
     candidates = config.candidate_factories()  # ACCESS_INACTIVE / CliUnavailable before any spawn
     started = trio.current_time()
-    # Issue 35: a bounded number of helper children run at once (per channel and in all, see
-    # codexrt._io._fanout); the others wait in a bounded queue — within this run's timeout —
-    # or are refused with QUEUE_FULL.
-    # Only the wait is under the deadline here: the run bounds itself inside (see below).
+    # Issue 35: a slot first (codexrt._io._fanout). Only this wait is under the deadline here;
+    # the run bounds itself inside, where the connection's own tasks are not cancelled by it.
     key, acquired = config.channel_id.split("#", 1)[0], False
     with trio.move_on_at(started + timeout):
         await HELPERS.acquire(key)

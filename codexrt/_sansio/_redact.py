@@ -255,8 +255,8 @@ class _Matcher:
             if hit is None:
                 # A long value whose prefix matched but not the rest: a shorter whole value
                 # (shorter than the anchor) may still start here.
-                hit = next((text[start:start + n] for n in range(min(len(m.group()), _ANCHOR) - 1, MIN_KNOWN_LENGTH - 1, -1)
-                            if text[start:start + n] in by_anchor), None)
+                shorter = range(min(len(m.group()), _ANCHOR) - 1, MIN_KNOWN_LENGTH - 1, -1)
+                hit = next((text[start:start + n] for n in shorter if text[start:start + n] in by_anchor), None)
             if hit is None:
                 pos = start + 1
                 continue
@@ -399,7 +399,7 @@ class Redactor:
 
     def add_secret(self, value: object) -> None:
         """Register one more exact value (ignored when shorter than :data:`MIN_KNOWN_LENGTH`)."""
-        (_PROCESS.add(value, self._owner) if self._shared else self._known.add(value))
+        (_PROCESS if self._shared else self._known).add(value, self._owner)
 
     def add_env(self, env: Mapping[str, str]) -> None:
         """Register the values of ``env``'s secret-looking variables."""

@@ -463,7 +463,8 @@ def decode_envelope(line: bytes) -> Envelope:
     try:  # a reply is rare next to notifications: checking its bytes costs little
         line.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return BadReply(env.id, f"reply is not valid UTF-8 (byte {exc.start})", _excerpt(line))  # type: ignore[arg-type]
+        reason = f"reply is not valid UTF-8 (byte {exc.start})"
+        return BadReply(env.id, reason, _excerpt(line))  # type: ignore[arg-type]
     has_result = len(env.result) > 0
     has_error = len(env.error) > 0
     if has_result and has_error:

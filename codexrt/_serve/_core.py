@@ -27,8 +27,8 @@ from codexrt._serve._channel import Answer, Channel, answering
 from codexrt._serve._codec import (MAX_COMMAND_DEPTH, Command, RequestId, encode_line, error_reply, response_error,
                                   response_ok)
 
-__all__ = ["shallow_line", "PROTOCOL_VERSION", "DONE_EVENT_GRACE", "DEFAULT_DRAIN_TIMEOUT", "DEFAULT_MAX_CHANNELS", "DaemonConfig",
-           "DaemonCore"]
+__all__ = ["PROTOCOL_VERSION", "DONE_EVENT_GRACE", "DEFAULT_DRAIN_TIMEOUT", "DEFAULT_MAX_CHANNELS", "DaemonConfig",
+           "DaemonCore", "shallow_line"]
 
 log = logging.getLogger("codexrt.daemon")
 
