@@ -10,18 +10,23 @@ What is masked (replaced by ``[REDACTED]``):
   are *not* masked wherever they occur: masking ``"abc"`` or ``"false"`` everywhere would
   destroy ordinary output. Such a value is still masked where it is named (``NAME=value``).
 * **named values** — ``NAME=value``, ``NAME: value``, ``"name": "value"`` for names that look
-  secret (``*KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``/``PASSWD``/``PASSPHRASE``,
-  ``*CREDENTIAL*``, ``*_PAT``, an ``AUTH`` word), and the whole value of ``Authorization``,
-  ``Proxy-Authorization``, ``Cookie``, ``Set-Cookie`` and ``X-Api-Key`` headers.
+  secret word by word (:func:`looks_secret_name`: ``OPENAI_API_KEY``, ``accessToken``,
+  ``PGPASSWORD``, ``client_secret``, ``GITHUB_PAT``, an ``AUTH`` word — not ``KeyError`` or
+  ``monkey``), and the whole value of ``Authorization``, ``Proxy-Authorization``, ``Cookie``,
+  ``Set-Cookie`` and ``X-Api-Key`` headers.
 * **schemes and shapes** — ``Bearer …``/``Basic …`` credentials, URL userinfo
   (``https://user:pass@host`` → ``https://[REDACTED]@host``), and well-known key shapes:
   OpenAI/Anthropic ``sk-…``/``sk-proj-…``, GitHub ``ghp_…``/``gho_…``/``ghu_…``/``ghs_…``/
   ``ghr_…``/``github_pat_…``, GitLab ``glpat-…``, Slack ``xox?-…``, AWS ``AKIA…``/``ASIA…``,
-  Google ``AIza…``, Hugging Face ``hf_…`` and JWTs (``eyJ….eyJ….…``).
+  Google ``AIza…``, Hugging Face ``hf_…`` and JWTs (``eyJ….eyJ….…``); the long shapes also
+  glued to the letters before them (``xxxsk-proj-…``).
 
 Known values registered anywhere in the process are also masked by every other
 :class:`Redactor` and by the log filter (:class:`RedactingFilter`): masking more is never a
-leak. Redaction is idempotent. Run it **before** any truncation: cutting first can leave a
+leak. A value is registered for as long as an owner holds it (a redactor, a launch
+configuration, a named owner such as serve's default configuration); the last one to let go
+removes it (issue 35: the registry does not grow with every key ever configured). All held
+values are matched in one pass whatever their number (:class:`_Matcher`). Redaction is idempotent. Run it **before** any truncation: cutting first can leave a
 key's prefix that no rule recognises any more.
 
 What is not masked: a secret of unknown shape that was never registered and is not named; a
