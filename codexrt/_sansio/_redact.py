@@ -75,7 +75,7 @@ _ANYWHERE = ("PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL")
 #: Words that mark a name secret only as its last word (``OPENAI_API_KEY``, ``accessToken``;
 #: not ``KeyError``, ``tokenUsage``, ``max_tokens``) or glued after one of
 #: :data:`_GLUED_BEFORE` (``apikey``, ``authtoken``; not ``monkey``, ``turkey``).
-_LAST = ("KEY", "TOKEN", "PAT")
+_LAST = ("KEY", "KEYS", "TOKEN", "PAT")  # not TOKENS: ``max_tokens``, ``inputTokens`` are counts
 _GLUED_BEFORE = ("API", "ACCESS", "AUTH", "REFRESH", "SESSION", "SECRET", "PRIVATE", "SIGNING", "MASTER",
                  "CLIENT", "BEARER", "ID", "ENCRYPTION", "LICENSE", "GH", "GITHUB", "GITLAB", "NPM", "PYPI")
 #: Names that match the words but never hold a secret (paths to sockets and the like).

@@ -59,7 +59,7 @@ def test_issue_35_names_are_split_into_words() -> None:
                                                    "KeyboardInterrupt", "turkey", "PATH"])
     assert all(looks_secret_name(n) for n in ["apiKey", "api_key", "apikey", "GH_TOKEN2", "accessToken",
                                                "OPENAI_API_KEY", "client_secret", "PGPASSWORD", "x-api-key",
-                                               "AWS_SECRET_ACCESS_KEY", "SECRET_KEY_BASE", "secrets"])
+                                               "AWS_SECRET_ACCESS_KEY", "SECRET_KEY_BASE", "secrets", "API_KEYS"])
 
 
 def test_issue_35_a_key_glued_to_letters_is_caught() -> None:
