@@ -108,7 +108,7 @@ def looks_secret_name(name: str) -> bool:
         words.pop()
     last = words[-1]
     if last in _LAST:
-        return last != "PAT" or len(words) > 1
+        return last not in ("PAT", "KEYS") or len(words) > 1  # "keys: 3" is a count
     for tail in ("KEY", "TOKEN"):
         if last.endswith(tail) and last[: -len(tail)] in _GLUED_BEFORE:
             return True
