@@ -134,3 +134,33 @@ async def test_issue_35_other_channels_share_the_overall_cap(peers, autojump_clo
 def test_limits_are_validated() -> None:
     with pytest.raises(ValueError):
         FanOutLimiter("x", per_key=0, overall=1, queue_per_key=0, queue_overall=0)
+
+
+async def test_issue_35_serve_answers_forty_titles_with_two_children(nursery, autojump_clock) -> None:
+    """The same through ``codexrt serve`` (in process): 40 ``codex.generateTitle`` at once on one
+    channel — each answered exactly once: 30 ``QUEUE_FULL`` at once, 10 ``HELPER_TIMEOUT`` (2 ran,
+    8 waited); 2 helper children were started, both reaped."""
+    from codexrt._serve._daemon import DaemonConfig
+    from tests._support import MemoryPeers
+    from tests.trio.test_serve_bounds import Wire
+
+    peers = MemoryPeers(nursery)
+    wire = await Wire(DaemonConfig(runtime=RuntimeConfig(transports=[peers.factory("hang-turn")]),
+                                   idle_timeout=None)).start(nursery)
+    ids = [await wire.send("codex.generateTitle", {"channelId": "c", "message": "name this", "timeout": 30})
+           for _ in range(40)]
+    replies: dict[int, dict] = {}
+
+    def collect(line: dict) -> bool:
+        if line.get("type") == "response":
+            assert line["id"] not in replies  # exactly once
+            replies[line["id"]] = line
+        return len(replies) == len(ids)
+
+    await wire.wait_for(collect, timeout=120)
+    assert sorted(replies) == sorted(ids) and not any(r["ok"] for r in replies.values())
+    codes = [r["error"]["code"] for r in replies.values()]
+    assert codes.count("QUEUE_FULL") == 30 and codes.count("HELPER_TIMEOUT") == 10
+    assert len(peers.peers) == 2 and all(p.finished.is_set() for p in peers.peers)
+    await wire.to_send.aclose()
+    await wire.read_to_end()
