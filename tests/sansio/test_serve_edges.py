@@ -92,3 +92,16 @@ def test_issue_35_launch_config_refuses_a_trailing_newline_in_names() -> None:
         LaunchConfig(**base, env_key="FOO", headers={"X-A\n": "v"})
     with pytest.raises(ConfigError):
         LaunchConfig(**{**base, "provider": "p\n"}, env_key="FOO")
+
+
+@pytest.mark.parametrize("value", ["/tmp/" + "a" * 300, "x" * 4000])
+def test_issue_35_an_unusable_override_path_is_a_typed_error(value: str) -> None:
+    """A ``codexBin`` within the length limit but too long for the filesystem (a 300-character
+    name) was an ``OSError`` out of discovery (``INTERNAL_ERROR`` in serve); it is the override's
+    own typed error."""
+    from codexrt._io._discovery import discover_cli
+    from codexrt._sansio._errors import CliUnavailable
+
+    with pytest.raises(CliUnavailable) as info:
+        discover_cli(explicit=value, env={})
+    assert info.value.code == "CODEX_CLI_OVERRIDE_INVALID"
