@@ -13,14 +13,17 @@ A queued run waits for a slot; the caller bounds that wait (a helper's ``timeout
 diff's ``timeout`` count from the request, queue time included). A cancelled waiter leaves the
 queue; a slot granted to a waiter that was cancelled at that moment is passed on.
 
-One limiter is shared by every ``trio.run`` of the process; it holds only counters and, while
-a run waits, that run's own ``trio.Event`` (created inside the run).
+One limiter is shared by every ``trio.run`` of the process — the blocking facade and
+``codexrt.aio`` each run Trio on a thread or loop of their own — so its counters are under a
+``threading.Lock`` and a waiter is woken through its own run's token
+(``TrioToken.run_sync_soon``), whichever thread grants it the slot.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import threading
 from typing import AsyncIterator, Deque
 
 import trio
@@ -31,11 +34,12 @@ __all__ = ["FanOutLimiter", "HELPERS", "WORKSPACE_DIFFS"]
 
 
 class _Waiter:
-    __slots__ = ("key", "event", "granted")
+    __slots__ = ("key", "event", "token", "granted")
 
     def __init__(self, key: str) -> None:
         self.key = key
         self.event = trio.Event()
+        self.token = trio.lowlevel.current_trio_token()
         self.granted = False
 
 
@@ -53,6 +57,7 @@ class FanOutLimiter:
         self._total = 0
         self._queued: dict[str, int] = {}
         self._queue: Deque[_Waiter] = collections.deque()
+        self._lock = threading.Lock()
 
     def statistics(self) -> dict[str, int]:
         return {"running": self._total, "queued": len(self._queue), "perKey": self.per_key, "overall": self.overall,
@@ -86,43 +91,53 @@ class FanOutLimiter:
         """Take one running slot for ``key``: at once, after waiting in the queue, or
         :class:`QueueFull` when the queue is full too (nothing was taken). Pair it with
         :meth:`release`."""
-        if self._can_run(key):  # no waiter can run now (each release grants one): no queue jumping
-            self._take(key)
+        with self._lock:
+            if self._can_run(key):  # no waiter can run now (each release grants one): no queue jumping
+                self._take(key)
+                w = None
+            elif self._queued.get(key, 0) >= self.queue_per_key:
+                raise self._refuse(key, "channel")
+            elif len(self._queue) >= self.queue_overall:
+                raise self._refuse(key, "overall")
+            else:
+                w = _Waiter(key)
+                self._queue.append(w)
+                self._queued[key] = self._queued.get(key, 0) + 1
+        if w is None:
             return
-        if self._queued.get(key, 0) >= self.queue_per_key:
-            raise self._refuse(key, "channel")
-        if len(self._queue) >= self.queue_overall:
-            raise self._refuse(key, "overall")
-        w = _Waiter(key)
-        self._queue.append(w)
-        self._queued[key] = self._queued.get(key, 0) + 1
         try:
             await w.event.wait()
         except BaseException:
-            if w.granted:
+            with self._lock:
+                granted = w.granted
+                if not granted:
+                    self._queue.remove(w)
+                    self._dequeue(w)
+            if granted:
                 self.release(key)  # granted as we were cancelled: pass it on
-            else:
-                self._queue.remove(w)
-                self._dequeue(w)
             raise
 
     def release(self, key: str) -> None:
         """Give back a slot taken by :meth:`acquire`; the oldest waiter that may run gets it."""
-        n = self._running[key] - 1
-        if n:
-            self._running[key] = n
-        else:
-            del self._running[key]
-        self._total -= 1
-        # The queue is bounded, so is this scan.
-        for w in self._queue:
-            if self._can_run(w.key):
-                self._queue.remove(w)
-                self._dequeue(w)
-                self._take(w.key)
-                w.granted = True
-                w.event.set()
+        with self._lock:
+            n = self._running[key] - 1
+            if n:
+                self._running[key] = n
+            else:
+                del self._running[key]
+            self._total -= 1
+            # The queue is bounded, so is this scan.
+            w = next((w for w in self._queue if self._can_run(w.key)), None)
+            if w is None:
                 return
+            self._queue.remove(w)
+            self._dequeue(w)
+            self._take(w.key)
+            w.granted = True
+        try:
+            w.token.run_sync_soon(w.event.set)
+        except trio.RunFinishedError:  # its run is gone (it cannot be waiting any more)
+            self.release(w.key)
 
     @contextlib.asynccontextmanager
     async def slot(self, key: str) -> AsyncIterator[None]:

@@ -164,3 +164,35 @@ async def test_issue_35_serve_answers_forty_titles_with_two_children(nursery, au
     assert len(peers.peers) == 2 and all(p.finished.is_set() for p in peers.peers)
     await wire.to_send.aclose()
     await wire.read_to_end()
+
+
+def test_issue_35_one_limiter_serves_trio_runs_on_different_threads() -> None:
+    """The blocking facade runs Trio on a thread of its own: a slot freed in one run wakes a
+    waiter of another run on another thread (through that run's token)."""
+    import threading
+
+    lim = FanOutLimiter("thing", per_key=1, overall=1, queue_per_key=1, queue_overall=1)
+    holding, release_a, order = threading.Event(), threading.Event(), []
+
+    async def a() -> None:
+        async with lim.slot("k"):
+            order.append("a")
+            holding.set()
+            await trio.to_thread.run_sync(release_a.wait)
+
+    async def b() -> None:
+        await trio.to_thread.run_sync(holding.wait)
+        async with trio.open_nursery() as n:
+            async def take() -> None:
+                async with lim.slot("k"):
+                    order.append("b")
+            n.start_soon(take)
+            await trio.testing.wait_all_tasks_blocked()
+            assert lim.statistics()["queued"] == 1
+            release_a.set()
+
+    ta = threading.Thread(target=trio.run, args=(a,))
+    ta.start()
+    trio.run(b)
+    ta.join(30)
+    assert order == ["a", "b"] and lim.statistics()["running"] == 0 and lim.statistics()["queued"] == 0
