@@ -65,3 +65,25 @@ async def test_issue_35_non_utf8_notification_params_are_a_protocol_error_not_a_
             assert len(errors) == 2 and all("unreadable params" in r for r in errors), errors
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], [r.getMessage() for r in caplog.records]
     assert not [r for r in caplog.records if "sink raised" in r.getMessage()]
+
+
+async def test_issue_35_oversized_native_ids_are_not_kept(peers) -> None:
+    """A thread id of 1 MB from the app-server would be kept in the runtime's tables (capped by
+    count only): such a notification is a ``protocolError`` and is not routed; normal ids are."""
+    big = "t" * (1 << 20)
+    lines = [
+        '{"method":"thread/started","params":{"thread":{"id":"%s"}}}\n' % big,
+        '{"method":"thread/status/changed","params":{"threadId":"%s","status":{"type":"idle"}}}\n' % big,
+        '{"method":"thread/started","params":{"thread":{"id":"small-1"}}}\n',
+    ]
+    scenario = {"name": "big-ids", "rules": [{"match": {"method": "thread/list"},
+                                              "actions": [*({"raw": line} for line in lines), {"default": True}]}]}
+    async with _rt(peers, scenario) as rt:
+        with rt.subscribe() as events:
+            conn = await rt.ensure_started()
+            await conn.call("thread/list", {})
+            evs = await _drain(events)
+            errors = [e.payload["reason"] for e in evs if e.kind == "protocolError"]
+            assert len(errors) == 2 and all("1048576 characters" in r for r in errors), errors
+            assert [e.thread_id for e in evs if e.kind == "threadStarted"] == ["small-1"]
+            assert all(len(t) <= 1024 for t in rt.threads)
