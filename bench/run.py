@@ -257,6 +257,30 @@ def main(argv: list[str] | None = None) -> int:
                       f"{r['warm_turn_s'] * 1000:.0f} ms", "", "", "", "200 mock deltas, loopback mock model")
             except RuntimeError as exc:
                 t.add("6. spawn → READY, real codex", "skipped", "", "", "", str(exc).splitlines()[0][:120])
+    if want("bounds"):
+        # 8. Linear under a chatty peer (issue 35).
+        b = worker("bench.bounds", "burst", f"{80_000}:{1 if ns.quick else 5}")
+        t.raw["bounds_burst"] = b
+        t.add(f"8. chatter burst, {b['large']:,} vs {b['small']:,} mixed notifications",
+              f"{b['large_s'] * 1000:.0f} ms at {b['large']:,}", f"{b['small_s'] * 1000:.0f} ms at {b['small']:,}",
+              f"{b['ratio']:.2f}×", "≤ 6× (linear 4×)",
+              f"{'every kept event delivered' if b['kept_ok'] else 'MISMATCH (kept events lost)'}; "
+              f"EventStream in process, nobody reading; median of {b['pairs']} alternated pairs")
+        r = worker("bench.bounds", "redact", "1" if ns.quick else "5")
+        t.raw["bounds_redact"] = r
+        t.add("   serve error reply, 300 vs 1 registered keys", f"{r['many_ms'] * 1000:.0f} µs with 300 keys",
+              f"{r['one_ms'] * 1000:.0f} µs with 1 key", f"{r['ratio']:.2f}×", "≤ 5×",
+              f"one-pass matcher (radix trie of prefixes); its rebuild after the set changed "
+              f"{r['rebuild_ms']:.1f} ms, once; median of {r['pairs']} alternated pairs")
+        lines = 12_000 if ns.quick else 120_000
+        f = worker("bench.bounds", "fuzz_rss", str(lines), timeout=3600)
+        t.raw["bounds_fuzz_rss"] = f
+        growth = f["growth_mb"]
+        t.add(f"   serve RSS over {lines:,} hostile lines", f"{f['rss_start_mb']:.1f} → {f['rss_end_mb']:.1f} MiB "
+              f"(+{growth:.1f} MiB)" if growth is not None else "n/a", "", "", "≤ 20 MiB growth",
+              f"{f['replies']:,} replies to {f['lines']:,} lines"
+              f"{'' if f['complete'] and f['replies'] == f['lines'] else ' MISMATCH (replies missing)'}; "
+              f"a new managed configureLaunch key every 3rd line; {f['seconds']:.0f} s; exit {f['exit']}")
     if want("soak"):
         # 7. A sidecar that runs for days (issue 17): many turns through one `codexrt serve`.
         plans = [("fake", 200 if ns.quick else 1000, "fake app-server (handshake-ok)")]

@@ -430,14 +430,9 @@ def serve(n: int) -> dict[str, Any]:
 
 def _vm_hwm_mb(pid: int) -> float | None:
     """Peak RSS of another process (Linux ``VmHWM``), MiB."""
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        return None
-    return None
+    from bench._common import proc_status_mb
+
+    return proc_status_mb(pid, "VmHWM")
 
 
 FLOOD_PROBES = ("--probe-every", "500")

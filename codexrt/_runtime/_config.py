@@ -69,9 +69,9 @@ class RuntimeConfig:
     def secret_values(self) -> list[str]:
         """What this runtime masks wherever it occurs (R-WIRE-9, ``docs/security.md``):
         ``secrets``, a managed provider's API key and header values, plus the values of the
-        child's environment variables whose names look secret (``*_KEY``, ``*TOKEN*``,
-        ``*SECRET*``, ``*PASSWORD*``, ``*CREDENTIAL*``, ``*_PAT``, an ``AUTH`` word). An
-        attached runtime's token is added when it is read."""
+        child's environment variables whose names look secret (``looks_secret_name``:
+        ``OPENAI_API_KEY``, ``GH_TOKEN``, ``*SECRET``, ``*PASSWORD*``, ``*CREDENTIAL*``,
+        ``*_PAT``, an ``AUTH`` word). An attached runtime's token is added when it is read."""
         env = self.env if self.env is not None else os.environ
         managed = [self.api_key] if self.api_key else []
         if isinstance(self.provider, dict) and isinstance(self.provider.get("headers"), dict):

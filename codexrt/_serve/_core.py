@@ -22,11 +22,13 @@ from codexrt._runtime._runtime import RuntimeConfig, open_runtime
 from codexrt._sansio._errors import ClosedError, CodexError, TooManyChannels
 from codexrt._sansio._framing import DEFAULT_MAX_LINE
 from codexrt._sansio._redact import process_redactor
+from codexrt._sansio._wire import json_depth_exceeds
 from codexrt._serve._channel import Answer, Channel, answering
-from codexrt._serve._codec import Command, RequestId, encode_line, error_reply, response_error, response_ok
+from codexrt._serve._codec import (MAX_COMMAND_DEPTH, Command, RequestId, encode_line, error_reply, response_error,
+                                  response_ok)
 
 __all__ = ["PROTOCOL_VERSION", "DONE_EVENT_GRACE", "DEFAULT_DRAIN_TIMEOUT", "DEFAULT_MAX_CHANNELS", "DaemonConfig",
-           "DaemonCore"]
+           "DaemonCore", "shallow_line"]
 
 log = logging.getLogger("codexrt.daemon")
 
@@ -68,6 +70,25 @@ class DaemonConfig:
     max_channels: int = DEFAULT_MAX_CHANNELS
 
 
+def shallow_line(obj: Any) -> dict[str, Any]:
+    """What ``serve`` writes instead of a line nested deeper than :data:`MAX_COMMAND_DEPTH`
+    (issue 35: the app-server may nest 128 levels; a host must not need to accept more than
+    serve accepts from it). A result → a ``PROTOCOL_ERROR`` reply to the same id; an event →
+    a ``protocolError`` event of the same channel, thread and turn naming the event it stands
+    for; an error reply → the same code and message without its details."""
+    reason = f"the app-server's data nests deeper than {MAX_COMMAND_DEPTH} levels; not forwarded"
+    if isinstance(obj, dict) and obj.get("type") == "response":
+        if obj.get("ok"):
+            return response_error(obj.get("id"), "PROTOCOL_ERROR", reason, {"maxDepth": MAX_COMMAND_DEPTH})
+        err = obj.get("error") or {}
+        return response_error(obj.get("id"), err.get("code", "PROTOCOL_ERROR"), err.get("message", reason),
+                              {"maxDepth": MAX_COMMAND_DEPTH, "detailsDropped": True})
+    if isinstance(obj, dict) and obj.get("type") == "daemon":
+        return {**obj, "kind": "protocolError",
+                "payload": {"reason": reason, "kind": obj.get("kind"), "maxDepth": MAX_COMMAND_DEPTH}}
+    return obj  # (unreachable: serve writes only responses and events)
+
+
 class DaemonCore:
     """The daemon's state and services, for the loop (:class:`codexrt._serve._daemon.Daemon`)
     and the handlers. Handlers are ``async def handler(d, cmd, *args)`` run by :meth:`spawn`
@@ -96,8 +117,12 @@ class DaemonCore:
 
     async def write(self, obj: Any) -> None:
         """Write one protocol line, whole, in FIFO order. A broken stdout (the host went away)
-        stops reading — which drains — and later lines are dropped."""
+        stops reading — which drains — and later lines are dropped. A line nested deeper than
+        serve accepts on its own input (:data:`MAX_COMMAND_DEPTH`) is not forwarded as it is
+        (:func:`shallow_line`)."""
         data = encode_line(obj)
+        if json_depth_exceeds(data, MAX_COMMAND_DEPTH):
+            data = encode_line(shallow_line(obj))
         async with self._write_lock:
             if self.stdout_broken:
                 return
