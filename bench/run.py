@@ -237,6 +237,25 @@ def main(argv: list[str] | None = None) -> int:
                   f"loop's {c['baseline_cpu_s'] * 1000:.0f} ms ({c['cpu_ratio']:.2f}×)")
         else:
             t.add("   count messages, native thread", "n/a", "", "", "", c.get("reason", ""))
+        # Issue 34: paging a thread's history through serve and through the library.
+        hist_items, page_pairs = (2000, 3) if ns.quick else (2000, 9)
+        pg = worker("bench.history", "pages", f"{hist_items}:{page_pairs}")
+        t.raw["history_pages"] = pg
+        t.add(f"   `codex.readHistoryPage` walk through serve, {pg['items']:,} items, page size {pg['limit']}",
+              f"{pg['codexrt_s'] * 1000:.0f} ms ({pg['pages']} pages, {pg['records']:,} records)",
+              f"raw `thread/items/list` loop {pg['baseline_s'] * 1000:.0f} ms", f"{pg['ratio']:.2f}× time",
+              "≤ 1.5× raw",
+              f"{'pages, entries, messages equal; one record per message' if not pg.get('mismatches') else 'MISMATCH (pages or counts differ)'}; "
+              f"median of {page_pairs} alternated pairs; serve CPU {pg['serve_cpu_s'] * 1000:.0f} ms per walk; "
+              f"host decodes every line")
+        rt_ = worker("bench.history", "read_thread", f"{hist_items}:{page_pairs}")
+        t.raw["history_read_thread"] = rt_
+        t.add(f"   library `read_thread`, {rt_['items']:,} items, page size {rt_['limit']}",
+              f"{rt_['codexrt_s'] * 1000:.0f} ms ({rt_['pages']} pages, {rt_['records']:,} records)",
+              f"raw loop, same requests {rt_['baseline_s'] * 1000:.0f} ms", f"{rt_['ratio']:.2f}× time",
+              "≤ 1.5× raw",
+              f"{'records == messages, complete' if not rt_.get('mismatches') else 'MISMATCH (records != messages)'}; "
+              f"thread/read + turns walk + items walk on both sides; median of {page_pairs} alternated pairs")
     if want("startup"):
         r = worker("bench.startup", "serve_first")
         t.raw["startup_serve_first"] = r

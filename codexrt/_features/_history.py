@@ -542,9 +542,24 @@ def _camel(s: str) -> str:
     return head + "".join(w[:1].upper() + w[1:] for w in rest)
 
 
+#: Per type: its attrs fields as ``(name, camelCaseName)``, or None for a type that is not an
+#: attrs class. A history page turns thousands of records into JSON (``codex.readHistoryPage``);
+#: asking attrs and camel-casing every field of every record was most of its time (issue 34).
+_FIELDS: dict[type, tuple[tuple[str, str], ...] | None] = {}
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _jsonable(v: Any) -> Any:
-    if attrs.has(type(v)):
-        return {_camel(f.name): _jsonable(getattr(v, f.name)) for f in attrs.fields(type(v))}
+    t = type(v)
+    if t in _SCALARS:
+        return v
+    try:
+        fields = _FIELDS[t]
+    except KeyError:
+        fields = _FIELDS[t] = (tuple((f.name, _camel(f.name)) for f in attrs.fields(t))
+                               if attrs.has(t) else None)
+    if fields is not None:
+        return {camel: _jsonable(getattr(v, name)) for name, camel in fields}
     if isinstance(v, (list, tuple)):
         return [_jsonable(x) for x in v]
     if isinstance(v, dict):
