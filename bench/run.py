@@ -288,6 +288,28 @@ def main(argv: list[str] | None = None) -> int:
                       f"{r['warm_turn_s'] * 1000:.0f} ms", "", "", "", "200 mock deltas, loopback mock model")
             except RuntimeError as exc:
                 t.add("6. spawn → READY, real codex", "skipped", "", "", "", str(exc).splitlines()[0][:120])
+    if want("turns") and not ns.no_real:
+        # 8. Issue 34: what a user waits on per turn, on the real binary.
+        plans = [("one", 100 if ns.quick else 300, "1 channel", "overhead ≤ 2 ms p50, p99 ≤ 1.1× raw"),
+                 ("eight", 10 if ns.quick else 40, "8 channels at once", "p99 ≤ 1.2× raw")]
+        for kind, turns, label, target in plans:
+            try:
+                r = worker("bench.turns", kind, str(turns), timeout=3600)
+            except RuntimeError as exc:
+                t.add(f"8. per-turn latency, {label}", "skipped", "", "", "", str(exc).splitlines()[0][:120])
+                continue
+            t.raw[f"turns_{kind}"] = r
+            raw = r["raw"]
+            for side, name in (("lib", "library (`rt.send` → events → `op.wait()`)"),
+                               ("serve", "`codexrt serve` (`codex.send` → reply)")):
+                x = r[side]
+                t.add(f"8. per-turn latency, real codex {_pinned()}, {label}, {x['n']} turns: {name}",
+                      f"p50 {x['p50_ms']:.1f} / p95 {x['p95_ms']:.1f} / p99 {x['p99_ms']:.1f} ms",
+                      f"raw stdlib client p50 {raw['p50_ms']:.1f} / p95 {raw['p95_ms']:.1f} / p99 {raw['p99_ms']:.1f} ms",
+                      f"{x['overhead_p50_ms']:+.1f} ms p50; {x['ratio_p95']:.2f}× p95; {x['ratio_p99']:.2f}× p99",
+                      target, f"{'final text exact in every turn' if r['text_ok'] else 'MISMATCH (a final text differs)'}; "
+                      f"alternated {'turn by turn' if kind == 'one' else 'in blocks of 5 turns per channel'}; "
+                      f"loopback mock model")
     if want("soak"):
         # 7. A sidecar that runs for days (issue 17): many turns through one `codexrt serve`.
         plans = [("fake", 200 if ns.quick else 1000, "fake app-server (handshake-ok)")]
