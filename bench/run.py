@@ -175,7 +175,10 @@ def main(argv: list[str] | None = None) -> int:
               f"buffered naive loop {med(g['raw_msgspec_buf'], 'rate'):,.0f}/s",
               f"{per_round(g, 'serve', 'raw_msgspec_buf'):.2f}×", "≥ 0.8× buffered naive",
               f"{exact(g['serve'] + g['raw_msgspec_buf'])}; {unbuf_note(g, 'serve')}; "
-              f"{med(g['serve'], 'lines'):.0f} stdout lines; {ceiling_note(g)}")
+              f"{med(g['serve'], 'lines'):.0f} stdout lines; {ceiling_note(g)}; serve process CPU "
+              f"{med(g['serve'], 'serve_cpu_s') / n * 1e6:.2f} µs/delta, host "
+              f"{med(g['serve'], 'host_cpu_s') / n * 1e6:.2f} (buffered naive "
+              f"{med(g['raw_msgspec_buf'], 'cpu_s') / n * 1e6:.2f})")
         m = max(1, repeat // 2)
         g8 = rounds(["serve8"], m)
         t.raw["serve8"] = g8

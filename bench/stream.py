@@ -407,7 +407,9 @@ def serve(n: int) -> dict[str, Any]:
     parts: list[str] = []
     lines = 0
     updates = 0
+    serve_cpu0 = _proc_cpu_s(proc.pid)
     t0 = now()
+    c0 = process_time()
     send({"id": "t", "command": "codex.send", "params": {"channelId": "b", "message": f"[[flood:{n}]]",
                                                         "threadId": tid}})
     reply = None
@@ -421,6 +423,8 @@ def serve(n: int) -> dict[str, Any]:
             reply = msg
             break
     elapsed = now() - t0
+    host_cpu = process_time() - c0
+    serve_cpu = _proc_cpu_s(proc.pid) - serve_cpu0
     serve_rss = _vm_hwm_mb(proc.pid)
     proc.stdin.close()
     proc.wait(20)
@@ -429,7 +433,14 @@ def serve(n: int) -> dict[str, Any]:
     ok = bool(reply and reply["ok"] and reply["result"]["status"] == "completed" and _check(text, n)
               and reply["result"]["finalText"] == text)
     return {"n": n, "seconds": elapsed, "rate": n / elapsed, "lines": lines, "itemUpdated": updates, "ok": ok,
-            "rss_mb": serve_rss, "host_rss_mb": peak_rss_mb()}
+            "rss_mb": serve_rss, "host_rss_mb": peak_rss_mb(), "serve_cpu_s": serve_cpu, "host_cpu_s": host_cpu}
+
+
+def _proc_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of another process so far (``/proc/PID/stat``)."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _vm_hwm_mb(pid: int) -> float | None:
