@@ -23,14 +23,15 @@ until its answer (``bufsize=65536``). The serve host uses the same ``json`` modu
 
 from __future__ import annotations
 
+import collections
 import json
 import os
+import selectors
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 from pathlib import Path
 from typing import Any, Callable
 
@@ -85,31 +86,57 @@ class Setup:
 
 
 class RawClient:
-    """The baseline: ``codex app-server`` driven with ``subprocess`` and ``json`` only."""
+    """The baseline: ``codex app-server`` driven with ``subprocess``, ``os.read`` (64 KiB) and
+    ``json`` only. :meth:`turn` is the blocking form (one channel); :func:`_raw_block` drives 8
+    of them from one thread with ``selectors`` (no GIL hand-over between client threads)."""
 
     def __init__(self, s: Setup) -> None:
         self.proc = subprocess.Popen([s.binary, "app-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, env=s.env, cwd=s.cwd, bufsize=65536)
+                                     stderr=subprocess.DEVNULL, env=s.env, cwd=s.cwd, bufsize=0)
+        assert self.proc.stdout
+        self.fd = self.proc.stdout.fileno()
+        self.tail = b""
+        self.queue: collections.deque[bytes] = collections.deque()
         self.next_id = 0
         self.request("initialize", {"clientInfo": {"name": "raw", "version": "0"},
                                     "capabilities": {"experimentalApi": True}})
         self.write({"method": "initialized"})
         self.thread_id: str | None = None
+        # the 8-channel state machine's: the turn being waited for
+        self.turn_no = 0
+        self.waiting: tuple[str, int] | None = None  # ("thread" | "turn", request id)
+        self.t0 = 0.0
+        self.final = ""
 
     def write(self, obj: Any) -> None:
         assert self.proc.stdin
         self.proc.stdin.write(json.dumps(obj).encode() + b"\n")
-        self.proc.stdin.flush()
 
-    def lines(self) -> Any:
-        assert self.proc.stdout
-        for line in self.proc.stdout:
-            msg = json.loads(line)
+    def read(self) -> None:
+        """One ``os.read``: its complete lines join the queue."""
+        data = os.read(self.fd, 65536)
+        if not data:
+            raise RuntimeError("codex app-server exited")
+        *whole, self.tail = (self.tail + data).split(b"\n")
+        self.queue.extend(whole)
+
+    def next_message(self) -> Any | None:
+        """The next queued message that is not a server request (answered -32601), or None."""
+        while self.queue:
+            msg = json.loads(self.queue.popleft())
             if "id" in msg and "method" in msg:  # a server request: this bench's turns make none
                 self.write({"id": msg["id"], "error": {"code": -32601, "message": "not supported"}})
                 continue
-            yield msg
-        raise RuntimeError("codex app-server exited")
+            return msg
+        return None
+
+    def lines(self) -> Any:
+        while True:
+            msg = self.next_message()
+            if msg is None:
+                self.read()
+            else:
+                yield msg
 
     def request(self, method: str, params: Any) -> Any:
         self.next_id += 1
@@ -261,6 +288,59 @@ def one(turns: int) -> dict[str, Any]:
     return {"channels": 1, "turns": turns, **tally.result()}
 
 
+def _raw_block(raws: list[RawClient], first: int, n: int, tally: Tally) -> None:
+    """Turns ``first`` … ``first + n - 1`` on every raw client at once, from this thread: a
+    ``selectors`` loop over their stdout, each client a small state machine (``thread/start``
+    when a new thread is due, then ``turn/start`` … ``turn/completed``)."""
+
+    def begin(c: RawClient) -> None:
+        c.next_id += 1
+        if c.turn_no % THREAD_EVERY == 0 or c.thread_id is None:
+            c.waiting = ("thread", c.next_id)
+            c.write({"id": c.next_id, "method": "thread/start", "params": {"cwd": None}})
+        else:
+            start_turn(c)
+
+    def start_turn(c: RawClient) -> None:
+        c.waiting, c.final, c.t0 = ("turn", c.next_id), "", now()
+        c.write({"id": c.next_id, "method": "turn/start",
+                 "params": {"threadId": c.thread_id, "input": [{"type": "text", "text": f"turn {c.turn_no}"}]}})
+
+    sel = selectors.DefaultSelector()
+    left = {id(c): n for c in raws}
+    for c in raws:
+        c.turn_no = first
+        sel.register(c.fd, selectors.EVENT_READ, c)
+        begin(c)
+    running = len(raws)
+    try:
+        while running:
+            for key, _ in sel.select():
+                c = key.data
+                c.read()
+                while (msg := c.next_message()) is not None:
+                    kind, rid = c.waiting or ("", -1)
+                    if kind == "thread" and msg.get("id") == rid:
+                        c.thread_id = msg["result"]["thread"]["id"]
+                        c.next_id += 1
+                        start_turn(c)
+                    elif kind == "turn" and msg.get("method") == "item/completed":
+                        if msg["params"]["item"].get("type") == "agentMessage":
+                            c.final = msg["params"]["item"].get("text", "")
+                    elif (kind == "turn" and msg.get("method") == "turn/completed"
+                          and msg["params"].get("threadId") == c.thread_id):
+                        tally.add("raw", now() - c.t0, c.final, c.turn_no % THREAD_EVERY != 0)
+                        c.waiting = None
+                        c.turn_no += 1
+                        left[id(c)] -= 1
+                        if left[id(c)]:
+                            begin(c)
+                        else:
+                            running -= 1
+    finally:
+        sel.close()
+
+
 def eight(turns: int, channels: int = CHANNELS) -> dict[str, Any]:
     """``channels`` channels per side at once, alternated block by block."""
     import trio
@@ -275,27 +355,7 @@ def eight(turns: int, channels: int = CHANNELS) -> dict[str, Any]:
     done = {"raw": 0, "lib": 0, "serve": 0}  # turns run per channel, per side
 
     def raw_block(n: int) -> None:
-        lock = threading.Lock()
-        errors: list[BaseException] = []
-
-        def run(c: RawClient) -> None:
-            try:
-                for j in range(n):
-                    i = done["raw"] + j
-                    new = i % THREAD_EVERY == 0
-                    secs, final = c.turn(f"turn {i}", new)
-                    with lock:
-                        tally.add("raw", secs, final, not new)
-            except BaseException as exc:  # reported after the block
-                errors.append(exc)
-
-        threads = [threading.Thread(target=run, args=(c,)) for c in raws]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        if errors:
-            raise errors[0]
+        _raw_block(raws, done["raw"], n, tally)
         done["raw"] += n
 
     def serve_block(n: int) -> None:
