@@ -115,6 +115,14 @@ def main(argv: list[str] | None = None) -> int:
     def stream(name: str) -> dict[str, Any]:
         return worker("bench.stream", name, str(n))
 
+    def optional(label: str, module: str, *args: str) -> dict[str, Any] | None:
+        """A long worker (up to an hour) whose failure (no real binary, say) is a skipped row."""
+        try:
+            return worker(module, *args, timeout=3600)
+        except RuntimeError as exc:
+            t.add(label, "skipped", "", "", "", str(exc).splitlines()[0][:120])
+            return None
+
     print(f"machine: {machine()}", file=sys.stderr)
     def rounds(names: list[str], count: int) -> dict[str, list[dict[str, Any]]]:
         """``count`` rounds of the peer's ceiling, the naive loop (default 8 KiB buffer), the
@@ -242,23 +250,19 @@ def main(argv: list[str] | None = None) -> int:
             t.add("   count messages, native thread", "n/a", "", "", "", c.get("reason", ""))
         # Issue 34: paging a thread's history through serve and through the library.
         hist_items, page_pairs = (2000, 3) if ns.quick else (2000, 9)
-        pg = worker("bench.history", "pages", f"{hist_items}:{page_pairs}")
-        t.raw["history_pages"] = pg
-        t.add(f"   `codex.readHistoryPage` walk through serve, {pg['items']:,} items, page size {pg['limit']}",
-              f"{pg['codexrt_s'] * 1000:.0f} ms ({pg['pages']} pages, {pg['records']:,} records)",
-              f"raw `thread/items/list` loop {pg['baseline_s'] * 1000:.0f} ms", f"{pg['ratio']:.2f}× time",
-              "≤ 1.5× raw",
-              f"{'pages, entries, messages equal; one record per message' if not pg.get('mismatches') else 'MISMATCH (pages or counts differ)'}; "
-              f"median of {page_pairs} alternated pairs; serve CPU {pg['serve_cpu_s'] * 1000:.0f} ms per walk; "
-              f"host decodes every line")
-        rt_ = worker("bench.history", "read_thread", f"{hist_items}:{page_pairs}")
-        t.raw["history_read_thread"] = rt_
-        t.add(f"   library `read_thread`, {rt_['items']:,} items, page size {rt_['limit']}",
-              f"{rt_['codexrt_s'] * 1000:.0f} ms ({rt_['pages']} pages, {rt_['records']:,} records)",
-              f"raw loop, same requests {rt_['baseline_s'] * 1000:.0f} ms", f"{rt_['ratio']:.2f}× time",
-              "≤ 1.5× raw",
-              f"{'records == messages, complete' if not rt_.get('mismatches') else 'MISMATCH (records != messages)'}; "
-              f"thread/read + turns walk + items walk on both sides; median of {page_pairs} alternated pairs")
+        for kind, label, base, ok_note, what in (
+                ("pages", "`codex.readHistoryPage` walk through serve", "raw `thread/items/list` loop",
+                 "pages, entries, messages equal; one record per message", "host decodes every line"),
+                ("read_thread", "library `read_thread`", "raw loop, same requests", "records == messages, complete",
+                 "thread/read + turns walk + items walk on both sides")):
+            r = worker("bench.history", kind, f"{hist_items}:{page_pairs}")
+            t.raw[f"history_{kind}"] = r
+            cpu = f"; serve CPU {r['serve_cpu_s'] * 1000:.0f} ms per walk" if "serve_cpu_s" in r else ""
+            t.add(f"   {label}, {r['items']:,} items, page size {r['limit']}",
+                  f"{r['codexrt_s'] * 1000:.0f} ms ({r['pages']} pages, {r['records']:,} records)",
+                  f"{base} {r['baseline_s'] * 1000:.0f} ms", f"{r['ratio']:.2f}× time", "≤ 1.5× raw",
+                  f"{ok_note if not r.get('mismatches') else 'MISMATCH (pages, counts or records differ)'}; "
+                  f"median of {page_pairs} alternated pairs{cpu}; {what}")
     if want("startup"):
         r = worker("bench.startup", "serve_first")
         t.raw["startup_serve_first"] = r
@@ -291,15 +295,29 @@ def main(argv: list[str] | None = None) -> int:
                       f"{r['warm_turn_s'] * 1000:.0f} ms", "", "", "", "200 mock deltas, loopback mock model")
             except RuntimeError as exc:
                 t.add("6. spawn → READY, real codex", "skipped", "", "", "", str(exc).splitlines()[0][:120])
+    if want("soak"):
+        # 7. A sidecar that runs for days (issue 17): many turns through one `codexrt serve`.
+        plans = [("fake", 200 if ns.quick else 1000, "fake app-server (handshake-ok)")]
+        if not ns.no_real:
+            plans.append(("real", 50 if ns.quick else 200, f"real codex {_pinned()}, loopback mock model"))
+        for kind, turns, label in plans:
+            r = optional(f"7. soak through `codexrt serve`, {label}", "bench.soak", kind, str(turns))
+            if r is None:
+                continue
+            t.raw[f"soak_{kind}"] = r
+            done = r["statuses"].get("completed", 0)
+            t.add(f"7. soak through `codexrt serve`, {turns:,} turns, {label}",
+                  f"RSS {r['rss_at_50_mb']:.1f} → {r['rss_last_mb']:.1f} MB (+{r['rss_growth_mb']:.2f} MB after turn 50)",
+                  f"fds {r['fds_at_50']} → {r['fds_last']}", "", "≤ 5 MB growth, fds flat, no leaked process",
+                  f"{done}/{turns} completed, {len(r['leaked_processes'])} leaked of {r['children_seen']} children, "
+                  f"{r['turns_per_s']:.0f} turns/s, exit {r['exit']}")
     if want("turns") and not ns.no_real:
         # 8. Issue 34: what a user waits on per turn, on the real binary.
         plans = [("one", 100 if ns.quick else 300, "1 channel", "overhead ≤ 2 ms p50, p99 ≤ 1.1× raw"),
                  ("eight", 10 if ns.quick else 40, "8 channels at once", "p99 ≤ 1.2× raw")]
         for kind, turns, label, target in plans:
-            try:
-                r = worker("bench.turns", kind, str(turns), timeout=3600)
-            except RuntimeError as exc:
-                t.add(f"8. per-turn latency, {label}", "skipped", "", "", "", str(exc).splitlines()[0][:120])
+            r = optional(f"8. per-turn latency, {label}", "bench.turns", kind, str(turns))
+            if r is None:
                 continue
             t.raw[f"turns_{kind}"] = r
             raw = r["raw"]
@@ -313,24 +331,6 @@ def main(argv: list[str] | None = None) -> int:
                       target, f"{'final text exact in every turn' if r['text_ok'] else 'MISMATCH (a final text differs)'}; "
                       f"alternated {'turn by turn' if kind == 'one' else 'in blocks of 5 turns per channel'}; "
                       f"loopback mock model")
-    if want("soak"):
-        # 7. A sidecar that runs for days (issue 17): many turns through one `codexrt serve`.
-        plans = [("fake", 200 if ns.quick else 1000, "fake app-server (handshake-ok)")]
-        if not ns.no_real:
-            plans.append(("real", 50 if ns.quick else 200, f"real codex {_pinned()}, loopback mock model"))
-        for kind, turns, label in plans:
-            try:
-                r = worker("bench.soak", kind, str(turns), timeout=3600)
-            except RuntimeError as exc:
-                t.add(f"7. soak through `codexrt serve`, {label}", "skipped", "", "", "", str(exc).splitlines()[0][:120])
-                continue
-            t.raw[f"soak_{kind}"] = r
-            done = r["statuses"].get("completed", 0)
-            t.add(f"7. soak through `codexrt serve`, {turns:,} turns, {label}",
-                  f"RSS {r['rss_at_50_mb']:.1f} → {r['rss_last_mb']:.1f} MB (+{r['rss_growth_mb']:.2f} MB after turn 50)",
-                  f"fds {r['fds_at_50']} → {r['fds_last']}", "", "≤ 5 MB growth, fds flat, no leaked process",
-                  f"{done}/{turns} completed, {len(r['leaked_processes'])} leaked of {r['children_seen']} children, "
-                  f"{r['turns_per_s']:.0f} turns/s, exit {r['exit']}")
     print(f"\nmachine: {machine()}\n")
     print(t.render())
     if ns.json:

@@ -75,14 +75,19 @@ class Setup:
         self.cwd.mkdir()
 
     def close(self) -> None:
-        assert self.mock.stdin
-        self.mock.stdin.close()  # the mock stops on stdin EOF
-        try:
-            self.mock.wait(10)
-        except subprocess.TimeoutExpired:
-            self.mock.kill()
-            self.mock.wait()
+        _end(self.mock, 10)  # the mock stops on stdin EOF
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _end(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    """Close ``proc``'s stdin (every child here exits on EOF) and reap it; kill it past ``timeout``."""
+    assert proc.stdin
+    proc.stdin.close()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 class RawClient:
@@ -165,13 +170,7 @@ class RawClient:
         raise AssertionError("unreachable")
 
     def close(self) -> None:
-        assert self.proc.stdin
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        _end(self.proc, 10)
 
 
 class ServeHost:
@@ -212,13 +211,7 @@ class ServeHost:
         raise RuntimeError("codexrt serve exited")
 
     def close(self) -> None:
-        assert self.proc.stdin
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        _end(self.proc, 60)
 
 
 class Tally:
