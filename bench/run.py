@@ -329,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"raw stdlib client p50 {raw['p50_ms']:.1f} / p95 {raw['p95_ms']:.1f} / p99 {raw['p99_ms']:.1f} ms",
                       f"{x['overhead_p50_ms']:+.1f} ms p50; {x['ratio_p95']:.2f}× p95; {x['ratio_p99']:.2f}× p99",
                       target, f"{'final text exact in every turn' if r['text_ok'] else 'MISMATCH (a final text differs)'}; "
-                      f"alternated {'turn by turn' if kind == 'one' else 'in blocks of 5 turns per channel'}; "
+                      f"alternated {'turn by turn' if kind == 'one' else 'in blocks of 2 turns per channel'}; "
                       f"loopback mock model")
     print(f"\nmachine: {machine()}\n")
     print(t.render())

@@ -38,7 +38,7 @@ from typing import Any, Callable
 from bench._common import ROOT, emit, env_with_root, now
 
 THREAD_EVERY = 10
-BLOCK = 5  # turns per channel per side in one 8-channel block
+BLOCK = 2  # turns per channel per side in one 8-channel block (small: load spikes hit every side)
 CHANNELS = 8
 
 
