@@ -321,7 +321,8 @@ def _serve_host() -> tuple[str, "subprocess.Popen[bytes]", Any]:
     enc = msgspec.json.encode
     tmp = tempfile.mkdtemp(prefix="codexrt-bench-")
     cmd = [sys.executable, "-m", "codexrt_cli", "serve", "--codex-bin", flood_cli(tmp, *BURST)]
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT, env=env_with_root())
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT, env=env_with_root(),
+                            bufsize=65536)  # the host reads as the buffered naive loop does
     assert proc.stdin is not None and proc.stdout is not None
 
     def send(obj: Any) -> None:
