@@ -46,7 +46,8 @@ import attrs
 import msgspec
 import trio
 
-from codexrt._version import __version__
+from codexrt._sansio._errors import DEFAULT_RPC_TIMEOUT
+from codexrt._sansio._wire import ClientInfo
 from codexrt._sansio._errors import (
     ChildExited,
     ClosedError,
@@ -95,26 +96,10 @@ __all__ = [
 
 log = logging.getLogger("codexrt.connection")
 
-DEFAULT_RPC_TIMEOUT = 30.0
 #: POSIX guarantees that a pipe write of at most PIPE_BUF bytes (512 at least, 4096 on Linux)
 #: is never split; the direct write of a line (``Connection._write_now``) stays within it.
 _PIPE_BUF: int = getattr(select, "PIPE_BUF", 512)
 STARTUP_FAILURE_MARKER = "codex app-server failed to start"
-
-
-@attrs.frozen
-class ClientInfo:
-    """``initialize.clientInfo`` (the real server uses ``name`` as its user-agent prefix)."""
-
-    name: str = "codexrt"
-    title: str | None = "codexrt"
-    version: str = __version__
-
-    def to_wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "version": self.version}
-        if self.title is not None:
-            out["title"] = self.title
-        return out
 
 
 @attrs.frozen

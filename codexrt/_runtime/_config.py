@@ -10,10 +10,10 @@ from typing import Any, Awaitable, Callable, Sequence
 import attrs
 import trio
 
-from codexrt._connection import ClientInfo, DEFAULT_RPC_TIMEOUT
-from codexrt._sansio._errors import AccessInactive, BadEndpoint, BadProvider, CodexError
+from codexrt._sansio._errors import DEFAULT_RPC_TIMEOUT, AccessInactive, BadEndpoint, BadProvider, CodexError
 from codexrt._sansio._redact import looks_secret_name, secret_env_values
 from codexrt._sansio._settings import Settings
+from codexrt._sansio._wire import ClientInfo
 from codexrt._io._transport import Transport, spawn_process_transport
 
 

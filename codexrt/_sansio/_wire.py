@@ -37,7 +37,10 @@ import attrs
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
+from codexrt._version import __version__
+
 __all__ = [
+    "ClientInfo",
     "RequestId",
     "Notification",
     "DeltaParams",
@@ -64,6 +67,23 @@ __all__ = [
 MAX_JSON_DEPTH = 128
 
 RequestId = Union[int, str]
+
+
+# Public as ``codexrt.ClientInfo``; defined with the wire, not the connection, so a
+# ``RuntimeConfig`` is made without importing the connection (issue 34: serve's first reply).
+@attrs.frozen
+class ClientInfo:
+    """``initialize.clientInfo`` (the real server uses ``name`` as its user-agent prefix)."""
+
+    name: str = "codexrt"
+    title: str | None = "codexrt"
+    version: str = __version__
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "version": self.version}
+        if self.title is not None:
+            out["title"] = self.title
+        return out
 
 
 class ErrorObject(msgspec.Struct):

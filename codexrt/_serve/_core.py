@@ -10,15 +10,12 @@ import contextlib
 import logging
 import os
 import traceback
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import attrs
 import trio
 
-from codexrt._features._history import MessageCounter
-from codexrt._features._helpers import open_title_manager
-from codexrt._runtime._events import CodexEvent, EventStream
-from codexrt._runtime._runtime import RuntimeConfig, open_runtime
+from codexrt._runtime._config import RuntimeConfig
 from codexrt._sansio._errors import ClosedError, CodexError, TooManyChannels
 from codexrt._sansio._framing import DEFAULT_MAX_LINE
 from codexrt._sansio._redact import process_redactor
@@ -26,6 +23,10 @@ from codexrt._sansio._wire import json_depth_exceeds
 from codexrt._serve._channel import Answer, Channel, answering
 from codexrt._serve._codec import (MAX_COMMAND_DEPTH, Command, RequestId, encode_line, error_reply, response_error,
                                   response_ok)
+
+if TYPE_CHECKING:
+    from codexrt._features._history import MessageCounter
+    from codexrt._runtime._events import CodexEvent, EventStream
 
 __all__ = ["PROTOCOL_VERSION", "DONE_EVENT_GRACE", "DEFAULT_DRAIN_TIMEOUT", "DEFAULT_MAX_CHANNELS", "DaemonConfig",
            "DaemonCore", "shallow_line"]
@@ -240,6 +241,11 @@ class DaemonCore:
             await victim.closed.wait()
 
     async def _run_channel(self, channel_id: str, task_status: trio.TaskStatus[Channel] = trio.TASK_STATUS_IGNORED) -> None:
+        # The runtime and the helpers load with the first channel, not at start: a host's
+        # first ``status`` is answered without them (issue 34, bench/RESULTS.md).
+        from codexrt._features._helpers import open_title_manager
+        from codexrt._runtime._runtime import open_runtime
+
         cfg = attrs.evolve(self.config.runtime, channel_id=channel_id)
         ch: Channel | None = None
         try:
