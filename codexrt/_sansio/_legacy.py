@@ -17,6 +17,9 @@ and the current chunk's records. Nothing is fatal:
 * an unterminated last line (a writer killed mid-write) is tried as JSON at :meth:`close`;
   when it does not decode it is reported as ``truncated`` — not an error of the file;
 * an over-long line is reported as ``oversized`` (its bytes are discarded, never buffered);
+* a line nested too deeply for the decoder (msgspec raises ``RecursionError`` near the
+  interpreter's recursion limit — a hostile line 200,000 levels deep) is reported as
+  ``too_deep`` and skipped: one line, never the whole file;
 * an unknown ``type`` or payload ``type`` is kept as a generic record (``known=False``), so a
   newer codex never makes an older reader drop data silently.
 
@@ -161,7 +164,7 @@ _set = msgspec.structs.force_setattr
 
 @attrs.frozen
 class LegacyProblem:
-    """A skipped line: ``kind`` is ``invalid`` / ``oversized`` / ``truncated``."""
+    """A skipped line: ``kind`` is ``invalid`` / ``oversized`` / ``too_deep`` / ``truncated``."""
 
     line_no: int
     kind: str
@@ -257,7 +260,7 @@ class LegacyParser:
             return False
         try:
             recs = _RECORDS.decode_lines(block)
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             return False
         if len(recs) != n:
             return False
@@ -323,6 +326,10 @@ class LegacyParser:
             return
         try:
             env = _DECODER.decode(frame)
+        except RecursionError:
+            self.stats.invalid += 1
+            self._problem("too_deep", "JSON nested too deeply to decode", len(frame))
+            return
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             if final:
                 self.stats.truncated_tail = True
