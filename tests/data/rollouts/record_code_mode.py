@@ -1,0 +1,208 @@
+"""Record real 0.171.0 code-mode threads: the rollout file and the server's own history of each.
+
+Run from the repo root, inside a loopback-only network namespace (the real binary is started)::
+
+    unshare -rn sh -c 'ip link set lo up && exec "$0" "$@"' .venv/bin/python tests/data/rollouts/record_code_mode.py
+
+Each situation is one thread on the pinned real ``codex app-server`` (``[features] code_mode``,
+approval ``never``, sandbox ``danger-full-access``) talking to the in-process loopback model, whose
+function-call emitter is patched to send the ``exec`` custom tool call (as
+``tests/data/wrappers/README.md`` describes; everything in the files is written by the server).
+For each it writes ``code-<name>.rollout.jsonl`` (tmp paths → ``/TMP``) and
+``code-<name>.native.json`` = ``{"threadId", "turnsFull": [Turn…] (thread/turns/list, itemsView
+full, ascending), "readTurns": [Turn…] (thread/read includeTurns)}`` — read by a *fresh* server
+after the situation, so a turn cut by a kill shows what the server reports after a restart.
+
+Situations: ``compaction`` (two turns, ``thread/compact/start``, one more turn), ``throw`` (a cell
+whose script throws after a command), ``abort`` (a cell running a slow command, interrupted by
+the user), ``restart`` (a cell running a slow command when the server is killed; after the
+restart a new cell's command reuses the process id and a later turn polls it).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from generate import Peer, _pages  # noqa: E402
+
+from codexrt.loopback import _model  # noqa: E402
+from peer_fixtures.codex_bin import native_binary  # noqa: E402
+from peer_fixtures.codex_home import codex_env, make_codex_home  # noqa: E402
+from peer_fixtures.mock_responses import MockResponsesServer  # noqa: E402
+
+OUT = Path(__file__).resolve().parent
+TIMEOUT = 60.0
+
+
+def _patch_custom_exec() -> None:
+    orig = _model._Handler._function_call
+
+    def function_call(self: Any, seq: int, idx: int, name: str, arguments: str, *, namespace: str | None = None) -> None:
+        if name != "exec":
+            return orig(self, seq, idx, name, arguments, namespace=namespace)
+        item = {"type": "custom_tool_call", "id": f"ctc_mock_{seq}_{idx}", "call_id": f"call_mock_{seq}_{idx}",
+                "name": "exec", "input": "", "status": "in_progress"}
+        self._event("response.output_item.added", output_index=idx, item=item)
+        self._event("response.output_item.done", output_index=idx, item={**item, "input": arguments,
+                                                                          "status": "completed"})
+
+    _model._Handler._function_call = function_call  # type: ignore[method-assign]
+
+
+def cell(js: str) -> _model.Script:
+    return _model.Script("call", call_name="exec", call_arguments=js)
+
+
+class Run:
+    def __init__(self, binary: Path, home: Path, work: Path, mock: MockResponsesServer) -> None:
+        self.binary, self.home, self.work, self.mock = binary, home, work, mock
+        self.peer: Peer | None = None
+
+    def start(self) -> Peer:
+        peer = Peer(self.binary, codex_env(self.home), self.work)
+        peer.call("initialize", {"clientInfo": {"name": "codexrt-golden", "title": None, "version": "0"},
+                                 "capabilities": {"experimentalApi": True}})
+        peer.send({"method": "initialized"})
+        self.peer = peer
+        return peer
+
+    def new_thread(self) -> str:
+        assert self.peer is not None
+        th = self.peer.call("thread/start", {"cwd": str(self.work), "approvalPolicy": "never",
+                                             "sandbox": "danger-full-access"})
+        return str(th["thread"]["id"])
+
+    def turn(self, tid: str, text: str, *, wait: bool = True) -> str:
+        assert self.peer is not None
+        res = self.peer.call("turn/start", {"threadId": tid, "input": [{"type": "text", "text": text,
+                                                                         "text_elements": []}]})
+        turn_id = str(res["turn"]["id"])
+        if wait:
+            self.peer.wait_note("turn/completed", lambda p, t=turn_id: p["turn"]["id"] == t)
+        return turn_id
+
+    def wait_new(self, method: str, since: int) -> dict[str, Any]:
+        """The first ``method`` notification after the ``since``-th one seen."""
+        assert self.peer is not None
+        for n in self.peer.notes[since:]:
+            if n["method"] == method:
+                return dict(n["params"])
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            msg = self.peer._next(deadline)
+            if msg.get("method") == method and "id" not in msg:
+                return dict(msg["params"])
+
+    def wait_command_started(self, needle: str) -> None:
+        assert self.peer is not None
+        self.peer.wait_note("item/started", lambda p: p["item"].get("type") == "commandExecution"
+                            and needle in json.dumps(p["item"].get("command")))
+
+
+def _native(peer: Peer, tid: str) -> dict[str, Any]:
+    turns = _pages(peer, "thread/turns/list", {"threadId": tid, "itemsView": "full", "sortDirection": "asc",
+                                               "limit": 3})
+    read = peer.call("thread/read", {"threadId": tid, "includeTurns": True})
+    return {"threadId": tid, "turnsFull": turns, "readTurns": read["thread"].get("turns", []),
+            "path": read["thread"]["path"]}
+
+
+def situation(name: str, binary: Path, tmp: Path) -> None:
+    home, work = tmp / f"home-{name}", tmp / f"work-{name}"
+    work.mkdir(parents=True)
+    with MockResponsesServer() as mock:
+        make_codex_home(home, mock.base_url, extra_toml="code_mode = true")
+        run = Run(binary, home, work, mock)
+        peer = run.start()
+        try:
+            tid = run.new_thread()
+            if name == "compaction":
+                run.turn(tid, "hello [[mock:text:Hello there.]]")
+                mock.enqueue(cell('const r = await tools.exec_command({cmd: "echo one"});\ntext(JSON.stringify(r));'))
+                run.turn(tid, "run a cell")
+                mock.enqueue(_model.Script.reply("SUMMARY: the user said hello and ran echo one."))
+                since = len(peer.notes)
+                peer.call("thread/compact/start", {"threadId": tid})
+                run.wait_new("turn/completed", since)
+                run.turn(tid, "after the compaction [[mock:text:Still here.]]")
+            elif name == "throw":
+                mock.enqueue(cell('await tools.exec_command({cmd: "echo before"});\ntext("about to throw");\n'
+                                  'throw new Error("boom");'))
+                run.turn(tid, "run a throwing cell")
+                mock.enqueue(cell('this is not javascript ((('))
+                run.turn(tid, "run a broken cell")
+            elif name == "abort":
+                mock.enqueue(cell('const r = await tools.exec_command({cmd: "sleep 30; echo never", '
+                                  'yield_time_ms: 60000});\ntext(JSON.stringify(r));'))
+                turn_id = run.turn(tid, "run a slow cell", wait=False)
+                run.wait_command_started("sleep 30")
+                time.sleep(2.0)
+                peer.call("turn/interrupt", {"threadId": tid, "turnId": turn_id})
+                peer.wait_note("turn/completed", lambda p: p["turn"]["id"] == turn_id)
+                run.turn(tid, "after the abort [[mock:text:Stopped.]]")
+            elif name == "restart":
+                mock.enqueue(cell('const r = await tools.exec_command({cmd: "sleep 40; echo old", '
+                                  'yield_time_ms: 60000});\ntext(JSON.stringify(r));'))
+                run.turn(tid, "run a slow cell", wait=False)
+                run.wait_command_started("sleep 40")
+                time.sleep(1.0)
+                peer.proc.kill()  # a crash: the turn never ends in the file
+                peer.proc.wait(timeout=10)
+                peer = run.start()
+                peer.call("thread/resume", {"threadId": tid, "cwd": str(work), "approvalPolicy": "never",
+                                            "sandbox": "danger-full-access"})
+                mock.enqueue(cell('const r = await tools.exec_command({cmd: "sleep 2; echo new", '
+                                  'yield_time_ms: 300});\ntext(JSON.stringify(r));'))
+                run.turn(tid, "start a new slow command")
+                text = Path(_native(peer, tid)["path"]).read_text()
+                m = re.search(r'\\"session_id\\":(\d+)', text)
+                sid = int(m.group(1)) if m else 1000
+                mock.enqueue(_model.Script("call", call_name="write_stdin", call_arguments=json.dumps(
+                    {"session_id": sid, "chars": "", "yield_time_ms": 10000})))
+                run.turn(tid, "poll it")
+            peer.close()
+            peer = run.start()  # the server's view after a restart
+            native = _native(peer, tid)
+        finally:
+            peer.close()
+    path = Path(native.pop("path"))
+
+    def scrub(s: str) -> str:
+        s = s.replace(str(tmp.resolve()), "/TMP").replace(str(tmp), "/TMP")
+        return re.sub(r"/tmp/[A-Za-z0-9_.-]*/", "/TMP/", s)
+
+    (OUT / f"code-{name}.rollout.jsonl").write_text(scrub(path.read_text(encoding="utf-8")), encoding="utf-8")
+    (OUT / f"code-{name}.native.json").write_text(scrub(json.dumps(native, indent=1, ensure_ascii=False)) + "\n",
+                                                  encoding="utf-8")
+    print(name, native["threadId"], [t["status"] for t in native["turnsFull"]])
+
+
+def main(argv: list[str]) -> int:
+    binary = native_binary()
+    if binary is None:
+        print("pinned codex binary not installed", file=sys.stderr)
+        return 1
+    _patch_custom_exec()
+    names = argv or ["compaction", "throw", "abort", "restart"]
+    tmp = Path(tempfile.mkdtemp(prefix="codexrt-code-"))
+    try:
+        for name in names:
+            situation(name, binary, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
