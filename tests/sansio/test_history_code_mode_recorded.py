@@ -47,7 +47,7 @@ def _commands(records: Any) -> Counter[tuple[Any, ...]]:
 
 
 def test_the_recordings_are_there() -> None:
-    assert {"compaction", "throw", "abort", "restart"} <= set(NAMES)
+    assert {"compaction", "throw", "abort", "restart", "yield", "notify", "image"} <= set(NAMES)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -111,3 +111,14 @@ def test_r_h_5_a_cell_follows_its_receipt_failed_or_aborted() -> None:
     assert cell.status == "interrupted" and cell.content[0].text.startswith("aborted by user after")
     (cmd,) = [r for r in abort.records() if r.kind == "commandExecution"]
     assert (cmd.status, cmd.exit_code) == ("failed", -1)
+
+
+def test_r_h_5_an_image_a_cell_returns_is_kept_beside_its_commands() -> None:
+    """The cell ran `echo drawing` and returned a PNG with `image()`: the wrapper is replaced by
+    its command, and the image stays as a record of the cell (it was lost before)."""
+    legacy = _legacy("image")
+    recs = [r for r in legacy.records() if r.kind in ("commandExecution", "dynamicToolCall")]
+    assert [r.kind for r in recs] == ["commandExecution", "dynamicToolCall"]
+    assert recs[0].output == "drawing\n"
+    (block,) = recs[1].content
+    assert block.image is not None and block.image.mime_type == "image/png" and block.image.value.startswith("iVBOR")

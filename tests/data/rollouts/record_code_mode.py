@@ -14,9 +14,12 @@ full, ascending), "readTurns": [Turn…] (thread/read includeTurns)}`` — read 
 after the situation, so a turn cut by a kill shows what the server reports after a restart.
 
 Situations: ``compaction`` (two turns, ``thread/compact/start``, one more turn), ``throw`` (a cell
-whose script throws after a command), ``abort`` (a cell running a slow command, interrupted by
-the user), ``restart`` (a cell running a slow command when the server is killed; after the
-restart a new cell's command reuses the process id and a later turn polls it).
+whose script throws after a command, then one that is not JavaScript), ``abort`` (a cell running
+a slow command, interrupted by the user), ``restart`` (a cell running a slow command when the
+server is killed; after the restart a new cell starts a command that a later turn polls with
+``write_stdin`` — 0.171.0 uses real process ids, so the id is not reused), ``yield`` (a cell that
+yields early through the ``@exec`` pragma, finished by ``wait``), ``notify`` (a cell calling
+``notify()`` between two commands), ``image`` (a cell whose ``image()`` helper returns an image).
 """
 
 from __future__ import annotations
@@ -42,6 +45,9 @@ from peer_fixtures.codex_home import codex_env, make_codex_home  # noqa: E402
 from peer_fixtures.mock_responses import MockResponsesServer  # noqa: E402
 
 OUT = Path(__file__).resolve().parent
+#: a 1x1 PNG, as a code-mode cell's ``image()`` helper takes it
+PNG = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJ"
+       "RU5ErkJggg==")
 TIMEOUT = 60.0
 
 
@@ -151,6 +157,20 @@ def situation(name: str, binary: Path, tmp: Path) -> None:
                 peer.call("turn/interrupt", {"threadId": tid, "turnId": turn_id})
                 peer.wait_note("turn/completed", lambda p: p["turn"]["id"] == turn_id)
                 run.turn(tid, "after the abort [[mock:text:Stopped.]]")
+            elif name == "yield":
+                mock.enqueue(cell('// @exec: {"yield_time_ms": 300}\n'
+                                  'const r = await tools.exec_command({cmd: "sleep 2; echo late", yield_time_ms: 10000});'
+                                  '\ntext(JSON.stringify(r));'))
+                mock.enqueue(_model.Script("call", call_name="wait", call_arguments=json.dumps(
+                    {"cell_id": "1", "yield_time_ms": 10000})))
+                run.turn(tid, "run a cell that yields, then wait for it")
+            elif name == "notify":
+                mock.enqueue(cell('await tools.exec_command({cmd: "echo first"});\nnotify("halfway");\n'
+                                  'const r = await tools.exec_command({cmd: "echo second"});\ntext(r.output);'))
+                run.turn(tid, "run a cell that notifies")
+            elif name == "image":
+                mock.enqueue(cell('await tools.exec_command({cmd: "echo drawing"});\nimage("' + PNG + '");'))
+                run.turn(tid, "run a cell that returns an image")
             elif name == "restart":
                 mock.enqueue(cell('const r = await tools.exec_command({cmd: "sleep 40; echo old", '
                                   'yield_time_ms: 60000});\ntext(JSON.stringify(r));'))
@@ -194,7 +214,7 @@ def main(argv: list[str]) -> int:
         print("pinned codex binary not installed", file=sys.stderr)
         return 1
     _patch_custom_exec()
-    names = argv or ["compaction", "throw", "abort", "restart"]
+    names = argv or ["compaction", "throw", "abort", "restart", "yield", "notify", "image"]
     tmp = Path(tempfile.mkdtemp(prefix="codexrt-code-"))
     try:
         for name in names:
