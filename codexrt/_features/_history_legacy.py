@@ -142,7 +142,14 @@ def load_rollout_transcript(
         all_notices += ("the rollout file ends in an unfinished line (a writer may have been killed); it was skipped",)
     all_notices += _skipped_lines_notice(parser.problems, parser.stats.invalid)
     turns = tuple(proj.turns())
-    return Transcript(thread_id=tid, source="legacy", turns=turns, thread=None, complete=True,
+    complete = True
+    if parser.stats.unknown and not any(g.records for g in turns):
+        # never a silently empty transcript, nor a count of 0 for what could not be read
+        complete = False
+        all_notices += (f"nothing in this rollout file could be shown: {parser.stats.unknown} of its "
+                        f"{parser.stats.records} record(s) are of a kind this version does not know (another "
+                        "format?); the message count is unknown",)
+    return Transcript(thread_id=tid, source="legacy", turns=turns, thread=None, complete=complete,
                       notices=all_notices, pagination=None, fallback_reason=fallback_reason,
                       problems=tuple(parser.problems), wrappers=proj.wrapper_attributions())
 

@@ -100,6 +100,7 @@ class LegacyFeed:
         self._last_compaction: dict[str, tuple[str, set[str]]] = {}
         self._line = 0
         self.fed = False  # a rollout record was fed: this projector's source is the file
+        self._task_turns: set[str] = set()
 
     def add_record(self, rec: LegacyRecord) -> None:
         """Feed one rollout record (in file order)."""
@@ -170,6 +171,23 @@ class LegacyFeed:
             self._synthetic += 1
             self._cur_turn = f"legacy-turn-{self._synthetic}"
             self._store.turn(self._cur_turn)
+        return self._cur_turn
+
+    def _synthetic_turn_has_user_message(self, channel: str) -> bool:
+        """Files without turn ids (0.46-era: no task events, ``turn_context`` without
+        ``turn_id``; mid-2025 bare lines: nothing but response items) mark a turn only by its
+        user message: a second one of the same copy (``event`` / ``response``) in the current
+        made-up turn begins the next turn."""
+        cur = self._cur_turn
+        if cur is None or not cur.startswith("legacy-turn-") or cur not in self._store.turns or cur in self._task_turns:
+            return False
+        return any(isinstance(self._store.entries[k].record, UserMessage) and self._store.entries[k].channel == channel
+                   for k in self._store.turns[cur].keys)
+
+    def _next_synthetic_turn(self) -> str:
+        self._synthetic += 1
+        self._cur_turn = f"legacy-turn-{self._synthetic}"
+        self._store.turn(self._cur_turn)
         return self._cur_turn
 
     def _put(self, turn_id: str, key: str, rec: Any, *, channel: str, complete: bool = True,
@@ -252,6 +270,9 @@ class LegacyFeed:
                 text = "".join(parts)
                 if text.lstrip().startswith(_CONTEXT_PREFIXES):
                     return
+                if tid == self._cur_turn and self._synthetic_turn_has_user_message("response"):
+                    tid = self._next_synthetic_turn()
+                    common["turn_id"] = tid
                 # ``<image name=…>`` / ``</image>`` text wrappers around image inputs.
                 text = re.sub(r"<image(?: [^>]*)?>\s*</image>|<image(?: [^>]*)?>|</image>", "", text)
                 s = sanitize_user_text(text)
@@ -403,6 +424,7 @@ class LegacyFeed:
             if tid is None:
                 self._synthetic += 1
                 tid = f"legacy-turn-{self._synthetic}"
+                self._task_turns.add(tid)  # delimited by task events: never split by its messages
             cut = self._store.turns.get(self._cur_turn) if self._cur_turn is not None else None
             if cut is not None and cut.status == "inProgress" and self._cur_turn != tid:
                 # started and never ended, and another turn began: the writer was killed or
@@ -421,6 +443,8 @@ class LegacyFeed:
             t.status = "completed" if st != "turn_aborted" else "interrupted"
             t.completed_at = _int(p.get("completed_at")) or (ts // 1000 if ts else None)
             return
+        if st == "user_message" and _str(p.get("turn_id")) is None and self._synthetic_turn_has_user_message("event"):
+            self._next_synthetic_turn()
         tid = self._turn_for(rec)
         common = {"thread_id": self._store.thread_id, "turn_id": tid, "source": "legacy"}
         if st in _TOOL_ENDS:

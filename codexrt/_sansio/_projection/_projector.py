@@ -160,6 +160,8 @@ class Projector:
                 recs.append(ErrorRecord(id=f"turn-error:{tid}", thread_id=self.thread_id, turn_id=tid,
                                         status="failed", message=str(msg or ""),
                                         info=t.error.get("codexErrorInfo") if isinstance(t.error, dict) else None))
+            if not recs and shown is None and t.status == "unknown" and tid.startswith("legacy-turn-"):
+                continue  # a made-up turn holding only injected context (older files): nothing to show
             if self._mask is not None:
                 recs = [self._mask(r) for r in recs]
             out.append(TurnGroup(tid, shown or t.status, tuple(recs), t.started_at, t.completed_at, t.error))
