@@ -37,33 +37,20 @@ ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import pytest  # noqa: E402
 from generate import Peer, _pages  # noqa: E402
 
 from codexrt.loopback import _model  # noqa: E402
 from peer_fixtures.codex_bin import native_binary  # noqa: E402
 from peer_fixtures.codex_home import codex_env, make_codex_home  # noqa: E402
 from peer_fixtures.mock_responses import MockResponsesServer  # noqa: E402
+from tests.real.test_history_code_mode_real import _patch_custom_exec  # noqa: E402  (the same in-process patch)
 
 OUT = Path(__file__).resolve().parent
 #: a 1x1 PNG, as a code-mode cell's ``image()`` helper takes it
 PNG = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJ"
        "RU5ErkJggg==")
 TIMEOUT = 60.0
-
-
-def _patch_custom_exec() -> None:
-    orig = _model._Handler._function_call
-
-    def function_call(self: Any, seq: int, idx: int, name: str, arguments: str, *, namespace: str | None = None) -> None:
-        if name != "exec":
-            return orig(self, seq, idx, name, arguments, namespace=namespace)
-        item = {"type": "custom_tool_call", "id": f"ctc_mock_{seq}_{idx}", "call_id": f"call_mock_{seq}_{idx}",
-                "name": "exec", "input": "", "status": "in_progress"}
-        self._event("response.output_item.added", output_index=idx, item=item)
-        self._event("response.output_item.done", output_index=idx, item={**item, "input": arguments,
-                                                                          "status": "completed"})
-
-    _model._Handler._function_call = function_call  # type: ignore[method-assign]
 
 
 def cell(js: str) -> _model.Script:
@@ -213,7 +200,7 @@ def main(argv: list[str]) -> int:
     if binary is None:
         print("pinned codex binary not installed", file=sys.stderr)
         return 1
-    _patch_custom_exec()
+    _patch_custom_exec(pytest.MonkeyPatch())  # for this process's lifetime
     names = argv or ["compaction", "throw", "abort", "restart", "yield", "notify", "image"]
     tmp = Path(tempfile.mkdtemp(prefix="codexrt-code-"))
     try:
