@@ -207,6 +207,17 @@ def test_r_h_4_a_value_nested_5000_deep_is_emitted_clipped_never_a_recursion_err
     assert v == CLIPPED_VALUE and depth == MAX_VALUE_DEPTH  # the record is level 0
 
 
+def _depth(v: Any) -> int:
+    """Container nesting of a JSON value (a scalar is 0), without recursion."""
+    best, stack = 0, [(v, 0)]
+    while stack:
+        x, d = stack.pop()
+        if isinstance(x, (dict, list)):
+            best = max(best, d + 1)
+            stack.extend((y, d + 1) for y in (x.values() if isinstance(x, dict) else x))
+    return best
+
+
 _json = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
                      lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=3), kids, max_size=4),
                      max_leaves=40)
@@ -216,23 +227,30 @@ _json = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_siz
 @given(depth=st.integers(0, 3000), wide=st.integers(0, 300), value=_json, chunk=st.integers(7, 5000))
 def test_r_h_3_fuzz_the_file_reader_and_the_json_output_with_deep_and_wide_values(
         tmp_path_factory: Any, depth: int, wide: int, value: Any, chunk: int) -> None:
-    """Any depth (past the decoder's limit too) and width in an MCP result, a dynamic tool's
-    arguments and an unknown item: the file always reads (bad lines skipped with a notice), the
-    transcript always encodes, and nothing deeper than the bound is emitted."""
+    """Any depth (past the decoder's limit too) and width in an MCP result and an unknown item,
+    and bracket runs of any length in a tool's arguments, a tool's output and a cell's printed
+    text (all tried as JSON by the projection and the wrapper replay): the file always reads (bad
+    lines skipped with a notice), the transcript always encodes, nothing deeper than the bound is
+    emitted."""
     home = tmp_path_factory.mktemp("fuzz")
     structured = "[" * depth + json.dumps(value) + "]" * depth
     wide_text = json.dumps({str(i): value for i in range(wide)})
-    call = json.dumps({"type": "response_item", "payload": {"type": "function_call", "call_id": "f1", "name": "x",
-                                                              "arguments": None}}).replace("null", json.dumps(
-                                                                  "[" * min(depth, 50) + "]" * min(depth, 50)))
+    brackets = json.dumps("[" * depth)  # a JSON *string* that the projection and the wrapper replay try as JSON
+    call = ('{"type":"response_item","payload":{"type":"function_call","call_id":"f1","name":"x","arguments":%s}}'
+            % brackets)
+    call_out = '{"type":"response_item","payload":{"type":"function_call_output","call_id":"f1","output":%s}}' % brackets
+    cell = '{"type":"response_item","payload":{"type":"custom_tool_call","call_id":"w1","name":"exec","input":"text(1)"}}'
+    cell_out = ('{"type":"response_item","payload":{"type":"custom_tool_call_output","call_id":"w1","output":%s}}'
+                % json.dumps("Script completed\nOutput:\n" + "[" * depth))
     unknown = '{"type":"response_item","payload":{"type":"brand_new","v":' + structured + "}}"
     p = H.write(home, 1, H.meta(1), H.user("go"), H.mcp_end("c1", structured), H.mcp_end("c2", wide_text), call,
-                unknown)
+                call_out, cell, cell_out, unknown)
     parser = LegacyParser()
     recs = list(iter_rollout(p, chunk_size=chunk, parser=parser))
-    assert recs[0].type == "session_meta" and parser.stats.lines == 6
-    tr = load_rollout_transcript(p, mask=lambda r: r)
+    assert recs[0].type == "session_meta" and parser.stats.lines == 9
+    tr = load_rollout_transcript(p, redact=lambda t: t.replace("go", "**"), mask=lambda r: r)
     assert tr.records()[0].kind == "userMessage"
-    text = json.dumps(transcript_to_json(tr), indent=2)
-    assert ("[" * (MAX_VALUE_DEPTH + 10)) not in text
+    out = transcript_to_json(tr)
+    json.dumps(out, indent=2)  # the show --json encoder
+    assert max(_depth(r) for t in out["turns"] for r in t["records"]) <= MAX_VALUE_DEPTH
     assert bool(tr.problems) == any("could not be read" in n for n in tr.notices)

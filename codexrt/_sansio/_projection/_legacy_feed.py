@@ -326,7 +326,7 @@ class LegacyFeed:
         if isinstance(raw_args, str) and st == "function_call":
             try:
                 args = json.loads(raw_args)
-            except ValueError:
+            except (ValueError, RecursionError):  # too deep is not JSON here
                 args = raw_args
         a = args if isinstance(args, dict) else {}
         if st == "local_shell_call":
