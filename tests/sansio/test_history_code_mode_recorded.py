@@ -122,3 +122,38 @@ def test_r_h_5_an_image_a_cell_returns_is_kept_beside_its_commands() -> None:
     assert recs[0].output == "drawing\n"
     (block,) = recs[1].content
     assert block.image is not None and block.image.mime_type == "image/png" and block.image.value.startswith("iVBOR")
+
+
+def test_r_h_5_a_poll_after_a_restart_that_reused_the_process_id_updates_the_new_command(tmp_path: Path) -> None:
+    """The recorded restart (a new cell's command after the restart, then a direct `write_stdin`
+    poll that finishes it; the server writes the command's completed item between the poll and
+    its output) with a turn before the restart whose direct command got the *same* process id.
+    0.171.0 uses real process ids, so the reuse (certain with the old sequential session ids) is
+    made here by that prepended turn, in the real shapes of a direct `exec_command` still running."""
+    src = (DATA / "code-restart.rollout.jsonl").read_text().splitlines()
+    pid = json.loads(next(line for line in src if '"CommandExecution"' in line))["payload"]["item"]["process_id"]
+    ta = "01a235e2-4000-7000-8000-00000000000a"
+
+    def line(ts: str, t: str, p: dict[str, Any]) -> str:
+        return json.dumps({"timestamp": f"2026-12-02T08:32:30.{ts}Z", "type": t, "payload": p})
+
+    meta = {"internal_chat_message_metadata_passthrough": {"turn_id": ta}}
+    before = [
+        line("000", "event_msg", {"type": "task_started", "turn_id": ta, "started_at": 1796200350}),
+        line("001", "event_msg", {"type": "user_message", "message": "start the old command", "turn_id": ta}),
+        line("100", "response_item", {"type": "function_call", "name": "exec_command", "call_id": "call_old", **meta,
+                                      "arguments": json.dumps({"cmd": "sleep 40; echo old", "yield_time_ms": 300})}),
+        line("500", "response_item", {"type": "function_call_output", "call_id": "call_old", **meta, "output":
+                                      f"Chunk ID: 1a2b3c\nWall time: 0.3003 seconds\nProcess running with session ID "
+                                      f"{pid}\nOriginal token count: 0\nOutput:\n"}),
+        line("600", "event_msg", {"type": "task_complete", "turn_id": ta, "last_agent_message": None}),
+    ]
+    after = src[next(i for i, x in enumerate(src) if '"task_started"' in x and i > 2):]  # the turns after the restart
+    path = tmp_path / "reused.jsonl"
+    path.write_text("\n".join(src[:1] + before + after) + "\n")
+    tr = _legacy("restart", path)
+    cmds = {r.command: r for r in tr.records() if r.kind == "commandExecution"}
+    old = cmds["sleep 40; echo old"]
+    new = next(r for c, r in cmds.items() if c.endswith("echo new'"))
+    assert (new.status, new.exit_code, new.output) == ("completed", 0, "new\n")
+    assert old.status != "completed" and old.exit_code is None and "new" not in (old.output or "")

@@ -236,7 +236,11 @@ class WrapperReplay:
         for direct in self._log.polls.values():
             if direct.target is None:
                 continue  # no provable target: pure polling makes no card
-            target = starts.latest(direct.target, direct.line)
+            # the process the poll read is the one started last before its *answer*: when the poll
+            # finishes a command, the server writes that command's completed item (naming it, with
+            # the process id) between the poll and its output — after a restart that reused the
+            # id, that is the new command, never the pre-restart one started before the poll
+            target = starts.latest(direct.target, direct.out_line if direct.out_line is not None else direct.line)
             if target is None:
                 continue
             rc = direct.receipt
