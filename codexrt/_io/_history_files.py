@@ -75,8 +75,9 @@ def _kind(mode: int) -> str:
 
 
 def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
-    """Open a file of ``CODEX_HOME`` (a rollout, ``session_index.jsonl``) for reading, refusing anything but a regular file: the last path
-    component must not be a symlink (``O_NOFOLLOW``), the open never blocks on a FIFO
+    """Open a file of ``CODEX_HOME`` (a rollout, ``session_index.jsonl``) for reading, refusing
+    anything but a regular file: the last path component must not be a symlink
+    (``O_NOFOLLOW``), the open never blocks on a FIFO
     (``O_NONBLOCK``), and ``fstat`` of what was opened must say *regular file* — so a device
     (``/dev/zero``) or a FIFO is an :class:`OSError` naming what it is, never a hang or an endless
     read."""

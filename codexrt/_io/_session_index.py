@@ -40,8 +40,9 @@ import hashlib
 import os
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import attrs
 import msgspec
@@ -131,7 +132,7 @@ def decode_line(raw: bytes) -> tuple[Any, str | None]:
 _HEAD_CHUNK = 64 * 1024
 
 
-def _head_lines(f: Any) -> Any:
+def _head_lines(f: BinaryIO) -> Iterator[tuple[int, bytes | str]]:
     """The first complete lines of ``f`` (``(line_no, bytes)``), read in small chunks: at most
     :data:`HEAD_BYTES` bytes in all (a line still unfinished at the bound is never decoded); a
     problem string is yielded (instead of a line) when the very first line exceeds the bound."""
