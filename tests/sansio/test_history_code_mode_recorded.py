@@ -47,7 +47,7 @@ def _commands(records: Any) -> Counter[tuple[Any, ...]]:
 
 
 def test_the_recordings_are_there() -> None:
-    assert {"compaction", "throw", "abort", "restart", "yield", "notify", "image"} <= set(NAMES)
+    assert {"compaction", "autocompact", "throw", "abort", "restart", "yield", "notify", "image"} <= set(NAMES)
 
 
 @pytest.mark.parametrize("name", NAMES)

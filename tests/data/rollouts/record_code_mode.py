@@ -19,7 +19,9 @@ a slow command, interrupted by the user), ``restart`` (a cell running a slow com
 server is killed; after the restart a new cell starts a command that a later turn polls with
 ``write_stdin`` — 0.171.0 uses real process ids, so the id is not reused), ``yield`` (a cell that
 yields early through the ``@exec`` pragma, finished by ``wait``), ``notify`` (a cell calling
-``notify()`` between two commands), ``image`` (a cell whose ``image()`` helper returns an image).
+``notify()`` between two commands), ``image`` (a cell whose ``image()`` helper returns an image),
+``autocompact`` (``model_auto_compact_token_limit`` below the mock's usage: the server compacts in
+the middle of the turn, after the cell).
 """
 
 from __future__ import annotations
@@ -116,6 +118,9 @@ def situation(name: str, binary: Path, tmp: Path) -> None:
     work.mkdir(parents=True)
     with MockResponsesServer() as mock:
         make_codex_home(home, mock.base_url, extra_toml="code_mode = true")
+        if name == "autocompact":  # a top-level key: before the first table of config.toml
+            cfg = home / "config.toml"
+            cfg.write_text("model_auto_compact_token_limit = 12\n" + cfg.read_text())
         run = Run(binary, home, work, mock)
         peer = run.start()
         try:
@@ -158,6 +163,10 @@ def situation(name: str, binary: Path, tmp: Path) -> None:
             elif name == "image":
                 mock.enqueue(cell('await tools.exec_command({cmd: "echo drawing"});\nimage("' + PNG + '");'))
                 run.turn(tid, "run a cell that returns an image")
+            elif name == "autocompact":
+                mock.enqueue(cell('const r = await tools.exec_command({cmd: "echo before the compaction"});\n'
+                                  'text(r.output);'))
+                run.turn(tid, "run a cell; the context fills up")
             elif name == "restart":
                 mock.enqueue(cell('const r = await tools.exec_command({cmd: "sleep 40; echo old", '
                                   'yield_time_ms: 60000});\ntext(JSON.stringify(r));'))
@@ -201,7 +210,7 @@ def main(argv: list[str]) -> int:
         print("pinned codex binary not installed", file=sys.stderr)
         return 1
     _patch_custom_exec(pytest.MonkeyPatch())  # for this process's lifetime
-    names = argv or ["compaction", "throw", "abort", "restart", "yield", "notify", "image"]
+    names = argv or ["compaction", "autocompact", "throw", "abort", "restart", "yield", "notify", "image"]
     tmp = Path(tempfile.mkdtemp(prefix="codexrt-code-"))
     try:
         for name in names:
