@@ -352,7 +352,12 @@ class LegacyParser:
                 self._problem("invalid", str(exc)[:200], len(frame))
             return
         if env.payload is None and env.type in KNOWN_RESPONSE_ITEM_TYPES:
-            whole = msgspec.json.decode(frame)  # a bare mid-2025 response item: the line is the payload
+            try:  # a bare mid-2025 response item: the line is the payload
+                whole = msgspec.json.decode(frame)
+            except RecursionError:  # its unknown keys were skipped by the envelope decode, not here
+                self.stats.invalid += 1
+                self._problem("too_deep", "JSON nested too deeply to decode", len(frame))
+                return
             env = _Line("response_item", whole, env.timestamp, env.ordinal, env.metadata)
         self._record(env, out)
 

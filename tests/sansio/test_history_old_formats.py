@@ -153,3 +153,13 @@ def test_r_h_7_a_file_nothing_of_which_can_be_shown_says_so_and_its_count_is_unk
     empty = load_rollout_transcript(_write(tmp_path, "empty.jsonl", [_env(0, "session_meta", {"id": TID})]),
                                     mask=lambda r: r)
     assert empty.message_count == 0 and not [n for n in empty.notices if "nothing" in n]
+
+
+def test_r_h_3_a_bare_mid_2025_line_nested_too_deeply_is_one_skipped_line() -> None:
+    deep = b'{"type":"message","role":"user","x":' + b"[" * 5000 + b"]" * 5000 + b"}\n"
+    data = json.dumps(MID_2025[0]).encode() + b"\n" + deep + json.dumps(MID_2025[3]).encode() + b"\n"
+    for batch in (True, False):
+        p = LegacyParser(batch=batch)
+        recs = p.feed(data) + p.close()
+        assert [r.type for r in recs] == ["session_meta", "response_item"]
+        assert [(x.line_no, x.kind) for x in p.problems] == [(2, "too_deep")]

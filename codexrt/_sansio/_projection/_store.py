@@ -192,12 +192,12 @@ class RecordStore:
         it differs from ``t.status`` — ``unknown`` for a rollout's unfinished last turn, whose open
         items are then ``unknown`` too (never shown live)."""
         r = e.record
-        st = status or t.status
+        turn_status = status or t.status
         closing = ("interrupted", "failed", "unknown") if status == "unknown" else ("interrupted", "failed")
-        if e.open and st in closing and r.status in ("inProgress", "unknown"):
-            r = attrs.evolve(r, status=st)
-        elif not e.complete and r.status == "inProgress" and st in closing:
-            r = attrs.evolve(r, status=st)
+        if e.open and turn_status in closing and r.status in ("inProgress", "unknown"):
+            r = attrs.evolve(r, status=turn_status)
+        elif not e.complete and r.status == "inProgress" and turn_status in closing:
+            r = attrs.evolve(r, status=turn_status)
         if isinstance(r, CompactionBoundary) and r.time_ms is None:
             st, ct, rcv = e.times
             if ct is not None or st is not None:
