@@ -55,6 +55,17 @@ PNG = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADU
 TIMEOUT = 60.0
 
 
+#: situations of one turn running one cell: (script, prompt)
+ONE_CELL = {
+    "notify": ('await tools.exec_command({cmd: "echo first"});\nnotify("halfway");\n'
+               'const r = await tools.exec_command({cmd: "echo second"});\ntext(r.output);', "run a cell that notifies"),
+    "image": ('await tools.exec_command({cmd: "echo drawing"});\nimage("' + PNG + '");',
+              "run a cell that returns an image"),
+    "autocompact": ('const r = await tools.exec_command({cmd: "echo before the compaction"});\ntext(r.output);',
+                    "run a cell; the context fills up"),
+}
+
+
 def cell(js: str) -> _model.Script:
     return _model.Script("call", call_name="exec", call_arguments=js)
 
@@ -156,17 +167,10 @@ def situation(name: str, binary: Path, tmp: Path) -> None:
                 mock.enqueue(_model.Script("call", call_name="wait", call_arguments=json.dumps(
                     {"cell_id": "1", "yield_time_ms": 10000})))
                 run.turn(tid, "run a cell that yields, then wait for it")
-            elif name == "notify":
-                mock.enqueue(cell('await tools.exec_command({cmd: "echo first"});\nnotify("halfway");\n'
-                                  'const r = await tools.exec_command({cmd: "echo second"});\ntext(r.output);'))
-                run.turn(tid, "run a cell that notifies")
-            elif name == "image":
-                mock.enqueue(cell('await tools.exec_command({cmd: "echo drawing"});\nimage("' + PNG + '");'))
-                run.turn(tid, "run a cell that returns an image")
-            elif name == "autocompact":
-                mock.enqueue(cell('const r = await tools.exec_command({cmd: "echo before the compaction"});\n'
-                                  'text(r.output);'))
-                run.turn(tid, "run a cell; the context fills up")
+            elif name in ONE_CELL:
+                js, prompt = ONE_CELL[name]
+                mock.enqueue(cell(js))
+                run.turn(tid, prompt)
             elif name == "restart":
                 mock.enqueue(cell('const r = await tools.exec_command({cmd: "sleep 40; echo old", '
                                   'yield_time_ms: 60000});\ntext(JSON.stringify(r));'))
