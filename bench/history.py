@@ -14,6 +14,10 @@
   raw paging loop over a pipe; both sides warm (each keeps its peer for every pair, one untimed
   round first — before, the library started a new runtime and peer for every pair while the raw
   loop kept one).
+* ``listing`` — ``threads --offline``'s list over N and 4N rollout files (issue 32): the first 50
+  rows (``legacy_thread_list(limit=50)``, fresh index) vs a raw ``os.walk`` + ``lstat`` loop over
+  the same files; the row is the library's time *per file* at 4N over that at N (linear ≈ 1×) and
+  its ratio to the raw scan at 4N. Answer check: the 50 newest thread ids, in order.
 """
 
 from __future__ import annotations
@@ -432,6 +436,57 @@ def wrappers(n: int) -> dict[str, Any]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _rollout_home(home: Path, n: int) -> None:
+    meta = ('{"timestamp":"2026-11-30T10:00:00.000Z","type":"session_meta","payload":{"id":"%s","cwd":"/w",'
+            '"cli_version":"0.171.0","source":"cli","base_instructions":{"text":"%s"}}}\n')
+    user = '{"timestamp":"2026-11-30T10:00:01.000Z","type":"event_msg","payload":{"type":"user_message","message":"hi %d"}}\n'
+    filler = "You are Codex. " * 300  # real heads carry kilobytes of instructions
+    for i in range(n):
+        day = home / "sessions" / "2026" / "11" / f"{1 + i % 28:02d}"
+        day.mkdir(parents=True, exist_ok=True)
+        tid = f"00000000-0000-4000-8000-{i:012d}"
+        p = day / f"rollout-2026-11-{1 + i % 28:02d}T10-00-00-{tid}.jsonl"
+        p.write_text(meta % (tid, filler) + user % i)
+        os.utime(p, (1e9 + i, 1e9 + i))
+
+
+def _raw_scan(home: Path) -> int:
+    n = 0
+    for dirpath, _dirs, files in os.walk(home / "sessions"):
+        for name in files:
+            os.lstat(os.path.join(dirpath, name))
+            n += 1
+    return n
+
+
+def listing(n: int) -> dict[str, Any]:
+    from codexrt._features._history import legacy_thread_list
+    from codexrt._io._session_index import SessionIndex
+
+    tmp = Path(tempfile.mkdtemp(prefix="codexrt-listing-"))
+    try:
+        out: dict[str, Any] = {"n": n}
+        for label, size in (("small", n), ("large", 4 * n)):
+            home = tmp / label
+            _rollout_home(home, size)
+            legacy_thread_list(home, index=SessionIndex(home), limit=50)  # warm: imports, page cache
+            t0 = now()
+            rows = legacy_thread_list(home, index=SessionIndex(home), limit=50)
+            secs = now() - t0
+            t0 = now()
+            scanned = _raw_scan(home)
+            raw = now() - t0
+            want = [f"00000000-0000-4000-8000-{i:012d}" for i in range(size - 1, size - 51, -1)]
+            out[label] = {"files": size, "seconds": secs, "raw_seconds": raw, "per_file_us": secs * 1e6 / size,
+                          "rows_right": [r.thread_id for r in rows] == want and scanned == size}
+        out["ratio"] = out["large"]["per_file_us"] / out["small"]["per_file_us"]
+        out["raw_ratio"] = out["large"]["seconds"] / out["large"]["raw_seconds"]
+        out["rows_right"] = out["small"]["rows_right"] and out["large"]["rows_right"]
+        return out
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def _pair_arg(a: str) -> tuple[int, int]:
     """``"SIZE"`` or ``"SIZE:PAIRS"``."""
     size, _, pairs = a.partition(":")
@@ -440,7 +495,8 @@ def _pair_arg(a: str) -> tuple[int, int]:
 
 WORKERS = {"legacy": lambda a: legacy(*_pair_arg(a)), "legacy_lib": legacy_lib, "legacy_raw": legacy_raw,
            "count": lambda a: count(*_pair_arg(a)), "wrappers": lambda a: wrappers(int(a)),
-           "pages": lambda a: pages(*_pair_arg(a)), "read_thread": lambda a: read_thread(*_pair_arg(a))}
+           "pages": lambda a: pages(*_pair_arg(a)), "read_thread": lambda a: read_thread(*_pair_arg(a)),
+           "listing": lambda a: listing(int(a))}
 
 if __name__ == "__main__":
     emit(WORKERS[sys.argv[1]](sys.argv[2]))

@@ -233,6 +233,15 @@ def main(argv: list[str] | None = None) -> int:
               f"{w['small']['per_wrapper_ms']:.2f} ms per wrapper at {w['small']['wrappers']:,}",
               f"{w['ratio']:.2f}× per wrapper", "≤ 1.5× (linear)",
               f"every wrapper replaced: {w['all_replaced']}; each polls a direct command")
+        li = worker("bench.history", "listing", "1250" if ns.quick else "5000")
+        t.raw["history_listing"] = li
+        t.add(f"   legacy thread list (50 rows), {li['small']['files']:,} vs {li['large']['files']:,} rollouts",
+              f"{li['large']['seconds'] * 1000:.0f} ms at {li['large']['files']:,} "
+              f"({li['large']['per_file_us']:.1f} µs per file)",
+              f"raw walk+lstat {li['large']['raw_seconds'] * 1000:.0f} ms; {li['small']['per_file_us']:.1f} µs per file "
+              f"at {li['small']['files']:,}", f"{li['ratio']:.2f}× per file", "≤ 1.5× (linear)",
+              f"{'50 newest rows right' if li['rows_right'] else 'MISMATCH (wrong rows)'}; "
+              f"{li['raw_ratio']:.1f}× the raw scan")
         # A count takes ~0.1 s and its wall time follows the peer's scheduling: many more pairs than
         # the legacy row's, so the median is the client's cost, not one unlucky wake-up.
         count_pairs = 3 if ns.quick else 15

@@ -130,6 +130,7 @@ def _record(r: Any, tr: Transcript, limit: int | None) -> list[str]:
         text = "\n".join(b.text for b in r.content if b.text)
         if text:
             lines += _indent(text, "    | ", limit=limit)
+        lines += [f"    [image: {b.image.mime_type or b.image.kind}]" for b in r.content if b.image is not None]
         if r.error:
             lines.append(f"    error: {r.error}")
         return lines

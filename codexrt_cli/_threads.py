@@ -74,6 +74,8 @@ async def run_threads(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
     except CodexError as exc:
         print(f"codexrt threads: {exc.code}: {exc.message}", file=err)
         return 1
+    for notice in page.notices:  # skipped files (legacy list): stderr, so stdout stays the list
+        print(f"codexrt threads: notice: {notice}", file=err)
     if args.json:
         json.dump([t.to_json() for t in rows], out, indent=2)
         out.write("\n")

@@ -72,6 +72,7 @@ and re-exports the rest: value objects, the thread index and the error rules in
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import operator
 import os
@@ -89,6 +90,7 @@ from codexrt._sansio._paging import page_is_partial
 from codexrt._sansio._errors import (
     AccessInactive,
     CodexError,
+    HistoryReadFailed,
     malformed_data_is_typed,
     RelationUnverified,
     RemoteProtocolError,
@@ -220,11 +222,11 @@ class HistoryReader:
         """One page of ``thread/list`` (``source="native"``), merged into :attr:`index`. In
         inactive mode, the legacy list (every rollout file, one page, ``source="legacy"``)."""
         if self.inactive:
-            rows = await trio.to_thread.run_sync(legacy_thread_list, self.codex_home)
-            if limit is not None:
-                rows = rows[:limit]
+            notices: list[str] = []
+            rows = await trio.to_thread.run_sync(
+                functools.partial(legacy_thread_list, self.codex_home, limit=limit, notices=notices))
             self.index.merge(rows)
-            return ThreadPage(tuple(rows), None, partial=False, source="legacy")
+            return ThreadPage(tuple(rows), None, partial=False, source="legacy", notices=tuple(notices))
         conn = await self._conn()
         params: dict[str, Any] = {k: v for k, v in filters.items() if v is not None}
         if cursor is not None:
@@ -252,11 +254,15 @@ class HistoryReader:
         walk = CursorWalk("thread/list", max_pages=self.max_pages)  # the one cursor rule set
         partial = False
         source = "native"
+        notices: list[str] = []
         while True:
             want = None if limit is None else max(1, min(self.page_limit, limit - len(rows)))
+            if self.inactive:
+                want = limit  # the legacy list is one page: read only the heads it needs
             page = await self.list_threads(cursor=walk.cursor, limit=want, **filters)
             source = page.source
             rows.extend(page.threads)
+            notices.extend(page.notices)
             if page.next_cursor is not None and limit is not None and len(rows) >= limit:
                 partial = True
                 break
@@ -270,7 +276,7 @@ class HistoryReader:
                 break
         if limit is not None:
             rows = rows[:limit]
-        return ThreadPage(tuple(rows), None, partial=partial, source=source)
+        return ThreadPage(tuple(rows), None, partial=partial, source=source, notices=tuple(notices))
 
     # -- message counts (R-H-7) ------------------------------------------------------------
 
@@ -279,18 +285,40 @@ class HistoryReader:
         """R-H-7 count over native pages; in inactive mode, over the rollout file (the legacy
         source is then the whole source of this host). Never 0 for unknown."""
         if self.inactive:
-            info = await trio.to_thread.run_sync(find_rollout, self.codex_home, thread_id)
-            if info is None:
-                return MessageCount(thread_id, None, reason="unavailable",
-                                    error={"code": "THREAD_NOT_FOUND", "message": f"no rollout file for {thread_id}"})
-            tr = await trio.to_thread.run_sync(lambda: load_rollout_transcript(info.path, thread_id=thread_id))
-            return MessageCount(thread_id, tr.message_count, version=str(int(info.mtime)))
+            return await self._count_rollout(thread_id)
         assert self._provider is not None
         res = await self.counter.count(thread_id, self._provider, expected_version=expected_version)
         t = self.index.get(thread_id)
         if t is not None and not res.stale and res.version == t.version:
             self.index.set_count(thread_id, res.version, res.count)
         return res
+
+    async def _count_rollout(self, thread_id: str) -> MessageCount:
+        """R-H-7 over the rollout file. The file of a listed row is taken from the list (one
+        ``stat``), not found again by a scan of the whole home: counting the 50 rows of a list
+        over 20,000 rollouts costs 50 file reads, not 50 scans. A file that cannot be read is
+        an unknown count with its error, never a failure of the other counts."""
+        row = self.index.get(thread_id)
+
+        def locate() -> tuple[str, int] | None:
+            if row is not None and row.source == "legacy" and row.path:
+                try:
+                    return row.path, int(os.stat(row.path).st_mtime)
+                except OSError:
+                    pass
+            info = find_rollout(self.codex_home, thread_id)
+            return None if info is None else (str(info.path), int(info.mtime))
+
+        found = await trio.to_thread.run_sync(locate)
+        if found is None:
+            return MessageCount(thread_id, None, reason="unavailable",
+                                error={"code": "THREAD_NOT_FOUND", "message": f"no rollout file for {thread_id}"})
+        path, mtime = found
+        try:
+            tr = await trio.to_thread.run_sync(lambda: load_rollout_transcript(path, thread_id=thread_id))
+        except HistoryReadFailed as exc:
+            return MessageCount(thread_id, None, version=str(mtime), reason="error", error=exc.to_dict())
+        return MessageCount(thread_id, tr.message_count, version=str(mtime))
 
     async def count_many(self, thread_ids: Iterable[str]) -> tuple[dict[str, MessageCount], int | None]:
         """Counts of several threads (concurrency bounded by the counter) and their total —
@@ -341,8 +369,12 @@ class HistoryReader:
         def load() -> Transcript | None:
             p: Path | None = Path(path) if path else None
             if p is None or not p.is_file():
-                info: RolloutInfo | None = find_rollout(self.codex_home, thread_id)
+                skipped: list[str] = []
+                info: RolloutInfo | None = find_rollout(self.codex_home, thread_id, notices=skipped)
                 p = info.path if info is not None else None
+                if p is None and skipped:  # the thread's file exists but is not one we read
+                    raise HistoryReadFailed(f"cannot read the rollout file of thread {thread_id}: {skipped[0]}",
+                                            details={"threadId": thread_id})
             if p is None:
                 return None
             return load_rollout_transcript(p, thread_id=thread_id, redact=self.redact,
@@ -545,10 +577,17 @@ def _camel(s: str) -> str:
 
 #: Per type: its attrs fields' camelCase names and one getter of all their values (in field
 #: order), or None for a type that is not an attrs class. A history page turns thousands of
-#: records into JSON (``codex.readHistoryPage``); asking attrs, camel-casing and recursing into
-#: every field of every record was most of its time (issue 34).
+#: records into JSON (``codex.readHistoryPage``); asking attrs and camel-casing every field of
+#: every record was most of its time (issue 34).
 _FIELDS: dict[type, tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]] | None] = {}
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+
+#: How deep a value inside one display record is emitted. Tool results (MCP
+#: ``structuredContent``, raw unknown items) come from files and servers we do not control; one
+#: nested ~900 deep made ``show --json`` end in a RecursionError. Deeper levels are replaced by
+#: :data:`CLIPPED_VALUE`.
+MAX_VALUE_DEPTH = 64
+CLIPPED_VALUE = f"[nested deeper than {MAX_VALUE_DEPTH} levels: not shown]"
 
 
 def _fields_of(t: type) -> tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]] | None:
@@ -560,24 +599,48 @@ def _fields_of(t: type) -> tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...
     return tuple(_camel(n) for n in names), operator.attrgetter(*names)
 
 
-def _jsonable(v: Any) -> Any:
-    t = type(v)
-    if t in _SCALARS:
-        return v
-    try:
-        fields = _FIELDS[t]
-    except KeyError:
-        fields = _FIELDS[t] = _fields_of(t)
-    if fields is not None:
-        camels, values = fields
-        return {c: (x if type(x) in _SCALARS else _jsonable(x)) for c, x in zip(camels, values(v))}
-    if t is tuple and not v:
-        return []
-    if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    return v
+def _jsonable(root: Any, max_depth: int = MAX_VALUE_DEPTH) -> Any:
+    """``root`` (attrs records, dicts, lists, scalars) as plain JSON values, keys camelCase for
+    attrs fields. Iterative (an explicit stack, no recursion), so no depth of input can raise a
+    RecursionError here or in the JSON encoder that writes the result: containers deeper than
+    ``max_depth`` become :data:`CLIPPED_VALUE`. Scalars are stored in place, never stacked."""
+    holder: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any, int]] = [(root, holder, 0, 0)]
+    while stack:
+        v, parent, key, depth = stack.pop()
+        t = type(v)
+        if t in _SCALARS:
+            parent[key] = v
+            continue
+        try:
+            fields = _FIELDS[t]
+        except KeyError:
+            fields = _FIELDS[t] = _fields_of(t)
+        items: Iterable[tuple[Any, Any]]
+        new: Any
+        if fields is not None:
+            camels, values = fields
+            new, items = {}, zip(camels, values(v))
+        elif isinstance(v, dict):
+            new, items = {}, [(str(k), x) for k, x in v.items()]
+        elif isinstance(v, (list, tuple)):
+            new, items = [None] * len(v), enumerate(v)
+        else:
+            parent[key] = v
+            continue
+        if depth >= max_depth:
+            parent[key] = CLIPPED_VALUE
+            continue
+        parent[key] = new
+        is_dict = isinstance(new, dict)
+        for k, x in items:
+            if type(x) in _SCALARS:
+                new[k] = x
+                continue
+            if is_dict:
+                new[k] = None  # the key's place: dict order is the source order
+            stack.append((x, new, k, depth + 1))
+    return holder[0]
 
 
 def record_to_json(r: DisplayRecord) -> dict[str, Any]:
@@ -676,7 +739,7 @@ async def run_legacy_history_command(name: str, params: dict[str, Any], *, codex
         limit = params.get("limit")
         page = await reader.list_threads(limit=limit if isinstance(limit, int) and limit >= 0 else None)
         return {"data": [{"id": t.thread_id, **t.to_json()} for t in page.threads], "nextCursor": None,
-                "source": "legacy", "partial": page.partial}
+                "source": "legacy", "partial": page.partial, "notices": list(page.notices)}
     if name == "codex.readThread":
         tr = await reader.read_thread(params["threadId"])
 

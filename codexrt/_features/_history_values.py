@@ -146,13 +146,16 @@ class ThreadSummary:
 class ThreadPage:
     """One page of a thread list (R-H-6). ``next_cursor`` is opaque (pass it back verbatim).
     ``partial``: this page is known not to be the whole list — more pages exist, the answer had
-    no ``nextCursor`` field at all, or malformed entries were skipped."""
+    no ``nextCursor`` field at all, or malformed entries were skipped. ``notices``: what the
+    user should be told about entries left out (legacy: rollout files that are not regular
+    files, lead outside ``CODEX_HOME`` or whose head could not be read — one line per file)."""
 
     threads: tuple[ThreadSummary, ...]
     next_cursor: Any
     partial: bool
     source: str
     skipped: int = 0
+    notices: tuple[str, ...] = ()
 
 
 @attrs.frozen

@@ -24,24 +24,30 @@ Rules:
   ``$CODEXRT_STATE_DIR`` is set (then ``$CODEXRT_STATE_DIR/session-index-<hash of home>.json``,
   written atomically, mode 0600). Nothing else is written.
 
-Reading a head is bounded (:data:`HEAD_LINES` lines, :data:`HEAD_BYTES` bytes); a file whose
-head has no ``session_meta`` is still listed (top-level, no title). Blocking; run it in a
-worker thread.
+Reading a head is bounded (:data:`HEAD_LINES` lines, :data:`HEAD_BYTES` bytes — at most that
+many bytes are read, however long the first line is); a file whose head has no
+``session_meta`` is still listed (top-level, no title). A head line that is nested too deeply
+to decode, or longer than the head, is skipped and the entry carries a ``problem`` (one notice
+per file); files that are not regular files are never opened (see
+:mod:`codexrt._io._history_files`). :meth:`SessionIndex.refresh` with a ``limit`` stops reading
+heads once that many top-level threads are found (a list of 50 out of 20,000 rollouts reads
+the ``stat`` of every file but only the first heads). Blocking; run it in a worker thread.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import attrs
+import msgspec
 
-from codexrt._io._history_files import find_rollouts
+from codexrt._io._history_files import find_rollouts, open_regular
 from codexrt._sansio._sanitize import sanitize_user_text
 
 __all__ = ["SESSION_INDEX_VERSION", "SessionEntry", "SessionIndex", "shared_index", "source_kind"]
@@ -60,7 +66,10 @@ _CONTEXT_PREFIXES = ("<environment_context", "# AGENTS.md instructions", "<user_
 def source_kind(source: Any) -> tuple[str, str | None]:
     """``(kind, parent_thread_id)`` of a ``session_meta.source``: ``top``, ``subagent`` or
     ``guardian`` (R-H-9)."""
-    text = json.dumps(source, sort_keys=True).lower() if source is not None else ""
+    try:
+        text = msgspec.json.encode(source).decode().lower() if source is not None else ""
+    except (RecursionError, TypeError, ValueError):
+        text = ""
     if "guardian" in text:
         return "guardian", None
     if isinstance(source, dict) and any(str(k).lower() in ("subagent", "sub_agent") for k in source):
@@ -92,9 +101,10 @@ class SessionEntry:
     cli_version: str | None = None
     history_mode: str | None = None
     created_at: str | None = None
+    problem: str | None = None  # why (part of) the head could not be read: one notice for this file
 
     def to_json(self) -> dict[str, Any]:
-        return attrs.asdict(self)
+        return attrs.asdict(self, recurse=False)  # values are JSON already; never walk a hostile `source`
 
 
 def _title(text: str) -> str | None:
@@ -107,21 +117,63 @@ def _title(text: str) -> str | None:
     return line[:_TITLE_MAX]
 
 
+def decode_line(raw: bytes) -> tuple[Any, str | None]:
+    """One JSON line of a ``CODEX_HOME`` file: ``(value, None)``, or ``(None, problem)`` for a
+    line that does not decode (``problem`` is ``"nested too deeply"`` for a line msgspec refuses
+    with a RecursionError — the only problem worth a notice; plain garbage is ``"invalid"``)."""
+    try:
+        return msgspec.json.decode(raw), None
+    except RecursionError:
+        return None, "nested too deeply"
+    except msgspec.DecodeError:
+        return None, "invalid"
+
+
+_HEAD_CHUNK = 64 * 1024
+
+
+def _head_lines(f: BinaryIO) -> Iterator[tuple[int, bytes | str]]:
+    """The first complete lines of ``f`` (``(line_no, bytes)``), read in small chunks: at most
+    :data:`HEAD_BYTES` bytes in all (a line still unfinished at the bound is never decoded); a
+    problem string is yielded (instead of a line) when the very first line exceeds the bound."""
+    buf, total = b"", 0
+    n = 0
+    while total <= HEAD_BYTES:
+        chunk = f.read(min(_HEAD_CHUNK, HEAD_BYTES + 1 - total))
+        if not chunk:
+            if buf:
+                yield n, buf
+            return
+        total += len(chunk)
+        buf += chunk
+        *lines, buf = buf.split(b"\n")
+        for line in lines:
+            yield n, line
+            n += 1
+    if n == 0:
+        yield n, f"its first line is longer than {HEAD_BYTES} bytes; listed without its metadata"
+
+
 def read_head(path: Path, thread_id: str, mtime_ns: int, size: int) -> SessionEntry:
-    """The entry of one rollout file from its first lines (bounded)."""
+    """The entry of one rollout file from its first lines: at most :data:`HEAD_BYTES` bytes are
+    read, in small chunks and only until the ``session_meta`` and a title are found (a longer
+    first line is never loaded whole), and at most :data:`HEAD_LINES` lines decoded."""
     meta: dict[str, Any] = {}
     title: str | None = None
-    read = 0
+    problem: str | None = None
     try:
-        with open(path, "rb") as f:
-            for n, raw in enumerate(f):
-                read += len(raw)
-                if n >= HEAD_LINES or read > HEAD_BYTES:
+        with open_regular(path) as f:
+            for n, raw in _head_lines(f):
+                if n >= HEAD_LINES:
                     break
-                try:
-                    d = json.loads(raw)
-                except ValueError:
+                if isinstance(raw, str):
+                    problem = raw
+                    break
+                if not raw.strip():
                     continue
+                d, bad = decode_line(raw)
+                if bad == "nested too deeply" and problem is None:
+                    problem = f"line {n + 1} is nested too deeply to read; it was skipped"
                 if not isinstance(d, dict) or not isinstance(d.get("payload"), dict):
                     continue
                 p = d["payload"]
@@ -137,8 +189,8 @@ def read_head(path: Path, thread_id: str, mtime_ns: int, size: int) -> SessionEn
                     title = _title(text)
                 if meta and title is not None:
                     break
-    except OSError:
-        pass
+    except OSError as exc:
+        problem = f"cannot be read ({exc.strerror or exc})"
     kind, parent = source_kind(meta.get("source"))
     if parent is None and isinstance(meta.get("parent_thread_id"), str):
         parent = meta["parent_thread_id"]
@@ -148,7 +200,7 @@ def read_head(path: Path, thread_id: str, mtime_ns: int, size: int) -> SessionEn
         return v if isinstance(v, str) else None
 
     return SessionEntry(str(path), mtime_ns, size, (s("id") or thread_id).lower(), kind, meta.get("source"), parent,
-                        title, s("cwd"), s("cli_version"), s("history_mode"), s("timestamp"))
+                        title, s("cwd"), s("cli_version"), s("history_mode"), s("timestamp"), problem)
 
 
 @attrs.define
@@ -178,8 +230,9 @@ class SessionIndex:
         if self.path is None:
             return None
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            with open_regular(self.path) as f:
+                data = msgspec.json.decode(f.read())
+        except (OSError, ValueError, RecursionError):
             return None
         if (not isinstance(data, dict) or data.get("version") != SESSION_INDEX_VERSION
                 or data.get("codexHome") != str(self.codex_home) or not isinstance(data.get("entries"), list)):
@@ -197,11 +250,14 @@ class SessionIndex:
         if self.path is None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        body = json.dumps({"version": SESSION_INDEX_VERSION, "codexHome": str(self.codex_home),
-                           "entries": [e.to_json() for e in entries.values()]})
+        try:
+            body = msgspec.json.encode({"version": SESSION_INDEX_VERSION, "codexHome": str(self.codex_home),
+                                        "entries": [e.to_json() for e in entries.values()]})
+        except RecursionError:
+            return  # a source nested too deeply to write back: this run is only slower, never wrong
         fd, tmp = tempfile.mkstemp(prefix=".session-index-", dir=str(self.path.parent))
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
+            with os.fdopen(fd, "wb") as f:
                 f.write(body)
             os.chmod(tmp, 0o600)
             os.replace(tmp, self.path)
@@ -212,28 +268,37 @@ class SessionIndex:
                 pass
             raise
 
-    def refresh(self) -> list[SessionEntry]:
+    def refresh(self, *, limit: int | None = None, notices: list[str] | None = None) -> list[SessionEntry]:
+        """Every entry, newest first. ``limit``: stop reading heads once that many top-level
+        entries are found (the entries of files not reached keep their cached state and are
+        checked when a later refresh reaches them). ``notices``: one line per skipped file or
+        per file whose head had a problem."""
         with self._lock:
             cached = self._load()
             stats = IndexStats(rebuilt=cached is None)
             cached = cached or {}
             fresh: dict[str, SessionEntry] = {}
             order: list[str] = []
-            for info in find_rollouts(self.codex_home):
+            top = 0
+            infos = find_rollouts(self.codex_home, notices=notices)
+            for i, info in enumerate(infos):
+                if limit is not None and top >= limit:
+                    fresh.update((k, cached[k]) for k in (str(r.path) for r in infos[i:]) if k in cached)
+                    break
                 key = str(info.path)
-                try:
-                    st = info.path.stat()
-                except OSError:
-                    continue
                 old = cached.get(key)
-                if old is not None and (old.mtime_ns, old.size) == (st.st_mtime_ns, st.st_size):
+                if old is not None and (old.mtime_ns, old.size) == (info.mtime_ns, info.size):
                     fresh[key] = old
                     stats.reused += 1
                 else:
-                    fresh[key] = read_head(info.path, info.thread_id, st.st_mtime_ns, st.st_size)
+                    fresh[key] = read_head(info.path, info.thread_id, info.mtime_ns, info.size)
                     stats.scanned += 1
+                if fresh[key].problem is not None and notices is not None:
+                    notices.append(f"{key}: {fresh[key].problem}")
+                top += fresh[key].kind == "top"
                 order.append(key)
-            stats.dropped = len(set(cached) - set(fresh))
+            else:
+                stats.dropped = len(set(cached) - set(fresh))
             changed = stats.rebuilt or stats.scanned or stats.dropped
             self._entries = fresh
             self.stats = stats
@@ -244,10 +309,11 @@ class SessionIndex:
                     pass  # a cache that cannot be written is only slower, never wrong
             return [fresh[k] for k in order]
 
-    def top_level(self) -> list[SessionEntry]:
-        """Entries of top-level threads only: sub-agent and Guardian rollouts are filtered
-        out by their ``session_meta`` source (R-H-9)."""
-        return [e for e in self.refresh() if e.kind == "top"]
+    def top_level(self, *, limit: int | None = None, notices: list[str] | None = None) -> list[SessionEntry]:
+        """Entries of top-level threads only (at most ``limit``): sub-agent and Guardian
+        rollouts are filtered out by their ``session_meta`` source (R-H-9)."""
+        out = [e for e in self.refresh(limit=limit, notices=notices) if e.kind == "top"]
+        return out if limit is None else out[:limit]
 
 
 _SHARED: dict[str, SessionIndex] = {}

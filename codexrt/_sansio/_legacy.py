@@ -17,8 +17,16 @@ and the current chunk's records. Nothing is fatal:
 * an unterminated last line (a writer killed mid-write) is tried as JSON at :meth:`close`;
   when it does not decode it is reported as ``truncated`` — not an error of the file;
 * an over-long line is reported as ``oversized`` (its bytes are discarded, never buffered);
+* a line nested too deeply for the decoder (msgspec raises ``RecursionError`` near the
+  interpreter's recursion limit — a hostile line 200,000 levels deep) is reported as
+  ``too_deep`` and skipped: one line, never the whole file;
 * an unknown ``type`` or payload ``type`` is kept as a generic record (``known=False``), so a
-  newer codex never makes an older reader drop data silently.
+  newer codex never makes an older reader drop data silently;
+* the mid-2025 format (before the ``{timestamp, type, payload}`` envelope) is read too: a first
+  line ``{id, timestamp, instructions…}`` without ``type`` is the ``session_meta``, a bare
+  response item (``{"type": "message", "role": …}``) is a ``response_item`` record whose payload is
+  the whole line, and its ``{"record_type": "state"}`` markers are skipped (not records, not
+  problems).
 
 The payload stays a plain ``dict`` (msgspec decodes it straight to builtins): the projection
 (:mod:`codexrt._sansio._projection`) reads native items and rollout payloads with the same
@@ -161,7 +169,7 @@ _set = msgspec.structs.force_setattr
 
 @attrs.frozen
 class LegacyProblem:
-    """A skipped line: ``kind`` is ``invalid`` / ``oversized`` / ``truncated``."""
+    """A skipped line: ``kind`` is ``invalid`` / ``oversized`` / ``too_deep`` / ``truncated``."""
 
     line_no: int
     kind: str
@@ -257,10 +265,12 @@ class LegacyParser:
             return False
         try:
             recs = _RECORDS.decode_lines(block)
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             return False
         if len(recs) != n:
             return False
+        if any(r.payload is None and r.type in KNOWN_RESPONSE_ITEM_TYPES for r in recs):
+            return False  # bare mid-2025 response items: their payload is the whole line (see _line)
         # _record for the batch: line_no, subtype and known are always set here (a line's own
         # "line_no"/"subtype"/"known" keys, if any, are overwritten; the defaults are None/True)
         stats, line_no, set_, subtyped, known_types = self.stats, self._line_no, _set, _SUBTYPED, KNOWN_RECORD_TYPES
@@ -323,7 +333,17 @@ class LegacyParser:
             return
         try:
             env = _DECODER.decode(frame)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        except RecursionError:
+            self.stats.invalid += 1
+            self._problem("too_deep", "JSON nested too deeply to decode", len(frame))
+            return
+        except msgspec.ValidationError as exc:
+            if self._older_format(frame, out):
+                return
+            self.stats.invalid += 1
+            self._problem("invalid", str(exc)[:200], len(frame))
+            return
+        except msgspec.DecodeError as exc:
             if final:
                 self.stats.truncated_tail = True
                 self._problem("truncated", "unterminated last line does not decode", len(frame))
@@ -331,7 +351,33 @@ class LegacyParser:
                 self.stats.invalid += 1
                 self._problem("invalid", str(exc)[:200], len(frame))
             return
+        if env.payload is None and env.type in KNOWN_RESPONSE_ITEM_TYPES:
+            try:  # a bare mid-2025 response item: the line is the payload
+                whole = msgspec.json.decode(frame)
+            except RecursionError:  # its unknown keys were skipped by the envelope decode, not here
+                self.stats.invalid += 1
+                self._problem("too_deep", "JSON nested too deeply to decode", len(frame))
+                return
+            env = _Line("response_item", whole, env.timestamp, env.ordinal, env.metadata)
         self._record(env, out)
+
+    def _older_format(self, frame: bytes, out: list[LegacyRecord]) -> bool:
+        """A mid-2025 line without ``type``: the first line's session meta (a record) or a
+        ``record_type`` marker (skipped). False for anything else (then it is invalid)."""
+        try:
+            d = msgspec.json.decode(frame)
+        except (msgspec.DecodeError, RecursionError):
+            return False
+        if not isinstance(d, dict):
+            return False
+        if "record_type" in d:
+            self.stats.lines -= 1  # a marker between turns, not a line of the transcript
+            self._line_no -= 1
+            return True
+        if self._line_no == 1 and isinstance(d.get("id"), str) and "timestamp" in d:
+            self._record(_Line("session_meta", d, d.get("timestamp")), out)
+            return True
+        return False
 
     def _record(self, env: _Line, out: list[LegacyRecord]) -> None:
         payload = env.payload

@@ -131,7 +131,7 @@ def _parse_exec_output(output: Any, tool: str | None = None) -> ExecReceipt:
     if tool in _OLD_SHELL_TOOLS and s.startswith("{"):
         try:
             obj = json.loads(s)
-        except ValueError:
+        except (ValueError, RecursionError):  # too deep is not JSON here
             obj = None
         if isinstance(obj, dict) and isinstance(obj.get("output"), str):
             meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}

@@ -66,6 +66,27 @@ _TOOL_ENDS = frozenset({"patch_apply_end", "exec_command_end", "mcp_tool_call_en
                         "image_generation_end", "view_image_tool_call"})
 
 
+_ABORTED = re.compile(r"aborted by user(?: after [0-9.]+ ?m?s)?", re.I)
+_CELL_HEADER = re.compile(r"Script (completed|failed|terminated)\b")
+
+
+def _receipt_status(out: Any) -> str:
+    """The status a tool's output receipt states (R-H-5: a cell follows its receipt): ``Script
+    failed`` (a script that threw, ``Script error:``) and ``Script terminated`` are ``failed``;
+    the harness's ``aborted by user after 2.4s`` is ``interrupted`` (the status the server gives
+    an aborted turn's items); anything else is ``completed`` (the output arrived)."""
+    first: Any = out
+    if isinstance(out, list):
+        first = next((b.get("text") for b in out if isinstance(b, dict) and isinstance(b.get("text"), str)), "")
+    if not isinstance(first, str):
+        return "completed"
+    head = first.lstrip()
+    if _ABORTED.fullmatch(head.rstrip()):
+        return "interrupted"
+    m = _CELL_HEADER.match(head)
+    return "failed" if m is not None and m.group(1) != "completed" else "completed"
+
+
 class LegacyFeed:
     """Feeds rollout records into a store. Its own state: the current and synthetic turns,
     each turn's cwd, the last compaction per turn (facets merge) and the current line."""
@@ -78,9 +99,12 @@ class LegacyFeed:
         self._turn_cwd: dict[str, str] = {}
         self._last_compaction: dict[str, tuple[str, set[str]]] = {}
         self._line = 0
+        self.fed = False  # a rollout record was fed: this projector's source is the file
+        self._task_turns: set[str] = set()
 
     def add_record(self, rec: LegacyRecord) -> None:
         """Feed one rollout record (in file order)."""
+        self.fed = True
         p = rec.payload if isinstance(rec.payload, dict) else {}
         ts = _parse_ts(rec.timestamp)
         line_key = f"L{rec.line_no}"
@@ -149,6 +173,23 @@ class LegacyFeed:
             self._store.turn(self._cur_turn)
         return self._cur_turn
 
+    def _synthetic_turn_has_user_message(self, channel: str) -> bool:
+        """Files without turn ids (0.46-era: no task events, ``turn_context`` without
+        ``turn_id``; mid-2025 bare lines: nothing but response items) mark a turn only by its
+        user message: a second one of the same copy (``event`` / ``response``) in the current
+        made-up turn begins the next turn."""
+        cur = self._cur_turn
+        if cur is None or not cur.startswith("legacy-turn-") or cur not in self._store.turns or cur in self._task_turns:
+            return False
+        return any(isinstance(self._store.entries[k].record, UserMessage) and self._store.entries[k].channel == channel
+                   for k in self._store.turns[cur].keys)
+
+    def _next_synthetic_turn(self) -> str:
+        self._synthetic += 1
+        self._cur_turn = f"legacy-turn-{self._synthetic}"
+        self._store.turn(self._cur_turn)
+        return self._cur_turn
+
     def _put(self, turn_id: str, key: str, rec: Any, *, channel: str, complete: bool = True,
              open_: bool = False, times: tuple[int | None, int | None, int | None] = (None, None, None)) -> None:
         e = self._store.entries.get(key)
@@ -171,6 +212,8 @@ class LegacyFeed:
         (the facets of one compaction are written back to back; distinct times are never
         merged)."""
         t = self._store.turn(turn_id)
+        if facet == "compacted" and summary:
+            self._drop_summarizer_output(t, summary)
         last = self._last_compaction.get(turn_id)
         if last is not None and t.keys and t.keys[-1] == last[0] and facet not in last[1]:
             e = self._store.entries[last[0]]
@@ -188,6 +231,20 @@ class LegacyFeed:
                                  source="legacy")
         self._put(turn_id, key, rec, channel="response", times=(ts, ts, None))
         self._last_compaction[turn_id] = (key, {facet})
+
+    def _drop_summarizer_output(self, t: Any, summary: str) -> None:
+        """0.171.0 writes the summarizer model's answer as an assistant ``response_item``
+        right before the ``compacted`` line whose ``message`` ends with that same text. It is
+        the compaction's summary, not a message of the conversation (the server shows none): the
+        turn's last entries, while they are assistant messages whose text ends the summary, are
+        dropped."""
+        tail = summary.rstrip()
+        while t.keys:
+            e = self._store.entries[t.keys[-1]]
+            text = e.record.text.strip() if isinstance(e.record, AssistantMessage) else ""
+            if not text or e.channel == "snapshot" or not tail.endswith(text):
+                return
+            self._store.drop_local(e.key)
 
     def _response_item(self, rec: LegacyRecord, p: dict[str, Any], line_key: str, ts: int | None) -> None:
         st = rec.subtype
@@ -213,6 +270,9 @@ class LegacyFeed:
                 text = "".join(parts)
                 if text.lstrip().startswith(_CONTEXT_PREFIXES):
                     return
+                if tid == self._cur_turn and self._synthetic_turn_has_user_message("response"):
+                    tid = self._next_synthetic_turn()
+                    common["turn_id"] = tid
                 # ``<image name=…>`` / ``</image>`` text wrappers around image inputs.
                 text = re.sub(r"<image(?: [^>]*)?>\s*</image>|<image(?: [^>]*)?>|</image>", "", text)
                 s = sanitize_user_text(text)
@@ -266,7 +326,7 @@ class LegacyFeed:
         if isinstance(raw_args, str) and st == "function_call":
             try:
                 args = json.loads(raw_args)
-            except ValueError:
+            except (ValueError, RecursionError):  # too deep is not JSON here
                 args = raw_args
         a = args if isinstance(args, dict) else {}
         if st == "local_shell_call":
@@ -354,7 +414,7 @@ class LegacyFeed:
             e.open = False
         elif isinstance(r, DynamicToolCall):
             blocks = _content_blocks(out if not isinstance(out, dict) else out.get("content", []))
-            e.record = attrs.evolve(r, status="completed", content=blocks)
+            e.record = attrs.evolve(r, status=_receipt_status(out), content=blocks)
             e.open = False
 
     def _event(self, rec: LegacyRecord, p: dict[str, Any], line_key: str, ts: int | None) -> None:
@@ -364,6 +424,12 @@ class LegacyFeed:
             if tid is None:
                 self._synthetic += 1
                 tid = f"legacy-turn-{self._synthetic}"
+                self._task_turns.add(tid)  # delimited by task events: never split by its messages
+            cut = self._store.turns.get(self._cur_turn) if self._cur_turn is not None else None
+            if cut is not None and cut.status == "inProgress" and self._cur_turn != tid:
+                # started and never ended, and another turn began: the writer was killed or
+                # restarted in between — what the server then reports as `interrupted`
+                cut.status = "interrupted"
             self._cur_turn = tid
             t = self._store.turn(tid)
             t.status = "inProgress"
@@ -377,6 +443,8 @@ class LegacyFeed:
             t.status = "completed" if st != "turn_aborted" else "interrupted"
             t.completed_at = _int(p.get("completed_at")) or (ts // 1000 if ts else None)
             return
+        if st == "user_message" and _str(p.get("turn_id")) is None and self._synthetic_turn_has_user_message("event"):
+            self._next_synthetic_turn()
         tid = self._turn_for(rec)
         common = {"thread_id": self._store.thread_id, "turn_id": tid, "source": "legacy"}
         if st in _TOOL_ENDS:
@@ -403,6 +471,11 @@ class LegacyFeed:
             if not isinstance(item, dict):
                 return
             native = _core_item_to_native(item)
+            if native.get("type") == "contextCompaction":
+                # one facet of a compaction whose `compacted` line came first (0.171.0 writes both)
+                at = _int(p.get("completed_at_ms")) or _int(p.get("started_at_ms")) or ts
+                self._compaction(tid, _str(native.get("id")) or line_key, "context_compaction_item", at, None)
+                return
             r = project_native_item(native, thread_id=self._store.thread_id, turn_id=tid, completed=True)
             r = attrs.evolve(r, source="legacy")
             st_ms, ct_ms = _int(p.get("started_at_ms")), _int(p.get("completed_at_ms"))

@@ -141,24 +141,30 @@ class Projector:
         local = [tid for tid in self._store.order if tid.startswith("local-turn:")]
         for tid in [tid for tid in self._store.order if not tid.startswith("local-turn:")] + local:
             t = self._store.turns[tid]
+            # a rollout turn still open at the end of the file: a killed writer or one still
+            # writing — the file cannot tell, so it is `unknown`, never shown live (R-H-4)
+            shown = "unknown" if self._legacy.fed and t.status == "inProgress" else None
             recs = []
             for e in self._store.visible(t):
                 if e.key in repl:
                     recs.extend(self._store.finish(self._replay.updated(_Entry(r.id, r, True, False, "response", tid),
-                                                                        updates.get(r.id, ())), t) for r in repl[e.key])
+                                                                        updates.get(r.id, ())), t, shown)
+                                for r in repl[e.key])
                 if e.key not in hidden:
-                    recs.append(self._store.finish(self._replay.updated(e, updates.get(e.key, ())), t))
+                    recs.append(self._store.finish(self._replay.updated(e, updates.get(e.key, ())), t, shown))
                     if e.key in self._log.wrappers:
-                        recs.extend(self._store.finish(_Entry(r.id, r, True, False, "response", tid), t)
+                        recs.extend(self._store.finish(_Entry(r.id, r, True, False, "response", tid), t, shown)
                                     for r in self._replay.kept_previews(e.key, tid))
             if t.status == "failed" and t.error:
                 msg = t.error.get("message") if isinstance(t.error, dict) else str(t.error)
                 recs.append(ErrorRecord(id=f"turn-error:{tid}", thread_id=self.thread_id, turn_id=tid,
                                         status="failed", message=str(msg or ""),
                                         info=t.error.get("codexErrorInfo") if isinstance(t.error, dict) else None))
+            if not recs and shown is None and t.status == "unknown" and tid.startswith("legacy-turn-"):
+                continue  # a made-up turn holding only injected context (older files): nothing to show
             if self._mask is not None:
                 recs = [self._mask(r) for r in recs]
-            out.append(TurnGroup(tid, t.status, tuple(recs), t.started_at, t.completed_at, t.error))
+            out.append(TurnGroup(tid, shown or t.status, tuple(recs), t.started_at, t.completed_at, t.error))
         return out
 
     def records(self) -> list[DisplayRecord]:

@@ -14,7 +14,7 @@ import attrs
 from .._wrappers import Attribution, PollUpdate, Receipt, ToolRecord, WrapperCall, attribute_wrapper
 from ._legacy import ExecReceipt
 from ._records import CommandExecution, ContentBlock, DynamicToolCall, ErrorRecord, FileChange
-from ._shapes import parse_apply_patch
+from ._shapes import _content_blocks, parse_apply_patch
 from ._store import RecordStore, _Entry
 
 
@@ -218,6 +218,12 @@ class WrapperReplay:
                 msg = a.script_error if a.script_error is not None else f"Script {a.script_status}"
                 recs.append(ErrorRecord(id=f"{w.key}#script", thread_id=self._store.thread_id, turn_id=w.turn_id,
                                         status="failed", message=msg.rstrip("\n"), source="legacy"))
+            images = self._cell_images(w)
+            if images:
+                # what the cell itself returned with image(): no call made it, so it stays a
+                # record of the cell (the calls are shown individually beside it)
+                recs.append(DynamicToolCall(id=f"{w.key}#images", thread_id=self._store.thread_id, turn_id=w.turn_id,
+                                            status="completed", tool="exec", content=images, source="legacy"))
             res.repl[w.key] = recs
             for u in a.updates:
                 ups = res.updates.setdefault(u.record_key, [])
@@ -230,7 +236,11 @@ class WrapperReplay:
         for direct in self._log.polls.values():
             if direct.target is None:
                 continue  # no provable target: pure polling makes no card
-            target = starts.latest(direct.target, direct.line)
+            # the process the poll read is the one started last before its *answer*: when the poll
+            # finishes a command, the server writes that command's completed item (naming it, with
+            # the process id) between the poll and its output — after a restart that reused the
+            # id, that is the new command, never the pre-restart one started before the poll
+            target = starts.latest(direct.target, direct.out_line if direct.out_line is not None else direct.line)
             if target is None:
                 continue
             rc = direct.receipt
@@ -242,6 +252,14 @@ class WrapperReplay:
             ups.sort(key=lambda u: u.line)
         self._resolved = res
         return res
+
+    @staticmethod
+    def _cell_images(w: _Wrapper) -> tuple[ContentBlock, ...]:
+        """The image items of a cell's output (``image()`` helper)."""
+        out = w.output.get("output") if isinstance(w.output, dict) else None
+        if not isinstance(out, list):
+            return ()
+        return tuple(b for b in _content_blocks(out) if b.image is not None)
 
     def _tool_record(self, w: _Wrapper, r: ToolRecord) -> Any:
         """One attributed call of a replaced wrapper as a display record. A call whose receipt

@@ -187,12 +187,17 @@ class RecordStore:
 
         return [e for e in entries if keep(e)]
 
-    def finish(self, e: _Entry, t: _Turn) -> Any:
+    def finish(self, e: _Entry, t: _Turn, status: str | None = None) -> Any:
+        """The display record of ``e`` in turn ``t``. ``status``: the turn's status as shown when
+        it differs from ``t.status`` — ``unknown`` for a rollout's unfinished last turn, whose open
+        items are then ``unknown`` too (never shown live)."""
         r = e.record
-        if e.open and t.status in ("interrupted", "failed") and r.status in ("inProgress", "unknown"):
-            r = attrs.evolve(r, status=t.status)
-        elif not e.complete and r.status == "inProgress" and t.status in ("interrupted", "failed"):
-            r = attrs.evolve(r, status=t.status)
+        turn_status = status or t.status
+        closing = ("interrupted", "failed", "unknown") if status == "unknown" else ("interrupted", "failed")
+        if e.open and turn_status in closing and r.status in ("inProgress", "unknown"):
+            r = attrs.evolve(r, status=turn_status)
+        elif not e.complete and r.status == "inProgress" and turn_status in closing:
+            r = attrs.evolve(r, status=turn_status)
         if isinstance(r, CompactionBoundary) and r.time_ms is None:
             st, ct, rcv = e.times
             if ct is not None or st is not None:

@@ -59,7 +59,7 @@ def _split_output(output: str | Sequence[str] | None) -> tuple[str | None, str |
 def _json_or_text(raw: str) -> SlotValue:
     try:
         return SlotValue("json", json.loads(raw), raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # too deep is not JSON here
         return SlotValue("text", raw, raw)
 
 
@@ -103,7 +103,7 @@ def _label_slots(plan: _Plan, n: int, items: list[str] | None, text: str) -> dic
             start = cands[0] + len(want)
             try:
                 _, end = _DECODER.raw_decode(text, start)
-            except ValueError:
+            except (ValueError, RecursionError):  # too deep is not JSON here
                 nl = text.find("\n", start)
                 end = len(text) if nl < 0 else nl
             put(k, text[start:end])
@@ -144,7 +144,7 @@ def _json_values(items: list[str] | None, text: str) -> list[Any]:
                 break
             try:
                 v, pos = _DECODER.raw_decode(chunk, pos)
-            except ValueError:
+            except (ValueError, RecursionError):  # too deep is not JSON here
                 nl = chunk.find("\n", pos)
                 if nl < 0:
                     break

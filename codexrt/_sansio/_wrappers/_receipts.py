@@ -66,7 +66,7 @@ class Receipt:
             if typ == "function_call" and isinstance(raw, str):
                 try:
                     args = json.loads(raw)
-                except ValueError:
+                except (ValueError, RecursionError):  # too deep is not JSON here
                     args = raw
             return cls("call", call_id, tool=name, arguments=args, ordinal=ordinal)
         if typ in ("function_call_output", "custom_tool_call_output"):

@@ -1,0 +1,159 @@
+"""One rule set for both sources (issue 32; R-H-3, R-H-4, R-H-5, R-H-7): real 0.171.0 code-mode
+threads read from their rollout file agree with what the server itself reports.
+
+``tests/data/rollouts/code-*.rollout.jsonl`` / ``code-*.native.json`` were recorded with the pinned
+real ``codex app-server`` 0.171.0 on the loopback model (``tests/data/rollouts/record_code_mode.py``;
+the native side is ``thread/turns/list`` of a *fresh* server after each situation, so a turn cut by
+a kill shows what the server reports after a restart). Every recorded thread must give the same
+turns, turn statuses, message counts and commands from both sources.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codexrt._features._history_legacy import load_rollout_transcript
+from codexrt._sansio._projection import (
+    AssistantMessage,
+    CompactionBoundary,
+    DynamicToolCall,
+    Projector,
+    count_messages,
+)
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "rollouts"
+NAMES = sorted(p.name[len("code-"):-len(".native.json")] for p in DATA.glob("code-*.native.json"))
+
+
+def _native(name: str) -> Any:
+    nat = json.loads((DATA / f"code-{name}.native.json").read_text())
+    p = Projector(nat["threadId"])
+    for t in nat["turnsFull"]:
+        p.add_native_turn(t)
+    return nat, p.turns()
+
+
+def _legacy(name: str, path: Path | None = None) -> Any:
+    return load_rollout_transcript(path or DATA / f"code-{name}.rollout.jsonl", mask=lambda r: r)
+
+
+def _commands(records: Any) -> Counter[tuple[Any, ...]]:
+    return Counter((r.command, r.status, r.exit_code) for r in records if r.kind == "commandExecution")
+
+
+def test_the_recordings_are_there() -> None:
+    assert {"compaction", "autocompact", "throw", "abort", "restart", "yield", "notify", "image"} <= set(NAMES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_r_h_3_file_and_server_agree_on_turns_statuses_messages_and_commands(name: str) -> None:
+    nat, native = _native(name)
+    legacy = _legacy(name)
+    assert legacy.thread_id == nat["threadId"]
+    assert [g.turn_id for g in legacy.turns] == [g.turn_id for g in native]
+    assert [g.status for g in legacy.turns] == [g.status for g in native] == [t["status"] for t in nat["readTurns"]]
+    for lg, ng in zip(legacy.turns, native):
+        assert count_messages(list(lg.records)) == count_messages(list(ng.records)), lg.turn_id
+        assert _commands(lg.records) == _commands(ng.records), lg.turn_id
+        assert sum(isinstance(r, CompactionBoundary) for r in lg.records) == \
+            sum(isinstance(r, CompactionBoundary) for r in ng.records)
+    assert legacy.message_count == count_messages([r for g in native for r in g.records])
+    # nothing the file shows is live once the server has none running
+    assert not [r for r in legacy.records() if r.status == "inProgress"]
+
+
+def test_r_h_4_a_compaction_is_one_boundary_and_its_summary_is_not_a_message() -> None:
+    """0.171.0 writes the summarizer's answer as an assistant response item, then a `compacted`
+    line (message = preamble + that answer) and a ContextCompaction item_completed."""
+    legacy = _legacy("compaction")
+    (turn,) = [g for g in legacy.turns if any(isinstance(r, CompactionBoundary) for r in g.records)]
+    assert [r.kind for r in turn.records] == ["compaction"]
+    assert turn.records[0].summary.endswith("SUMMARY: the user said hello and ran echo one.")
+    assert not [r for r in legacy.records() if isinstance(r, AssistantMessage) and "SUMMARY:" in r.text]
+    assert legacy.message_count == 6
+
+
+def test_r_h_4_a_turn_cut_by_a_kill_is_interrupted_once_a_later_turn_started() -> None:
+    legacy = _legacy("restart")
+    cut = legacy.turns[0]
+    assert cut.status == "interrupted"
+    assert [(r.kind, r.status) for r in cut.records] == [("userMessage", "completed"),
+                                                         ("dynamicToolCall", "interrupted")]
+
+
+def test_r_h_4_a_file_ending_inside_a_turn_is_unknown_never_live(tmp_path: Path) -> None:
+    """The restart recording cut where the kill left it (before the restart wrote more): the
+    file alone cannot tell a killed writer from one still writing."""
+    lines = (DATA / "code-restart.rollout.jsonl").read_text().splitlines(True)
+    cut = next(i for i, line in enumerate(lines) if '"custom_tool_call"' in line)
+    path = tmp_path / "cut.jsonl"
+    path.write_text("".join(lines[: cut + 1]))
+    (turn,) = _legacy("restart", path).turns
+    assert turn.status == "unknown"
+    assert [(r.kind, r.status) for r in turn.records] == [("userMessage", "completed"), ("dynamicToolCall", "unknown")]
+
+
+def test_r_h_5_a_cell_follows_its_receipt_failed_or_aborted() -> None:
+    throw = _legacy("throw")
+    (broken,) = [r for r in throw.records() if isinstance(r, DynamicToolCall)]  # kept whole: not JS
+    assert broken.status == "failed" and "SyntaxError" in broken.content[-1].text
+    # the throwing cell's command is shown (replaced wrapper) with the script error after it
+    first = [(r.kind, r.status) for r in throw.turns[0].records]
+    assert first == [("userMessage", "completed"), ("commandExecution", "completed"), ("error", "failed"),
+                     ("assistantMessage", "completed")]
+    abort = _legacy("abort")
+    (cell,) = [r for r in abort.records() if isinstance(r, DynamicToolCall)]
+    assert cell.status == "interrupted" and cell.content[0].text.startswith("aborted by user after")
+    (cmd,) = [r for r in abort.records() if r.kind == "commandExecution"]
+    assert (cmd.status, cmd.exit_code) == ("failed", -1)
+
+
+def test_r_h_5_an_image_a_cell_returns_is_kept_beside_its_commands() -> None:
+    """The cell ran `echo drawing` and returned a PNG with `image()`: the wrapper is replaced by
+    its command, and the image stays as a record of the cell (it was lost before)."""
+    legacy = _legacy("image")
+    recs = [r for r in legacy.records() if r.kind in ("commandExecution", "dynamicToolCall")]
+    assert [r.kind for r in recs] == ["commandExecution", "dynamicToolCall"]
+    assert recs[0].output == "drawing\n"
+    (block,) = recs[1].content
+    assert block.image is not None and block.image.mime_type == "image/png" and block.image.value.startswith("iVBOR")
+
+
+def test_r_h_5_a_poll_after_a_restart_that_reused_the_process_id_updates_the_new_command(tmp_path: Path) -> None:
+    """The recorded restart (a new cell's command after the restart, then a direct `write_stdin`
+    poll that finishes it; the server writes the command's completed item between the poll and
+    its output) with a turn before the restart whose direct command got the *same* process id.
+    0.171.0 uses real process ids, so the reuse (certain with the old sequential session ids) is
+    made here by that prepended turn, in the real shapes of a direct `exec_command` still running."""
+    src = (DATA / "code-restart.rollout.jsonl").read_text().splitlines()
+    pid = json.loads(next(line for line in src if '"CommandExecution"' in line))["payload"]["item"]["process_id"]
+    ta = "01a235e2-4000-7000-8000-00000000000a"
+
+    def line(ts: str, t: str, p: dict[str, Any]) -> str:
+        return json.dumps({"timestamp": f"2026-12-02T08:32:30.{ts}Z", "type": t, "payload": p})
+
+    meta = {"internal_chat_message_metadata_passthrough": {"turn_id": ta}}
+    before = [
+        line("000", "event_msg", {"type": "task_started", "turn_id": ta, "started_at": 1796200350}),
+        line("001", "event_msg", {"type": "user_message", "message": "start the old command", "turn_id": ta}),
+        line("100", "response_item", {"type": "function_call", "name": "exec_command", "call_id": "call_old", **meta,
+                                      "arguments": json.dumps({"cmd": "sleep 40; echo old", "yield_time_ms": 300})}),
+        line("500", "response_item", {"type": "function_call_output", "call_id": "call_old", **meta, "output":
+                                      f"Chunk ID: 1a2b3c\nWall time: 0.3003 seconds\nProcess running with session ID "
+                                      f"{pid}\nOriginal token count: 0\nOutput:\n"}),
+        line("600", "event_msg", {"type": "task_complete", "turn_id": ta, "last_agent_message": None}),
+    ]
+    after = src[next(i for i, x in enumerate(src) if '"task_started"' in x and i > 2):]  # the turns after the restart
+    path = tmp_path / "reused.jsonl"
+    path.write_text("\n".join(src[:1] + before + after) + "\n")
+    tr = _legacy("restart", path)
+    cmds = {r.command: r for r in tr.records() if r.kind == "commandExecution"}
+    old = cmds["sleep 40; echo old"]
+    new = next(r for c, r in cmds.items() if c.endswith("echo new'"))
+    assert (new.status, new.exit_code, new.output) == ("completed", 0, "new\n")
+    assert old.status != "completed" and old.exit_code is None and "new" not in (old.output or "")
