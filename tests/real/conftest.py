@@ -21,6 +21,7 @@ mock only binds 127.0.0.1 and ``config.toml`` turns off plugin sync and analytic
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,27 @@ def codex_bin() -> Path:
 def codex_bin_old() -> Path:
     """The older official release (``.ci/codex-version-old``, 0.147.0)."""
     return _require(old_version(), "old")
+
+
+@pytest.fixture(scope="session")
+def _quiet_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A HOME with no shell profile, for the real codex and the commands it runs."""
+    home = tmp_path_factory.mktemp("home")
+    gitconfig = Path.home() / ".gitconfig"
+    if gitconfig.is_file():  # tests that commit keep the machine's git identity
+        shutil.copyfile(gitconfig, home / ".gitconfig")
+    return home
+
+
+@pytest.fixture(autouse=True)
+def _hermetic_home(_quiet_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every real test runs with ``HOME`` set to an empty directory. codex runs each command
+    (and its shell snapshot) through the user's *login* shell, which sources the machine's
+    profile: here ``pyenv init`` runs ``pyenv rehash``, and a rehash killed mid-way (a test that
+    SIGKILLs a process group) leaves a lock that makes every later login shell wait 60 s —
+    turning unrelated real tests into timeouts. The tests are about codexrt and codex, not the
+    machine's shell profile."""
+    monkeypatch.setenv("HOME", str(_quiet_home))
 
 
 @pytest.fixture
