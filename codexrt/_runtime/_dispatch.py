@@ -289,10 +289,15 @@ class _Dispatch:
             raise
         if op.terminal:
             return
+        # By identity (R-OP-3): review/start names its turn (a nested turn's turn/started, which may
+        # come first, names the same turn as its rootTurnId); compact's {} names none, so its turn
+        # is the first top-level turn of its thread after the request.
         turn = (result or {}).get("turn") if isinstance(result, dict) else None
-        if isinstance(turn, dict) and isinstance(turn.get("id"), str):
-            op._bind_turn(turn["id"])
-        self._deliver(self._event("operationAcked", {"result": result}, op=op), op)
+        if not isinstance(turn, dict) or not isinstance(turn.get("id"), str):
+            turn = None
+        elif op.turn_id is None and op._bind_turn(turn["id"]) and op.cancel_requested:
+            self._nursery.start_soon(self._send_interrupt, op)
+        self._deliver(self._event("operationAcked", {"turn": turn, "result": result}, op=op), op)
 
     async def _settings_gate(self, op: Operation, conn: Connection) -> None:
         """R-SET-2: compact/review carry no settings, so the revision frozen at dispatch is pushed

@@ -35,6 +35,7 @@ _NATIVE_TERMINALS = {STATUS_COMPLETED, STATUS_FAILED, STATUS_INTERRUPTED}
 
 
 _STATUS_METHODS = frozenset({"thread/status/changed", "turn/started", "turn/completed"})
+_TURN_METHODS = frozenset({"turn/started", "turn/completed"})
 
 
 class _Routing:
@@ -192,8 +193,15 @@ class _Routing:
         turn_id = params.get("turnId") or (turn or {}).get("id")
         item = params.get("item") if isinstance(params.get("item"), dict) else None
         item_id = params.get("itemId") or (item or {}).get("id")
+        inner = None
+        if turn is not None and turn_id and method in _TURN_METHODS:
+            root_turn = turn.get("rootTurnId")
+            if isinstance(root_turn, str) and root_turn and root_turn != turn_id:
+                # A nested turn (a review's inner turn, R-OP-3): routed and reported under the
+                # turn it belongs to, named by identity — never bound as an operation's own turn.
+                inner, turn_id = turn_id, root_turn
 
-        if thread_id and method in _STATUS_METHODS:
+        if thread_id and method in _STATUS_METHODS and not (inner and method == "turn/completed"):
             self._track_status(method, thread_id, params, turn_id)
         if method == "item/completed" and item is not None and item.get("type") == "collabAgentToolCall":
             for child in item.get("receiverThreadIds") or ():
@@ -230,6 +238,11 @@ class _Routing:
                     self._nursery.start_soon(self._send_interrupt, op)
             else:
                 self._publish(self._event("turnStarted", {"turn": turn}, thread_id=thread_id, turn_id=turn_id))
+            return
+        if method == "turn/completed" and inner is not None:
+            # the end of a nested turn is not its root's terminal: it settles nothing
+            self._deliver(self._event("nativeNotification", {"method": method, "params": params}, op=op,
+                                      thread_id=thread_id, turn_id=turn_id), op)
             return
         if method == "turn/completed" and turn_id:
             status = (turn or {}).get("status")
