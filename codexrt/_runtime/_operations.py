@@ -14,7 +14,7 @@ import trio
 from codexrt._connection import Connection
 from codexrt._sansio._errors import ClosedError, CodexError, ConfigError, InvalidParams, QueueFull
 from codexrt._runtime._events import CodexEvent, EventStream
-from codexrt._sansio._context import ContextFragments, EditorState, build_context
+from codexrt._sansio._context import MAX_INPUT_CHARS, ContextFragments, EditorState, build_context
 from codexrt._sansio._states import OP_TABLE, Machine, OpEvent, OpPhase
 from codexrt._io._retry import call_read
 from codexrt._sansio._settings import Settings
@@ -316,6 +316,9 @@ class _Operations:
         input items after the text (R-CAT-1). Raises ``ConfigError`` for malformed context."""
         if not isinstance(text, str):
             raise ConfigError("text must be a string")
+        if len(text) > MAX_INPUT_CHARS:  # the server's limit, refused before anything is queued
+            raise InvalidParams(f"text is {len(text)} characters; the app-server takes at most {MAX_INPUT_CHARS}",
+                                details={"maxChars": MAX_INPUT_CHARS, "actualChars": len(text)})
         if editor_state is not None and context is not None:
             raise ConfigError("give editor_state or context, not both")
         frozen = context if context is not None else (build_context(editor_state) if editor_state is not None

@@ -113,6 +113,7 @@ __all__ = [
     "TooManyChannels",
     "DiffUnavailable",
     "UnknownCommand",
+    "DuplicateRequestId",
     "PatchFormatError",
     "BinaryContentError",
     "EditStoreError",
@@ -612,6 +613,13 @@ class UnknownCommand(CodexError):
     """A command name that this handler does not know."""
 
     code = "UNKNOWN_COMMAND"
+
+
+class DuplicateRequestId(CodexError):
+    """A ``codexrt serve`` command reused the id of a command that has no reply yet: refused,
+    not run (the pending command keeps its one reply)."""
+
+    code = "DUPLICATE_REQUEST_ID"
 
 
 # ---------------------------------------------------------------------------- edit ledger

@@ -91,6 +91,9 @@ class DaemonCore:
         self._open_commands = 0  # accepted commands whose reply is not written yet
         self._commands_idle = trio.Event()
         self._commands_idle.set()
+        # ids of the accepted commands not replied to yet, by JSON type (3 and "3" differ): a
+        # command reusing one is refused (DUPLICATE_REQUEST_ID), so an id never has two replies
+        self.pending_ids: set[tuple[type, RequestId]] = set()
 
     # -- output ----------------------------------------------------------------------------
 
@@ -109,7 +112,12 @@ class DaemonCore:
                 self.stdout_broken = True
                 self.abort()  # nobody can read the results: do not finish the work
 
+    def _replying(self, rid: RequestId | None) -> None:
+        """The command with ``rid`` gets its one reply now: its id is free again."""
+        self.pending_ids.discard((type(rid), rid))
+
     async def reply(self, rid: RequestId | None, result: Any = None, *, error: CodexError | None = None) -> None:
+        self._replying(rid)
         answer = answering.get()
         if answer is not None and type(answer.rid) is type(rid) and answer.rid == rid:
             answer.done = True
@@ -133,6 +141,7 @@ class DaemonCore:
         if answer.done:
             return
         answer.done = True
+        self._replying(cmd.id)
         if isinstance(exc, CodexError):
             await self.write(error_reply(cmd.id, exc))
         else:

@@ -24,8 +24,10 @@ Theory of operation
 becomes a ``Command`` or a ``BadCommand`` that knows its reply. A line that is not JSON, has no
 usable id, names an unknown command or carries params that do not decode into the command's
 Struct gets an ``ok: false`` reply
-(``"id": null`` when no usable id could be read) and the loop goes on (R-D-4); nothing already
-queued is touched. A line nested deeper than ``MAX_COMMAND_DEPTH`` gets ``LINE_TOO_DEEP``
+carrying the line's id whenever one can be read (``"id": null`` only when none can,
+:mod:`codexrt._serve._codec`) and the loop goes on (R-D-4); nothing already queued is touched.
+A command whose id is still in use (its command has no reply yet, ``DaemonCore.pending_ids``)
+is refused with ``DUPLICATE_REQUEST_ID`` and not run. A line nested deeper than ``MAX_COMMAND_DEPTH`` gets ``LINE_TOO_DEEP``
 (its id is read from the top level of the line when it can be). The Structs bound every number
 and enum a handler relies on, so a handler never sees a value it cannot use.
 
@@ -85,12 +87,12 @@ import trio
 
 from codexrt._features._history import LEGACY_HISTORY_COMMANDS
 from codexrt._sansio._methods import safe_negative_reply
-from codexrt._sansio._errors import AccessInactive, CodexError
+from codexrt._sansio._errors import AccessInactive, CodexError, DuplicateRequestId
 from codexrt._sansio._framing import LineBuffer, OversizedLine
 from codexrt._sansio._redact import register_process_secrets
 from codexrt._serve import _handlers_control, _handlers_ops, _handlers_reads
 from codexrt._serve._channel import Answer, answering
-from codexrt._serve._codec import BadCommand, Command, parse_command, response_error
+from codexrt._serve._codec import BadCommand, Command, error_reply, parse_command, response_error
 from codexrt._serve._commands import COMMANDS, Lane
 from codexrt._serve._core import (DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_CHANNELS, PROTOCOL_VERSION, DaemonConfig,
                                   DaemonCore)
@@ -190,6 +192,13 @@ class Daemon(DaemonCore):
             log.info("bad command line: %s %s", cmd.code, cmd.message)
             await self.write(cmd.reply())
             return
+        key = (type(cmd.id), cmd.id)
+        if key in self.pending_ids:  # the pending command keeps its one reply; this one is refused
+            await self.write(error_reply(cmd.id, DuplicateRequestId(
+                f"this id is in use: a command with it has no reply yet; this {cmd.name} was not run",
+                details={"command": cmd.name})))
+            return
+        self.pending_ids.add(key)
         answer = Answer(cmd.id)
         token = answering.set(answer)
         try:

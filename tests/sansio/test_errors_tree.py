@@ -81,6 +81,7 @@ CODES: dict[str, str] = {
     "TooManyChannels": "TOO_MANY_CHANNELS",
     "DiffUnavailable": "DIFF_UNAVAILABLE",
     "UnknownCommand": "UNKNOWN_COMMAND",
+    "DuplicateRequestId": "DUPLICATE_REQUEST_ID",
     "PatchFormatError": "PATCH_FORMAT",
     "BinaryContentError": "BINARY_CONTENT",
     "EditStoreError": "EDIT_STORE",
