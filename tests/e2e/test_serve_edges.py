@@ -68,3 +68,37 @@ async def test_r_d_4_input_over_the_limit_is_refused_before_anything_is_created(
         assert status["channels"] == []  # no channel, no child, no thread
         assert await sp.finish() == 0
     assert read_log(log) == []
+
+
+def _rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+async def test_settled_operations_keep_no_answer_text_serve_rss_flat_over_30_big_turns(tmp_path):
+    """Issue 31: the runtime's table of the last 256 settled operations kept each final text,
+    so serve grew by ~1 MB per 1 MB answer. Settled records keep ids, status and error only:
+    over 30 turns of 1 MB answers, serve's RSS after the warm-up grows far less than the 25 MB
+    the answers of turns 6…30 would hold (a generous bound, not a timing)."""
+    answer = "0123456789abcdef" * (1_000_000 // 16)  # 1 MB
+    scenario = tmp_path / "big-answers.json"
+    scenario.write_text(json.dumps({"name": "big-answers", "description": "1 MB answers in 8 deltas",
+                                    "defaults": True, "settings": {"text": answer, "deltas": 8}}))
+    async with ServeProcess.open(tmp_path, "--codex-bin", fake_cli(tmp_path, str(scenario))) as sp:
+        pid = sp.proc.pid
+        thread_id = None
+        rss = {}
+        for turn in range(1, 31):
+            rid = await sp.send("codex.send", {"channelId": "c", "threadId": thread_id, "message": f"turn {turn}"})
+            reply = await sp.response(rid)
+            assert reply["result"]["status"] == "completed" and reply["result"]["finalText"] == answer
+            thread_id = reply["result"]["threadId"]
+            sp.lines.clear(), sp._unconsumed.clear(), sp.transcript.clear()  # keep the test's own memory flat
+            if turn in (5, 30):
+                rss[turn] = _rss_kib(pid)
+        growth_mb = (rss[30] - rss[5]) / 1024
+        assert growth_mb < 10, rss  # the old table: >= 25 MB here
+        assert await sp.finish() == 0
