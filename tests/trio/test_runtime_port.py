@@ -46,12 +46,17 @@ async def test_r_rt_4_kill_child_kills_the_current_child_only(peers):
 
 async def test_r_d_2_publish_stamps_events_like_the_runtimes_own(peers):
     async with _rt(peers, "handshake-ok", channel_id="ch-9") as rt:
-        await rt.ensure_started()
+        op = await rt.send("x").wait()
         with rt.subscribe() as events:
-            rt.publish("threadTitle", {"title": "t"}, thread_id="th-1")
+            rt.publish("threadTitle", {"title": "t"}, thread_id=op.thread_id)
             ev = events.get_nowait()
+            rt.publish("threadTitle", {"title": "u"}, thread_id="th-never-seen")
+            unknown = events.get_nowait()
         assert ev is not None and ev.kind == "threadTitle" and ev.payload == {"title": "t"}
-        assert (ev.channel_id, ev.runtime_generation, ev.thread_id, ev.root_thread_id) == ("ch-9", 1, "th-1", "th-1")
+        assert (ev.channel_id, ev.runtime_generation, ev.thread_id, ev.root_thread_id) == (
+            "ch-9", 1, op.thread_id, op.thread_id)
+        # a thread the runtime never saw: its root is not known (R-H-8, issue 31)
+        assert unknown is not None and (unknown.thread_id, unknown.root_thread_id) == ("th-never-seen", None)
 
 
 async def test_r_rt_6_unload_thread_marks_unloaded_and_unsubscribes_once(peers):
