@@ -179,7 +179,10 @@ class Operation:
             return False
         self.machine.fire(OpEvent.SETTLE)
         self.result = OperationResult(status, self.id, self.thread_id, self.turn_id, self._final_text, error)
-        payload: dict[str, Any] = {"kind": self.kind, **self.result.to_wire()}
+        # the same fields as serve's reply (docs/daemon-protocol.md): the result and its kind
+        # and clientMessageId
+        payload: dict[str, Any] = {"kind": self.kind, **self.result.to_wire(),
+                                   "clientMessageId": self.client_message_id}
         ev = self.runtime._event("operationDone", payload, op=self)
         self.stream.put(ev)
         self.stream.close()

@@ -87,6 +87,7 @@ __all__ = [
     "InteractionExpired",
     "InteractionStaleToken",
     "InteractionWrongGeneration",
+    "InteractionWrongChannel",
     "InteractionStateError",
     "InteractionInvalidReply",
     "ElicitationInvalidAnswer",
@@ -453,6 +454,13 @@ class InteractionWrongGeneration(InteractionError):
     """The answer names a runtime generation the interaction does not belong to."""
 
     code = "INTERACTION_WRONG_GENERATION"
+
+
+class InteractionWrongChannel(InteractionError):
+    """``codexrt serve``: a live interaction key answered with the ``channelId`` of another
+    channel than the one holding it; nothing was sent."""
+
+    code = "INTERACTION_WRONG_CHANNEL"
 
 
 class InteractionStateError(InteractionError):

@@ -11,6 +11,7 @@ import trio
 
 from codexrt._features._edits_live import LiveEdits
 from codexrt._features._helpers import TitleManager
+from codexrt._runtime._events import EventStream
 from codexrt._runtime._runtime import Operation, Runtime
 from codexrt._sansio._states import RuntimeState
 from codexrt._serve._codec import RequestId
@@ -53,6 +54,7 @@ class Channel:
         self.inflight = 0
         self.edits: LiveEdits | None = None  # the edit ledgers, on the first edit command
         self.titles: TitleManager | None = None  # automatic titles (serve --auto-title, R-HLP-3)
+        self.events: EventStream | None = None  # serve's subscription to the runtime (the forwarder's)
 
     async def cancel_titles(self, thread_id: str | None = None, *, reason: str) -> None:
         """Cancel pending automatic titles (one thread's, or all) and wait until their helper

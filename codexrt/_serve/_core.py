@@ -35,6 +35,8 @@ PROTOCOL_VERSION = 1
 #: How long a long command's waiter waits for the forwarder to pass ``operationDone`` before
 #: replying anyway (the event can only be late when stdout itself is stuck).
 DONE_EVENT_GRACE = 5.0
+#: The kind of serve's own marker on a channel's subscription (:meth:`DaemonCore.events_written`).
+_EVENTS_WRITTEN = "_serve.eventsWritten"
 #: stdin EOF: the default bound on finishing the work already accepted (``--drain-timeout``).
 DEFAULT_DRAIN_TIMEOUT = 300.0
 #: Default cap on channels (``--max-channels``); each channel may hold one app-server child.
@@ -236,6 +238,7 @@ class DaemonCore:
                         sub = rt.subscribe()
                         events = sub.__enter__()
                         ch = Channel(channel_id, rt)
+                        ch.events = events
                         if self.config.auto_title:
                             # subscribed before anything can start a thread; leaving the stack
                             # (before the runtime closes) cancels pending titles and reaps them
@@ -256,8 +259,25 @@ class DaemonCore:
                     del self.channels[channel_id]
                 ch.closed.set()
 
+    async def events_written(self, ch: Channel) -> None:
+        """Wait until the forwarder has written every event the channel's runtime published
+        before this call (a marker put on serve's own subscription; no other subscriber sees
+        it), so a reply written next comes after them — ``resetRuntime`` / ``releaseThread``
+        reply after their ``runtimeReset`` and ``STOPPED`` events. Bounded like the wait for
+        ``operationDone`` (:data:`DONE_EVENT_GRACE`: only a stuck stdout makes it late)."""
+        events = ch.events
+        if events is None or events.closed:
+            return
+        written = trio.Event()
+        events.put(CodexEvent(_EVENTS_WRITTEN, {"written": written}))
+        with trio.move_on_after(DONE_EVENT_GRACE):
+            await written.wait()
+
     async def _forward(self, ch: Channel, events: EventStream) -> None:
         async for ev in events:
+            if ev.kind == _EVENTS_WRITTEN:  # serve's own marker (events_written), never a line
+                ev.payload["written"].set()
+                continue
             await self.write(self._event_line(ch, ev))
             if ev.kind == "operationDone" and ev.client_operation_id:
                 done = ch.done_forwarded.pop(ev.client_operation_id, None)

@@ -155,7 +155,7 @@ class Daemon(DaemonCore):
             ch.rt.set_interaction_policy(_no_host_policy)
             for inter in ch.rt.pending_interactions():
                 try:
-                    await inter.decline()
+                    await inter.decline(by="policy")  # serve's, in the absent host's stead
                     declined += 1
                 except CodexError as exc:  # answered meanwhile, expired, or the child is gone
                     log.debug("stdin closed: interaction %s not declined: %s", inter.key, exc.code)

@@ -102,3 +102,107 @@ async def test_settled_operations_keep_no_answer_text_serve_rss_flat_over_30_big
         growth_mb = (rss[30] - rss[5]) / 1024
         assert growth_mb < 10, rss  # the old table: >= 25 MB here
         assert await sp.finish() == 0
+
+
+# -- events and docs agree (issue 31) ---------------------------------------------------------
+
+
+async def test_r_d_2_operation_done_is_the_reply_result(tmp_path):
+    """``operationDone`` has the same fields as the reply's result (clientMessageId included)."""
+    async with ServeProcess.open(tmp_path, "--codex-bin", fake_cli(tmp_path, "handshake-ok")) as sp:
+        rid = await sp.send("codex.send", {"channelId": "c", "message": "hi", "clientMessageId": "cm-7"})
+        reply = await sp.response(rid)
+        done = await sp.event("operationDone")
+        assert done["payload"] == reply["result"] and done["payload"]["clientMessageId"] == "cm-7"
+        assert await sp.finish() == 0
+
+
+async def test_r_rt_5_reset_and_release_reply_after_their_events(tmp_path):
+    """``resetRuntime`` / ``releaseThread`` reply after the ``runtimeReset`` and the
+    ``runtimeStateChanged`` to ``STOPPED`` they cause (docs/daemon-protocol.md)."""
+    async with ServeProcess.open(tmp_path, "--codex-bin", fake_cli(tmp_path, "handshake-ok")) as sp:
+        for command in ("codex.resetRuntime", "codex.releaseThread"):
+            sent = await sp.request("codex.send", {"channelId": "c", "message": "hi"})
+            params = {"channelId": "c"}
+            if command == "codex.releaseThread":
+                params["threadId"] = sent["result"]["threadId"]
+            reply = await sp.request(command, params)
+            assert reply["ok"] is True
+            at = sp.lines.index(reply)
+            reset = [i for i, l in enumerate(sp.lines) if l["type"] == "daemon" and l["kind"] == "runtimeReset"]
+            stopped = [i for i, l in enumerate(sp.lines) if l["type"] == "daemon" and l["kind"] == "runtimeStateChanged"
+                       and l["payload"]["to"] == "STOPPED"]
+            assert reset and reset[-1] < at and stopped and stopped[-1] < at, command
+            sp.lines.clear()
+        assert await sp.finish() == 0
+
+
+async def test_r_op_5_every_abort_shows_turn_aborted_before_the_terminal(tmp_path):
+    """``turnAborted`` is sent with every interrupt, before the operation's ``operationDone``
+    (it came only when the interrupt's answer beat the turn's terminal: 1 of 11 aborts)."""
+    async with ServeProcess.open(tmp_path, "--codex-bin", fake_cli(tmp_path, "hang-turn")) as sp:
+        thread_id = None
+        for _ in range(3):
+            rid = await sp.send("codex.send", {"channelId": "c", "message": "hang", "threadId": thread_id})
+            started = await sp.event("turnStarted")
+            abort = await sp.request("codex.abortTurn", {"channelId": "c"})
+            assert abort["result"]["stopPath"] == "interruptSent"
+            reply = await sp.response(rid)
+            thread_id = reply["result"]["threadId"]
+            assert reply["result"]["status"] == "interrupted"
+            op = started["clientOperationId"]
+            kinds = [l["kind"] for l in sp.lines if l["type"] == "daemon" and l["clientOperationId"] == op]
+            assert kinds.count("turnAborted") == 1 and kinds.index("turnAborted") < kinds.index("operationDone")
+        assert await sp.finish() == 0
+
+
+async def test_r_op_5_a_failed_interrupt_is_an_error_event_of_the_documented_shape(tmp_path):
+    scenario = tmp_path / "interrupt-refused.json"
+    scenario.write_text(json.dumps({
+        "name": "interrupt-refused", "description": "the turn hangs; turn/interrupt is refused", "defaults": True,
+        "rules": [{"match": {"method": "turn/start"}, "actions": [{"hang_turn": True}]},
+                  {"match": {"method": "turn/interrupt"},
+                   "actions": [{"error": {"code": -32600, "message": "no active turn to interrupt"}}]}]}))
+    async with ServeProcess.open(tmp_path, "--codex-bin", fake_cli(tmp_path, str(scenario)),
+                                 "--stop-budget", "1") as sp:
+        rid = await sp.send("codex.send", {"channelId": "c", "message": "hang"})
+        started = await sp.event("turnStarted")
+        await sp.request("codex.abortTurn", {"channelId": "c"})
+        error = await sp.event("error", lambda l: l["clientOperationId"] == started["clientOperationId"])
+        payload = error["payload"]
+        assert set(payload) == {"message", "code", "method"}
+        assert payload["code"] == "RPC_ERROR" and payload["method"] == "turn/interrupt"
+        assert payload["message"].startswith("turn/interrupt failed: ")
+        reply = await sp.response(rid)  # the stop budget ends it (R-OP-5)
+        assert reply["result"]["status"] == "failed"
+        assert await sp.finish() == 0
+
+
+async def test_r_int_1_wrong_channel_and_answering_twice_have_one_stable_code(tmp_path):
+    """A live key answered with another channel's id is ``INTERACTION_WRONG_CHANNEL`` (was
+    ``INTERACTION_UNKNOWN``); a second answer is ``INTERACTION_DUPLICATE`` both before and after
+    the server resolved the dialog (was ``INTERACTION_EXPIRED`` after). Nothing reaches the peer."""
+    log = tmp_path / "peer.log"
+    async with ServeProcess.open(tmp_path, "--codex-bin", fake_cli(tmp_path, "reverse-approval", log)) as sp:
+        await sp.request("codex.updateSettings", {"channelId": "other", "settings": {"model": "m"}})
+        send = await sp.send("codex.send", {"channelId": "c", "message": "run it"})
+        p = (await sp.event("interactionRequested"))["payload"]
+        answer = {"interactionKey": p["interactionKey"], "dialogToken": p["dialogToken"],
+                  "result": {"decision": "decline"}}
+        for wrong in ("other", "no-such-channel"):
+            bad = await sp.request("codex.respondInteraction", {**answer, "channelId": wrong})
+            assert bad["error"]["code"] == "INTERACTION_WRONG_CHANNEL", bad
+            assert bad["error"]["details"] == {"interactionKey": p["interactionKey"], "channelId": wrong,
+                                               "keyChannelId": "c"}
+        ok = await sp.request("codex.respondInteraction", {**answer, "channelId": "c"})
+        assert ok["ok"] is True
+        again = await sp.request("codex.respondInteraction", answer)
+        assert again["error"]["code"] == "INTERACTION_DUPLICATE"
+        await sp.event("interactionResolved")  # the server closed the dialog
+        await sp.response(send)
+        for _ in range(2):
+            late = await sp.request("codex.respondInteraction", answer)
+            assert late["error"]["code"] == "INTERACTION_DUPLICATE", late
+        assert await sp.finish() == 0
+    replies = [m for m in read_log(log) if "result" in m and "method" not in m]
+    assert [r["result"] for r in replies] == [{"decision": "decline"}]  # exactly one answer reached it

@@ -55,6 +55,7 @@ CODES: dict[str, str] = {
     "InteractionExpired": "INTERACTION_EXPIRED",
     "InteractionStaleToken": "INTERACTION_STALE_TOKEN",
     "InteractionWrongGeneration": "INTERACTION_WRONG_GENERATION",
+    "InteractionWrongChannel": "INTERACTION_WRONG_CHANNEL",
     "InteractionStateError": "INTERACTION_STATE",
     "InteractionInvalidReply": "INTERACTION_INVALID_REPLY",
     "ElicitationInvalidAnswer": "ELICITATION_INVALID_ANSWER",
