@@ -35,6 +35,7 @@ __all__ = [
     "Command",
     "BadCommand",
     "parse_command",
+    "line_head_id",
     "encode_line",
     "response_ok",
     "response_error",
@@ -189,6 +190,13 @@ def _shallow_id(line: bytes) -> RequestId | None:
         if pos >= n:
             return None
     return None
+
+
+def line_head_id(head: bytes) -> RequestId | None:
+    """The id of a command line too long to be read, from its first bytes
+    (:class:`~codexrt._sansio._framing.OversizedLine` ``head``): found when the line names it at
+    its top level before the cut (``{"id": …, "command": …, "params": <the long part>}``)."""
+    return _shallow_id(head) if head else None
 
 
 def _where(text: str) -> tuple[str, str]:

@@ -92,7 +92,7 @@ from codexrt._sansio._framing import LineBuffer, OversizedLine
 from codexrt._sansio._redact import register_process_secrets
 from codexrt._serve import _handlers_control, _handlers_ops, _handlers_reads
 from codexrt._serve._channel import Answer, answering
-from codexrt._serve._codec import BadCommand, Command, error_reply, parse_command, response_error
+from codexrt._serve._codec import BadCommand, Command, error_reply, line_head_id, parse_command, response_error
 from codexrt._serve._commands import COMMANDS, Lane
 from codexrt._serve._core import (DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_CHANNELS, PROTOCOL_VERSION, DaemonConfig,
                                   DaemonCore)
@@ -178,7 +178,8 @@ class Daemon(DaemonCore):
 
     async def _handle_frame(self, frame: bytes | OversizedLine) -> None:
         if isinstance(frame, OversizedLine):
-            await self.write(response_error(None, "LINE_TOO_LONG",
+            # its id, when the line's first bytes hold it at the top level (R-D-4, issue 31)
+            await self.write(response_error(line_head_id(frame.head), "LINE_TOO_LONG",
                                             f"command line of {frame.size} bytes exceeds the limit of {frame.limit}"))
             return
         if not frame.strip():

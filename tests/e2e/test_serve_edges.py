@@ -206,3 +206,14 @@ async def test_r_int_1_wrong_channel_and_answering_twice_have_one_stable_code(tm
         assert await sp.finish() == 0
     replies = [m for m in read_log(log) if "result" in m and "method" not in m]
     assert [r["result"] for r in replies] == [{"decision": "decline"}]  # exactly one answer reached it
+
+
+async def test_r_d_4_a_line_too_long_is_refused_with_its_id(tmp_path):
+    async with ServeProcess.open(tmp_path, "--codex-bin", fake_cli(tmp_path, "handshake-ok"),
+                                 "--max-line-bytes", "4096") as sp:
+        line = json.dumps({"id": "big", "command": "codex.send", "params": {"channelId": "c", "message": "x" * 200_000}})
+        await sp.send_raw(line.encode() + b"\n")
+        reply = await sp.response("big")
+        assert reply["error"]["code"] == "LINE_TOO_LONG"
+        assert (await sp.request("status"))["result"]["channels"] == []  # nothing was run
+        assert await sp.finish() == 0

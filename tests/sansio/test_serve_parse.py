@@ -342,3 +342,23 @@ def test_r_d_4_arbitrary_json_lines_never_raise(value):
     _assert_well_formed(out, value)
     if isinstance(out, BadCommand) and out.id is not None:
         assert out.id == value["id"]
+
+
+@pytest.mark.parametrize("chunk", [7, 64, 10_000])
+def test_r_d_4_a_line_too_long_keeps_the_id_it_starts_with(chunk):
+    """Issue 31: a command over ``--max-line-bytes`` is discarded unread, but its first bytes
+    are kept, so the ``LINE_TOO_LONG`` refusal carries its id when the line names it first —
+    whether the line came in one read or many (every path of the line buffer)."""
+    from codexrt._sansio._framing import LineBuffer, OversizedLine
+    from codexrt._serve._codec import line_head_id
+
+    big = b'{"id":"big-1","command":"codex.send","params":{"channelId":"c","message":"' + b"x" * 3000 + b'"}}'
+    late = b'{"command":"codex.send","params":{"message":"' + b"x" * 5000 + b'"},"id":7}'
+    data = big + b"\n" + late + b"\n" + b'{"id":2,"command":"status"}\n'
+    buf = LineBuffer(1000)
+    frames = [f for i in range(0, len(data), chunk) for f in buf.feed(data[i:i + chunk])]
+    assert [type(f) for f in frames] == [OversizedLine, OversizedLine, bytes]
+    assert [f.size for f in frames[:2]] == [len(big), len(late)]
+    assert line_head_id(frames[0].head) == "big-1"
+    assert line_head_id(frames[1].head) is None  # its id comes after the cut: not readable
+    assert line_head_id(b"") is None
