@@ -7,6 +7,7 @@ command loop and dispatch are :mod:`codexrt._serve._daemon`; the handlers are
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import traceback
@@ -96,6 +97,8 @@ class DaemonCore:
         # ids of the accepted commands not replied to yet, by JSON type (3 and "3" differ): a
         # command reusing one is refused (DUPLICATE_REQUEST_ID), so an id never has two replies
         self.pending_ids: set[tuple[type, RequestId]] = set()
+        self._markers: dict[int, trio.Event] = {}  # events_written: token → its wait
+        self._marker_tokens = itertools.count(1)
 
     # -- output ----------------------------------------------------------------------------
 
@@ -268,15 +271,21 @@ class DaemonCore:
         events = ch.events
         if events is None or events.closed:
             return
-        written = trio.Event()
-        events.put(CodexEvent(_EVENTS_WRITTEN, {"written": written}))
-        with trio.move_on_after(DONE_EVENT_GRACE):
-            await written.wait()
+        token = next(self._marker_tokens)
+        written = self._markers[token] = trio.Event()
+        events.put(CodexEvent(_EVENTS_WRITTEN, {"token": token}))  # a plain payload, like any event's
+        try:
+            with trio.move_on_after(DONE_EVENT_GRACE):
+                await written.wait()
+        finally:
+            self._markers.pop(token, None)
 
     async def _forward(self, ch: Channel, events: EventStream) -> None:
         async for ev in events:
             if ev.kind == _EVENTS_WRITTEN:  # serve's own marker (events_written), never a line
-                ev.payload["written"].set()
+                marker = self._markers.get(ev.payload.get("token"))
+                if marker is not None:
+                    marker.set()
                 continue
             await self.write(self._event_line(ch, ev))
             if ev.kind == "operationDone" and ev.client_operation_id:

@@ -27,7 +27,8 @@ Struct gets an ``ok: false`` reply
 carrying the line's id whenever one can be read (``"id": null`` only when none can,
 :mod:`codexrt._serve._codec`) and the loop goes on (R-D-4); nothing already queued is touched.
 A command whose id is still in use (its command has no reply yet, ``DaemonCore.pending_ids``)
-is refused with ``DUPLICATE_REQUEST_ID`` and not run. A line nested deeper than ``MAX_COMMAND_DEPTH`` gets ``LINE_TOO_DEEP``
+is refused with ``DUPLICATE_REQUEST_ID`` and not run. A line nested deeper than
+``MAX_COMMAND_DEPTH`` gets ``LINE_TOO_DEEP``
 (its id is read from the top level of the line when it can be). The Structs bound every number
 and enum a handler relies on, so a handler never sees a value it cannot use.
 
