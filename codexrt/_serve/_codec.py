@@ -180,6 +180,8 @@ def _shallow_id(line: bytes) -> RequestId | None:
         elif depth == 1 and colon:
             pass
         elif depth == 1 and key == b'"id"' and (string is not None or literal):
+            if literal and pos >= n:
+                return None  # a number at the very end may be cut short (a truncated line, a head)
             try:
                 value = _decoder.decode(string if string is not None else literal)
             except msgspec.MsgspecError:

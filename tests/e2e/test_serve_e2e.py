@@ -594,7 +594,7 @@ async def test_r_d_4_bad_lines_get_error_replies_and_nothing_queued_is_lost(tmp_
             (b'{"id": 8, "command": "codex.send", "params": {"channelId": "c", "message": 1}}\n', 8, "INVALID_PARAMS"),
             (b'{"id": 9, "command": "codex.send", "params": []}\n', 9, "INVALID_PARAMS"),
             (b'{"id": 10, "command": "status", "extra": 1}\n', 10, "INVALID_REQUEST"),
-            (b'{"id": "x", "command": "status"' + b" " * 5000 + b"}\n", None, "LINE_TOO_LONG"),
+            (b'{"id": "x", "command": "status"' + b" " * 5000 + b"}\n", "x", "LINE_TOO_LONG"),  # its id: from its head
         ]
         for raw, rid, code in bad_lines:
             await sp.send_raw(raw)

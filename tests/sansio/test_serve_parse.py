@@ -178,7 +178,8 @@ def test_read_only_commands_pass_native_params_through():
 
 
 @pytest.mark.parametrize("line", [b"not json", b"{", b'{"command":"status"', b"\xff\xfe", b'"\\ud800"',
-                                  b'{"id":1e999,"command":"status"}', b'{"params":{"id":3},"x":1e999}'])
+                                  b'{"id":1e999,"command":"status"}', b'{"params":{"id":3},"x":1e999}',
+                                  b'{"id":12'])  # a number at the cut may be cut short: not read
 def test_r_d_4_not_json_without_a_readable_id_gets_null_id(line):
     bad = _bad(line)
     assert bad.id is None and bad.code == "INVALID_JSON"
@@ -188,6 +189,7 @@ def test_r_d_4_not_json_without_a_readable_id_gets_null_id(line):
     (b'{"id":"t1","command":"codex.readWorkspaceDiff","params":{"cwd":"/tmp","timeout":1e999}}', "t1"),  # issue 31
     (b'{"command":"status","params":{"x":-1e999},"id":7}', 7),
     (b'{"id":1,"command":"status"', 1),  # cut short
+    (b'{"id":"ab"', "ab"),  # cut right after a whole string id
     (b'{"id":"u","command":"status","params":{"x":"\xff"}}', "u"),  # invalid UTF-8 elsewhere
     (b'{"id":"s","command":"status","params":{"x":"\\ud800"}}', "s"),  # a lone surrogate escape
     (b'{"id":2.5,"command":"codex.send","params":{"channelId":"c","message":"hi","x":1e400}}', 2.5),
