@@ -64,7 +64,8 @@ class ErrorInfo(TypedDict):
 
 
 class OperationDone(TypedDict):
-    """The operation's terminal (the same fields as :class:`~codexrt.OperationResult`)."""
+    """The operation's terminal (the same fields as :class:`~codexrt.OperationResult`, plus
+    its kind and clientMessageId: the same object as ``serve``'s reply result)."""
 
     kind: str
     status: Literal["completed", "failed", "interrupted", "cancelled"]
@@ -73,6 +74,7 @@ class OperationDone(TypedDict):
     turnId: str | None
     finalText: str | None
     error: NotRequired[ErrorInfo]
+    clientMessageId: str | None
 
 
 class InteractionRequested(TypedDict):

@@ -15,6 +15,7 @@ from codexrt._sansio._errors import (
     CodexError,
     ConfigError,
     ContextNotDeliverable,
+    InvalidParams,
     InvalidTextElements,
     LocalProtocolError,
     OperationCancelled,
@@ -29,7 +30,8 @@ from codexrt._sansio._errors import (
     WriterConflict,
     from_rpc_error,
 )
-from codexrt._sansio._context import ContextDelivery, ContextFragment, ContextFragments, prepare_input
+from codexrt._sansio._context import (MAX_INPUT_CHARS, ContextDelivery, ContextFragment, ContextFragments,
+                                     prepare_input)
 from codexrt._sansio._states import OpEvent, OpPhase
 from codexrt._sansio._settings import Settings
 from codexrt._runtime._operations import STATUS_CANCELLED, STATUS_COMPLETED, STATUS_FAILED, Operation
@@ -111,6 +113,8 @@ class _Dispatch:
                 return
             if op.kind == "send" and not await self._decide_context(op):
                 return
+            if op.kind == "send":
+                self._check_input_size(op)  # before a thread is started or resumed
             await self._bootstrap_thread(op, conn)
             if op.thread_id is not None:
                 self._last_root_thread = op.thread_id
@@ -214,6 +218,21 @@ class _Dispatch:
         op.payload["contextDelivery"] = delivery.value
         return True
 
+    def _check_input_size(self, op: Operation) -> None:
+        """The server refuses a turn whose input text exceeds :data:`MAX_INPUT_CHARS` — only at
+        ``turn/start``, after a new thread was created. The text it would get (context included
+        when it travels in the text convention) is measured here instead, before anything is
+        created; over the limit the send fails with ``INVALID_PARAMS``."""
+        fragments, _ = self._context_fragments(op)
+        delivery = ContextDelivery(op.payload.get("contextDelivery", ContextDelivery.NONE.value))
+        text: str = op.payload["text"]
+        if fragments and delivery is ContextDelivery.TEXT_CONVENTION:
+            text = prepare_input(text, fragments, delivery).text
+        if len(text) > MAX_INPUT_CHARS:
+            raise InvalidParams(f"the input is {len(text)} characters; the app-server takes at most "
+                                f"{MAX_INPUT_CHARS}; nothing was started",
+                                details={"maxChars": MAX_INPUT_CHARS, "actualChars": len(text)})
+
     async def _start_turn(self, op: Operation, conn: Connection) -> None:
         settings = op.settings or Settings()
         images: list[dict[str, Any]] = []
@@ -289,10 +308,15 @@ class _Dispatch:
             raise
         if op.terminal:
             return
+        # By identity (R-OP-3): review/start names its turn (a nested turn's turn/started, which may
+        # come first, names the same turn as its rootTurnId); compact's {} names none, so its turn
+        # is the first top-level turn of its thread after the request.
         turn = (result or {}).get("turn") if isinstance(result, dict) else None
-        if isinstance(turn, dict) and isinstance(turn.get("id"), str):
-            op._bind_turn(turn["id"])
-        self._deliver(self._event("operationAcked", {"result": result}, op=op), op)
+        if not isinstance(turn, dict) or not isinstance(turn.get("id"), str):
+            turn = None
+        elif op.turn_id is None and op._bind_turn(turn["id"]) and op.cancel_requested:
+            self._nursery.start_soon(self._send_interrupt, op)
+        self._deliver(self._event("operationAcked", {"turn": turn, "result": result}, op=op), op)
 
     async def _settings_gate(self, op: Operation, conn: Connection) -> None:
         """R-SET-2: compact/review carry no settings, so the revision frozen at dispatch is pushed

@@ -19,6 +19,7 @@ from codexrt._sansio._errors import (
     CodexError,
     InteractionError,
     InteractionExpired,
+    InvalidParams,
     LocalProtocolError,
     PrivacyIndexWriteFailed,
 )
@@ -246,16 +247,19 @@ class _InteractionGlue:
                                     {"by": by, "error": True} if error is not None else {"by": by})
 
 
-    async def respond_interaction(self, key: str, dialog_token: str, result: Any) -> None:
+    async def respond_interaction(self, key: str, dialog_token: str, result: Any, *, by: str = "host") -> None:
         """Answer an interaction with a typed result (R-INT-1, R-INT-3). Refuses unknown,
         duplicate, expired, stale-token and wrong-generation answers and invalid replies with
         :class:`InteractionError` (``INTERACTION_*``), and a ``requestUserInput``/elicitation
         answer whose privacy record could not be written (``PRIVACY_INDEX_WRITE_FAILED``; the
         server then got an error reply instead). Cancelling it after the reply was claimed
-        leaves the interaction answered (it is never sent twice)."""
+        leaves the interaction answered (it is never sent twice). ``by`` (``"host"`` or
+        ``"policy"``) is who answered, for ``interactionAnswered``."""
+        if by not in ("host", "policy"):
+            raise InvalidParams(f"by must be 'host' or 'policy', not {by!r}")
         inter = self._registry.lookup(key, dialog_token, self.generation)
         validate_reply(inter.method, result, inter.params)
-        await self._send_answer(inter, result, by="host")
+        await self._send_answer(inter, result, by=by)
 
     async def respond_interaction_error(self, key: str, dialog_token: str, code: int, message: str) -> None:
         """Answer with a JSON-RPC error instead of a result (same refusals as above)."""

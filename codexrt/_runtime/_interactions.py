@@ -125,7 +125,7 @@ class InteractionOwner(Protocol):
     @property
     def config(self) -> Any: ...
 
-    async def respond_interaction(self, key: str, dialog_token: str, result: Any) -> None: ...
+    async def respond_interaction(self, key: str, dialog_token: str, result: Any, *, by: str = "host") -> None: ...
 
     async def respond_interaction_error(self, key: str, dialog_token: str, code: int, message: str) -> None: ...
 
@@ -277,8 +277,8 @@ class Interaction:
 
     # -- answering (each goes through Runtime.respond_interaction: validated, privacy-recorded) --
 
-    async def respond(self, result: Any) -> None:
-        await self.runtime.respond_interaction(self.key, self.dialog_token, result)
+    async def respond(self, result: Any, *, by: str = "host") -> None:
+        await self.runtime.respond_interaction(self.key, self.dialog_token, result, by=by)
 
     async def respond_error(self, code: int, message: str) -> None:
         await self.runtime.respond_interaction_error(self.key, self.dialog_token, code, message)
@@ -304,9 +304,11 @@ class Interaction:
         else:
             raise _invalid(f"accept_for_session() is for command/file approvals, not {self.kind}")
 
-    async def decline(self) -> None:
-        """The kind's safe negative reply (decline / grant nothing / no answers / cancel)."""
-        await self.respond(safe_negative_reply(self.method, self.params))
+    async def decline(self, *, by: str = "host") -> None:
+        """The kind's safe negative reply (decline / grant nothing / no answers / cancel).
+        ``by`` is who answered, as ``interactionAnswered`` reports it: ``"host"``, or
+        ``"policy"`` for code answering in the host's stead (``serve`` after stdin EOF)."""
+        await self.respond(safe_negative_reply(self.method, self.params), by=by)
 
     async def cancel(self) -> None:
         """Approvals: ``cancel`` (declines and interrupts the turn); elicitation: cancel."""
@@ -439,7 +441,10 @@ class InteractionRegistry:
             raise InteractionStaleToken("stale or wrong dialog token (the dialog was replayed with a new token, "
                                         "or this is not its page)",
                                         details={"interactionKey": key})
-        if inter.state in (InteractionState.ANSWERING, InteractionState.ANSWERED):
+        if inter.state in (InteractionState.ANSWERING, InteractionState.ANSWERED) or inter.answered_by in ("host",
+                                                                                                            "policy"):
+            # one code whatever the timing: also once the server resolved or the runtime expired
+            # the dialog after the answer (was INTERACTION_EXPIRED then, issue 31)
             raise InteractionDuplicate("interaction was already answered",
                                        details={"interactionKey": key, "answeredBy": inter.answered_by})
         if inter.generation != generation:

@@ -242,11 +242,16 @@ class _Lifecycle:
         """Retire the current child and confirm its exit (R-RT-5). Concurrent resets share one
         retirement; a reset never closes a newer runtime than the one it saw. A start in
         progress is cancelled, and its child retired even when that start completed anyway
-        (cancelled past its last checkpoint)."""
+        (cancelled past its last checkpoint); a start asked for before the reset that has not
+        begun yet — waiting for the start lock, or holding it in the instant before it
+        registered — never begins (``CLOSED``, ``startupCancelled``)."""
         conn = self.conn
         starting = self._start_scope
-        if conn is None and starting is not None:
-            starting.cancel()  # STARTING/INITIALIZING: the child being started is retired too
+        if conn is None:
+            if starting is not None:
+                starting.cancel()  # STARTING/INITIALIZING: the child being started is retired too
+            # Every start asked for before this reset and not begun yet fails instead of
+            # starting a child behind the reset's back (ensure_started checks this count).
             self._starts_cancelled += 1
         async with self._start_lock:
             if starting is not None and conn is None:

@@ -14,7 +14,7 @@ import trio
 from codexrt._connection import Connection
 from codexrt._sansio._errors import ClosedError, CodexError, ConfigError, InvalidParams, QueueFull
 from codexrt._runtime._events import CodexEvent, EventStream
-from codexrt._sansio._context import ContextFragments, EditorState, build_context
+from codexrt._sansio._context import MAX_INPUT_CHARS, ContextFragments, EditorState, build_context
 from codexrt._sansio._states import OP_TABLE, Machine, OpEvent, OpPhase
 from codexrt._io._retry import call_read
 from codexrt._sansio._settings import Settings
@@ -71,9 +71,10 @@ class Operation:
     Event buffering (explicit policy): the operation's own stream keeps every event of the
     operation from ``operationQueued`` to ``operationDone`` until it is read — reading late
     (e.g. after ``wait()``) still yields all of them, text coalesced but never lost
-    (``codexrt._runtime._events``). The buffer lives as long as the operation object; the runtime keeps
-    a terminal operation only in its bounded recent table (:attr:`Runtime.MAX_RECENT_OPS`), so
-    an operation nobody holds is freed with its buffer. A caller that will never read the
+    (``codexrt._runtime._events``). The buffer lives as long as the operation object; once it
+    is terminal the runtime keeps only a settled record of it (ids, status, error — no text, no
+    events) in its bounded recent table (:attr:`Runtime.MAX_RECENT_OPS`), so an operation
+    nobody holds is freed with its buffer and its answer. A caller that will never read the
     stream (e.g. it follows ``rt.subscribe()`` instead, as ``codexrt serve`` does) calls
     :meth:`discard_events` right away: nothing is buffered for it from then on."""
 
@@ -156,13 +157,32 @@ class Operation:
         if item.get("type") == "agentMessage" and isinstance(item.get("text"), str):
             self._final_text = item["text"]
 
+    def _settled_record(self) -> "Operation":
+        """What the runtime's table of recent settled operations keeps of this one: ids, kind,
+        thread, turn, generation, settings, the terminal phase and the result's status and
+        error — not the answer text, the input or events (the caller has the text in the result
+        it holds; 1 MB answers must not stay 256 deep per runtime, issue 31)."""
+        assert self.result is not None
+        rec = Operation(self.runtime, self.kind, self.id, thread_id=self.thread_id,
+                        client_message_id=self.client_message_id, payload={})
+        rec.machine = self.machine  # terminal: it never moves again
+        rec.turn_id, rec.generation, rec.settings = self.turn_id, self.generation, self.settings
+        rec.cancel_requested, rec.cancel_requested_at = self.cancel_requested, self.cancel_requested_at
+        rec.result = attrs.evolve(self.result, final_text=None)
+        rec.stream, rec._events_discarded = _DiscardStream(), True
+        rec._done.set()
+        return rec
+
     def _settle(self, status: str, error: CodexError | None = None) -> bool:
         """Terminal, exactly once (R-OP-4). Returns False for a duplicate."""
         if self.terminal:
             return False
         self.machine.fire(OpEvent.SETTLE)
         self.result = OperationResult(status, self.id, self.thread_id, self.turn_id, self._final_text, error)
-        payload: dict[str, Any] = {"kind": self.kind, **self.result.to_wire()}
+        # the same fields as serve's reply (docs/daemon-protocol.md): the result and its kind
+        # and clientMessageId
+        payload: dict[str, Any] = {"kind": self.kind, **self.result.to_wire(),
+                                   "clientMessageId": self.client_message_id}
         ev = self.runtime._event("operationDone", payload, op=self)
         self.stream.put(ev)
         self.stream.close()
@@ -241,18 +261,21 @@ class _Operations:
     ``Runtime.__init__``)."""
 
     #: Settled operations kept findable by id (``operation()``, ``abort(id)``); older ones are
-    #: forgotten (their events go with them unless the caller still holds the operation).
+    #: forgotten. The table keeps a settled record (:meth:`Operation._settled_record`), never the
+    #: answer text, input or events: those live only as long as the caller's own object.
     MAX_RECENT_OPS = 256
 
     def operation(self, op_id: str) -> Operation | None:
-        """The operation with client operation id ``op_id``: any unsettled one, or one of the
-        last :attr:`MAX_RECENT_OPS` settled ones; else None."""
+        """The operation with client operation id ``op_id``: any unsettled one, or the settled
+        record of one of the last :attr:`MAX_RECENT_OPS` settled ones (its ids, status and
+        error; ``result.final_text`` is None and it has no events — the object ``send()``
+        returned keeps those); else None."""
         return self._ops.get(op_id) or self._recent_ops.get(op_id)
 
     def _forget_settled(self, op: Operation) -> None:
         if self._ops.pop(op.id, None) is None:
             return
-        self._recent_ops[op.id] = op
+        self._recent_ops[op.id] = op._settled_record()
         while len(self._recent_ops) > self.MAX_RECENT_OPS:
             self._recent_ops.popitem(last=False)
 
@@ -316,6 +339,9 @@ class _Operations:
         input items after the text (R-CAT-1). Raises ``ConfigError`` for malformed context."""
         if not isinstance(text, str):
             raise ConfigError("text must be a string")
+        if len(text) > MAX_INPUT_CHARS:  # the server's limit, refused before anything is queued
+            raise InvalidParams(f"text is {len(text)} characters; the app-server takes at most {MAX_INPUT_CHARS}",
+                                details={"maxChars": MAX_INPUT_CHARS, "actualChars": len(text)})
         if editor_state is not None and context is not None:
             raise ConfigError("give editor_state or context, not both")
         frozen = context if context is not None else (build_context(editor_state) if editor_state is not None

@@ -23,6 +23,8 @@ class _Relations:
     MAX_ANCESTRY = 16
 
     def _want_relation(self, thread_id: str) -> None:
+        if thread_id not in self.threads:  # first seen as a receiver of a spawn: not known as a root
+            self._thread_info(thread_id).root = False
         info = self._thread_info(thread_id)
         if info.root_id is not None or info.relation_pending or self.conn is None:
             return
@@ -35,6 +37,7 @@ class _Relations:
         ``threadRelationVerified`` published; a walk of an older generation publishes nothing."""
         chain: list[tuple[str, str]] = []
         cur, status = thread_id, None
+        walked = False  # the walk reached a thread without parent (not an error, not too deep)
         try:
             for _ in range(self.MAX_ANCESTRY):
                 res = await call_read(conn, "thread/read", {"threadId": cur})
@@ -44,6 +47,7 @@ class _Relations:
                     status = thread["status"].get("type")
                 parent = thread.get("parentThreadId")
                 if not isinstance(parent, str) or not parent or parent == cur:
+                    walked = True
                     break
                 chain.append((cur, parent))
                 cur = parent
@@ -57,6 +61,8 @@ class _Relations:
         info = self._thread_info(thread_id)
         info.relation_pending = False
         if not chain:
+            if walked and info.root_id is None:
+                info.root = True  # read: it has no parent, it is a root of its own
             return  # a root, or not verified (a later hint tries again)
         root = cur
         root_info = self._thread_info(root)

@@ -48,6 +48,7 @@ def _oversized_id(*values: Any) -> int | None:
         if type(v) is str and len(v) > MAX_NATIVE_ID_CHARS:
             return len(v)
     return None
+_TURN_METHODS = frozenset({"turn/started", "turn/completed"})
 
 
 class _Routing:
@@ -57,10 +58,7 @@ class _Routing:
     def _event(self, kind: str, payload: dict[str, Any] | None = None, *, op: Operation | None = None,
                thread_id: str | None = None, turn_id: str | None = None, item_id: str | None = None) -> CodexEvent:
         tid = thread_id if thread_id is not None else (op.thread_id if op else None)
-        root = tid
-        info = self.threads.get(tid) if tid else None
-        if info is not None and not info.root:
-            root = info.root_id  # a child: its verified root, None until verified (R-H-8)
+        root = self._root_of(tid)
         return CodexEvent(
             kind,
             payload or {},
@@ -72,6 +70,15 @@ class _Routing:
             turn_id=turn_id if turn_id is not None else (op.turn_id if op else None),
             item_id=item_id,
         )
+
+    def _root_of(self, thread_id: str | None) -> str | None:
+        """The ``rootThreadId`` of an event of ``thread_id`` (R-H-8): the thread itself when it
+        is a known root; a child's verified root; None while that is not known (a child not yet
+        verified, a thread this runtime never saw)."""
+        info = self.threads.get(thread_id) if thread_id else None
+        if info is None:
+            return None
+        return thread_id if info.root else info.root_id
 
     def _publish(self, ev: CodexEvent) -> None:
         for sub in self._subscribers:
@@ -214,7 +221,18 @@ class _Routing:
                                                                   f"{MAX_NATIVE_ID_CHARS}); not routed"}))
             return
 
-        if thread_id and method in _STATUS_METHODS:
+        inner = None
+        if turn is not None and turn_id and method in _TURN_METHODS:
+            root_turn = turn.get("rootTurnId")
+            if (isinstance(root_turn, str) and root_turn and root_turn != turn_id
+                    and self._op_for(thread_id, root_turn) is not None):
+                # A nested turn of an operation's turn on the same thread (a review's inner turn,
+                # R-OP-3): routed and reported under the turn it belongs to, named by identity —
+                # never bound as the operation's own turn. (A sub-agent's turn also names its
+                # parent's turn as rootTurnId, but runs on its own thread: not this case.)
+                inner, turn_id = turn_id, root_turn
+
+        if thread_id and method in _STATUS_METHODS and not (inner and method == "turn/completed"):
             self._track_status(method, thread_id, params, turn_id)
         if method == "item/completed" and item is not None and item.get("type") == "collabAgentToolCall":
             for child in item.get("receiverThreadIds") or ():
@@ -251,6 +269,11 @@ class _Routing:
                     self._nursery.start_soon(self._send_interrupt, op)
             else:
                 self._publish(self._event("turnStarted", {"turn": turn}, thread_id=thread_id, turn_id=turn_id))
+            return
+        if method == "turn/completed" and inner is not None:
+            # the end of a nested turn is not its root's terminal: it settles nothing
+            self._deliver(self._event("nativeNotification", {"method": method, "params": params}, op=op,
+                                      thread_id=thread_id, turn_id=turn_id), op)
             return
         if method == "turn/completed" and turn_id:
             status = (turn or {}).get("status")
@@ -313,11 +336,7 @@ class _Routing:
         op = self.active
         if op is None or turn_id is None or op.turn_id != turn_id or op.thread_id != thread_id or op.terminal:
             op = self._op_for(thread_id, turn_id)  # the fast test above is _op_for's common hit
-        root = thread_id
-        if thread_id:
-            info = self.threads.get(thread_id)
-            if info is not None and not info.root:
-                root = None
+        root = self._root_of(thread_id)
         if turn_id is None and op is not None:
             turn_id = op.turn_id
         # delta_key(), inlined: this runs once per native delta
@@ -350,6 +369,7 @@ class _Routing:
             if method != "turn/started":
                 return
             info = self._thread_info(thread_id)
+            info.root = False  # not known to be a root until its ancestry is read (R-H-8)
             self._want_relation(thread_id)
         if method == "thread/status/changed":
             st = params.get("status")

@@ -110,7 +110,7 @@ class Runtime(_Lifecycle, _Routing, _InteractionGlue, _Operations, _Dispatch, _S
         # and its connection once spawned (a stop watchdog kills it, R-OP-5).
         self._start_scope: trio.CancelScope | None = None
         self._starting_conn: Connection | None = None
-        self._starts_cancelled = 0  # bumped when reset() cancels a start: its waiters fail too
+        self._starts_cancelled = 0  # bumped when reset() finds no child: pending starts fail
         self._started_in: trio.CancelScope | None = None  # the scope of the start that made the current child
         self._queue: list[Operation] = []
         self._queue_event = trio.Event()

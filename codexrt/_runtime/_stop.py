@@ -59,14 +59,15 @@ class _StopPaths:
         conn = self.conn
         if conn is None or op.terminal or op.turn_id is None or op.thread_id is None:
             return
+        # Reported when it is sent, so every interrupt shows up, before the operation's terminal:
+        # the real server usually completes the turn before it answers turn/interrupt.
+        self._deliver(self._event("turnAborted", {"requested": True}, op=op), op)
         try:
             await conn.call("turn/interrupt", {"threadId": op.thread_id, "turnId": op.turn_id})
-            ev = self._event("turnAborted", {"requested": True}, op=op)
         except CodexError as exc:
-            ev = self._event("error", {"message": f"turn/interrupt failed: {exc.message}",
-                                       "code": exc.code}, op=op)
-        if not op.terminal:  # a turn that ended meanwhile raced the interrupt: nothing to report
-            self._deliver(ev, op)
+            if not op.terminal:  # a turn that ended meanwhile raced the interrupt: nothing to report
+                self._deliver(self._event("error", {"message": f"turn/interrupt failed: {exc.message}",
+                                                    "code": exc.code, "method": "turn/interrupt"}, op=op), op)
 
     async def _stop_watchdog(self, op: Operation) -> None:
         with trio.move_on_after(self.config.stop_budget):

@@ -87,6 +87,7 @@ __all__ = [
     "InteractionExpired",
     "InteractionStaleToken",
     "InteractionWrongGeneration",
+    "InteractionWrongChannel",
     "InteractionStateError",
     "InteractionInvalidReply",
     "ElicitationInvalidAnswer",
@@ -113,6 +114,7 @@ __all__ = [
     "TooManyChannels",
     "DiffUnavailable",
     "UnknownCommand",
+    "DuplicateRequestId",
     "PatchFormatError",
     "BinaryContentError",
     "EditStoreError",
@@ -461,6 +463,13 @@ class InteractionWrongGeneration(InteractionError):
     code = "INTERACTION_WRONG_GENERATION"
 
 
+class InteractionWrongChannel(InteractionError):
+    """``codexrt serve``: a live interaction key answered with the ``channelId`` of another
+    channel than the one holding it; nothing was sent."""
+
+    code = "INTERACTION_WRONG_CHANNEL"
+
+
 class InteractionStateError(InteractionError):
     """The interaction is not in a state that allows this step."""
 
@@ -619,6 +628,13 @@ class UnknownCommand(CodexError):
     """A command name that this handler does not know."""
 
     code = "UNKNOWN_COMMAND"
+
+
+class DuplicateRequestId(CodexError):
+    """A ``codexrt serve`` command reused the id of a command that has no reply yet: refused,
+    not run (the pending command keeps its one reply)."""
+
+    code = "DUPLICATE_REQUEST_ID"
 
 
 # ---------------------------------------------------------------------------- edit ledger

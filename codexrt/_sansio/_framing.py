@@ -19,14 +19,19 @@ import attrs
 __all__ = ["LineBuffer", "OversizedLine", "DEFAULT_MAX_LINE"]
 
 DEFAULT_MAX_LINE = 16 * 1024 * 1024
+#: How much of an oversized line :class:`OversizedLine` keeps.
+HEAD_BYTES = 4096
 
 
 @attrs.frozen
 class OversizedLine:
-    """A line that exceeded the limit; ``size`` is how many bytes it had (complete)."""
+    """A line that exceeded the limit; ``size`` is how many bytes it had (complete). ``head``
+    is its first :data:`HEAD_BYTES` bytes (not compared): enough for ``serve`` to read the
+    request id of a command that was too long, so its refusal carries that id."""
 
     size: int
     limit: int
+    head: bytes = attrs.field(default=b"", eq=False, repr=False)
 
 
 Frame = Union[bytes, OversizedLine]
@@ -36,7 +41,7 @@ class LineBuffer:
     """Split a byte stream into lines (without the trailing ``\\n``; a ``\\r`` before it is kept
     and left to the JSON decoder, which treats it as whitespace)."""
 
-    __slots__ = ("max_line", "_buf", "_discarding", "_discarded")
+    __slots__ = ("max_line", "_buf", "_discarding", "_discarded", "_head")
 
     def __init__(self, max_line: int = DEFAULT_MAX_LINE) -> None:
         if max_line < 1:
@@ -45,6 +50,7 @@ class LineBuffer:
         self._buf = bytearray()
         self._discarding = False
         self._discarded = 0
+        self._head = b""  # the start of the line being discarded
 
     def feed(self, data: bytes) -> list[Frame]:
         """Add ``data``; return every line it completed, in order."""
@@ -60,18 +66,19 @@ class LineBuffer:
                 break
             if self._discarding:
                 size = self._discarded + (nl - start)
-                out.append(OversizedLine(size, self.max_line))
+                out.append(OversizedLine(size, self.max_line, self._head))
+                self._head = b""
                 self._discarding = False
                 self._discarded = 0
             elif self._buf:
                 self._buf += data[start:nl]
                 if len(self._buf) > self.max_line:
-                    out.append(OversizedLine(len(self._buf), self.max_line))
+                    out.append(OversizedLine(len(self._buf), self.max_line, bytes(self._buf[:HEAD_BYTES])))
                 else:
                     out.append(bytes(self._buf))
                 self._buf.clear()
             elif nl - start > self.max_line:
-                out.append(OversizedLine(nl - start, self.max_line))
+                out.append(OversizedLine(nl - start, self.max_line, data[start:start + HEAD_BYTES]))
             else:
                 out.append(data[start:nl])
             start = nl + 1
@@ -89,13 +96,15 @@ class LineBuffer:
                 self._append_partial(data, 0, len(data))
                 return []
             self._buf += data[:nl]
-            first = OversizedLine(len(self._buf), limit) if len(self._buf) > limit else bytes(self._buf)
+            first = (OversizedLine(len(self._buf), limit, bytes(self._buf[:HEAD_BYTES])) if len(self._buf) > limit
+                     else bytes(self._buf))
             self._buf.clear()
             data = data[nl + 1:]
         lines: list[Frame] = data.split(b"\n")  # type: ignore[assignment]
         tail = lines.pop()
         if lines and max(map(len, lines)) > limit:  # type: ignore[arg-type]
-            lines = [OversizedLine(len(x), limit) if len(x) > limit else x for x in lines]  # type: ignore[arg-type]
+            lines = [OversizedLine(len(x), limit, x[:HEAD_BYTES]) if len(x) > limit else x  # type: ignore[arg-type,index]
+                     for x in lines]
         if first is not None:
             lines.insert(0, first)
         if tail:
@@ -137,6 +146,7 @@ class LineBuffer:
         if len(self._buf) > self.max_line:
             self._discarding = True
             self._discarded = len(self._buf)
+            self._head = bytes(self._buf[:HEAD_BYTES])
             self._buf = bytearray()
 
     def close(self) -> list[Frame]:

@@ -15,6 +15,7 @@ from codexrt._serve._codec import RequestId
 if TYPE_CHECKING:  # the runtime loads with the first channel (issue 34: a quick first ``status``)
     from codexrt._features._edits_live import LiveEdits
     from codexrt._features._helpers import TitleManager
+    from codexrt._runtime._events import EventStream
     from codexrt._runtime._runtime import Operation, Runtime
 
 __all__ = ["Answer", "answering", "Channel", "inflight_release"]
@@ -55,6 +56,7 @@ class Channel:
         self.inflight = 0
         self.edits: LiveEdits | None = None  # the edit ledgers, on the first edit command
         self.titles: TitleManager | None = None  # automatic titles (serve --auto-title, R-HLP-3)
+        self.events: EventStream | None = None  # serve's subscription to the runtime (the forwarder's)
 
     async def cancel_titles(self, thread_id: str | None = None, *, reason: str) -> None:
         """Cancel pending automatic titles (one thread's, or all) and wait until their helper

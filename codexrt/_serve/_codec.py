@@ -3,7 +3,11 @@ or a :class:`BadCommand` carrying its ``ok: false`` reply (R-D-4), and the reply
 
 A line that is not JSON, has no usable id, names an unknown command or carries params that do
 not decode into the command's Struct (:mod:`codexrt._serve._commands`) gets an ``ok: false``
-reply (``"id": null`` when no usable id could be read). Params errors say where:
+reply carrying the line's id whenever its top level holds one — also when the line does not
+decode whole (a number a double cannot hold, invalid UTF-8, a bad escape elsewhere: the id is
+read by a shallow scan) and when the id is a string over :data:`MAX_ID_LENGTH` (refused, and
+echoed whole); ``"id": null`` only when no id can be read (none, ``null``, a boolean, an
+object, a number out of range). Params errors say where:
 ``INVALID_PARAMS`` ``"codex.send: Expected `str`, got `int` - at $.params.threadId"`` with
 ``details.path`` ``"$.params.threadId"``. A line nested deeper than :data:`MAX_COMMAND_DEPTH`
 gets ``LINE_TOO_DEEP`` (its id is read from the top level of the line when it can be).
@@ -31,13 +35,15 @@ __all__ = [
     "Command",
     "BadCommand",
     "parse_command",
+    "line_head_id",
     "encode_line",
     "response_ok",
     "response_error",
     "error_reply",
 ]
 
-#: Longest usable string id; a longer one is answered with ``"id": null``.
+#: Longest usable string id; a command with a longer one is refused (``INVALID_REQUEST``, the
+#: refusal echoing the id whole).
 MAX_ID_LENGTH = 1024
 #: Deepest nesting of arrays/objects in one command line (``LINE_TOO_DEEP`` beyond it). Real
 #: commands nest a few levels; the bound keeps parsing and validation far from Python's
@@ -114,6 +120,20 @@ def _usable_id(value: Any) -> bool:
     return isinstance(value, float) and math.isfinite(value)
 
 
+def _echo_id(value: Any) -> RequestId | None:
+    """The id a refusal carries: a usable id, or a string id over :data:`MAX_ID_LENGTH` —
+    echoed whole, so the host's wait on it ends (it is the host's own text, bounded by the line
+    limit like everything on the line); None for what no host can wait on (null, true, an
+    object, a number a double cannot hold)."""
+    return value if _usable_id(value) or isinstance(value, str) else None
+
+
+def _id_too_long(rid: str) -> BadCommand:
+    return BadCommand(rid, "INVALID_REQUEST",
+                      f"id of {len(rid)} characters is longer than {MAX_ID_LENGTH}; the command was not run "
+                      "(this reply echoes the id whole)", {"idLength": len(rid), "maxIdLength": MAX_ID_LENGTH})
+
+
 def _short(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
@@ -128,9 +148,10 @@ _SCAN_TOKENS = 100_000
 
 
 def _shallow_id(line: bytes) -> RequestId | None:
-    """The top-level ``"id"`` of a command line that cannot be decoded whole (too deep), read
-    by walking tokens and decoding only the id's own scalar; None when it is not there, not
-    usable, or not found within :data:`_SCAN_TOKENS` tokens. Linear in the line's length."""
+    """The top-level ``"id"`` of a command line that cannot be decoded whole (too deep, not
+    JSON, a number out of range elsewhere), read by walking tokens and decoding only the id's
+    own scalar (:func:`_echo_id`); None when it is not there, not echoable, or not found within
+    :data:`_SCAN_TOKENS` tokens. Linear in the line's length."""
     pos, depth, n = 0, 0, len(line)
     key: bytes | None = None
     expect_key = False
@@ -159,16 +180,25 @@ def _shallow_id(line: bytes) -> RequestId | None:
         elif depth == 1 and colon:
             pass
         elif depth == 1 and key == b'"id"' and (string is not None or literal):
+            if literal and pos >= n:
+                return None  # a number at the very end may be cut short (a truncated line, a head)
             try:
                 value = _decoder.decode(string if string is not None else literal)
             except msgspec.MsgspecError:
                 return None
-            return value if _usable_id(value) else None
+            return _echo_id(value)
         else:
             key = None if depth == 1 else key
         if pos >= n:
             return None
     return None
+
+
+def line_head_id(head: bytes) -> RequestId | None:
+    """The id of a command line too long to be read, from its first bytes
+    (:class:`~codexrt._sansio._framing.OversizedLine` ``head``): found when the line names it at
+    its top level before the cut (``{"id": …, "command": …, "params": <the long part>}``)."""
+    return _shallow_id(head) if head else None
 
 
 def _where(text: str) -> tuple[str, str]:
@@ -193,10 +223,10 @@ def parse_command(line: bytes | bytearray | str) -> Command | BadCommand:
     except RecursionError:
         return _too_deep(_shallow_id(data))
     except msgspec.MsgspecError as exc:
-        return BadCommand(None, "INVALID_JSON", f"line is not valid JSON: {exc}")
+        # the id is recovered when the line has one at its top level (R-D-4: a host waits on it)
+        return BadCommand(_shallow_id(data), "INVALID_JSON", f"line is not valid JSON: {exc}")
     if json_depth_exceeds(data, MAX_COMMAND_DEPTH):
-        rid = obj.get("id") if isinstance(obj, dict) else None
-        return _too_deep(rid if _usable_id(rid) else None)
+        return _too_deep(_echo_id(obj.get("id")) if isinstance(obj, dict) else None)
     if not isinstance(obj, dict):
         return BadCommand(None, "INVALID_REQUEST",
                           f"a command must be a JSON object, got {_type_name(obj)}")
@@ -204,6 +234,8 @@ def parse_command(line: bytes | bytearray | str) -> Command | BadCommand:
         return BadCommand(None, "INVALID_REQUEST",
                           "a command needs an 'id' (string or number); lines without an id are not notifications here")
     rid = obj["id"]
+    if isinstance(rid, str) and len(rid) > MAX_ID_LENGTH:
+        return _id_too_long(rid)
     if not _usable_id(rid):
         return BadCommand(None, "INVALID_REQUEST",
                           f"unusable id of type {_type_name(rid)}: use a string (at most {MAX_ID_LENGTH} "

@@ -22,6 +22,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
+from codexrt._sansio._context import MAX_INPUT_CHARS
+
 __all__ = [
     "COMMANDS",
     "CommandSpec",
@@ -198,7 +200,9 @@ def check_context(value: dict[str, Any]) -> None:
 
 class SendParams(_Params):
     channel_id: ChannelId
-    message: str
+    message: Annotated[str, Meta(max_length=MAX_INPUT_CHARS, description=(
+        "The user's text only; at most 1048576 characters (the app-server's input limit), checked "
+        "before anything is created."))]
     thread_id: OptId | None = None
     client_message_id: OptId | None = None
     images: list[NonEmpty] = []

@@ -7,6 +7,7 @@ command loop and dispatch are :mod:`codexrt._serve._daemon`; the handlers are
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import traceback
@@ -38,6 +39,8 @@ PROTOCOL_VERSION = 1
 #: How long a long command's waiter waits for the forwarder to pass ``operationDone`` before
 #: replying anyway (the event can only be late when stdout itself is stuck).
 DONE_EVENT_GRACE = 5.0
+#: The kind of serve's own marker on a channel's subscription (:meth:`DaemonCore.events_written`).
+_EVENTS_WRITTEN = "_serve.eventsWritten"
 #: stdin EOF: the default bound on finishing the work already accepted (``--drain-timeout``).
 DEFAULT_DRAIN_TIMEOUT = 300.0
 #: Default cap on channels (``--max-channels``); each channel may hold one app-server child.
@@ -113,6 +116,11 @@ class DaemonCore:
         self._open_commands = 0  # accepted commands whose reply is not written yet
         self._commands_idle = trio.Event()
         self._commands_idle.set()
+        # ids of the accepted commands not replied to yet, by JSON type (3 and "3" differ): a
+        # command reusing one is refused (DUPLICATE_REQUEST_ID), so an id never has two replies
+        self.pending_ids: set[tuple[type, RequestId]] = set()
+        self._markers: dict[int, trio.Event] = {}  # events_written: token → its wait
+        self._marker_tokens = itertools.count(1)
 
     # -- output ----------------------------------------------------------------------------
 
@@ -135,7 +143,12 @@ class DaemonCore:
                 self.stdout_broken = True
                 self.abort()  # nobody can read the results: do not finish the work
 
+    def _replying(self, rid: RequestId | None) -> None:
+        """The command with ``rid`` gets its one reply now: its id is free again."""
+        self.pending_ids.discard((type(rid), rid))
+
     async def reply(self, rid: RequestId | None, result: Any = None, *, error: CodexError | None = None) -> None:
+        self._replying(rid)
         answer = answering.get()
         if answer is not None and type(answer.rid) is type(rid) and answer.rid == rid:
             answer.done = True
@@ -159,6 +172,7 @@ class DaemonCore:
         if answer.done:
             return
         answer.done = True
+        self._replying(cmd.id)
         if isinstance(exc, CodexError):
             await self.write(error_reply(cmd.id, exc))
         else:
@@ -258,6 +272,7 @@ class DaemonCore:
                         sub = rt.subscribe()
                         events = sub.__enter__()
                         ch = Channel(channel_id, rt)
+                        ch.events = events
                         if self.config.auto_title:
                             # subscribed before anything can start a thread; leaving the stack
                             # (before the runtime closes) cancels pending titles and reaps them
@@ -278,8 +293,31 @@ class DaemonCore:
                     del self.channels[channel_id]
                 ch.closed.set()
 
+    async def events_written(self, ch: Channel) -> None:
+        """Wait until the forwarder has written every event the channel's runtime published
+        before this call (a marker put on serve's own subscription; no other subscriber sees
+        it), so a reply written next comes after them — ``resetRuntime`` / ``releaseThread``
+        reply after their ``runtimeReset`` and ``STOPPED`` events. Bounded like the wait for
+        ``operationDone`` (:data:`DONE_EVENT_GRACE`: only a stuck stdout makes it late)."""
+        events = ch.events
+        if events is None or events.closed:
+            return
+        token = next(self._marker_tokens)
+        written = self._markers[token] = trio.Event()
+        events.put(CodexEvent(_EVENTS_WRITTEN, {"token": token}))  # a plain payload, like any event's
+        try:
+            with trio.move_on_after(DONE_EVENT_GRACE):
+                await written.wait()
+        finally:
+            self._markers.pop(token, None)
+
     async def _forward(self, ch: Channel, events: EventStream) -> None:
         async for ev in events:
+            if ev.kind == _EVENTS_WRITTEN:  # serve's own marker (events_written), never a line
+                marker = self._markers.get(ev.payload.get("token"))
+                if marker is not None:
+                    marker.set()
+                continue
             await self.write(self._event_line(ch, ev))
             if ev.kind == "operationDone" and ev.client_operation_id:
                 done = ch.done_forwarded.pop(ev.client_operation_id, None)

@@ -24,8 +24,11 @@ Theory of operation
 becomes a ``Command`` or a ``BadCommand`` that knows its reply. A line that is not JSON, has no
 usable id, names an unknown command or carries params that do not decode into the command's
 Struct gets an ``ok: false`` reply
-(``"id": null`` when no usable id could be read) and the loop goes on (R-D-4); nothing already
-queued is touched. A line nested deeper than ``MAX_COMMAND_DEPTH`` gets ``LINE_TOO_DEEP``
+carrying the line's id whenever one can be read (``"id": null`` only when none can,
+:mod:`codexrt._serve._codec`) and the loop goes on (R-D-4); nothing already queued is touched.
+A command whose id is still in use (its command has no reply yet, ``DaemonCore.pending_ids``)
+is refused with ``DUPLICATE_REQUEST_ID`` and not run. A line nested deeper than
+``MAX_COMMAND_DEPTH`` gets ``LINE_TOO_DEEP``
 (its id is read from the top level of the line when it can be). The Structs bound every number
 and enum a handler relies on, so a handler never sees a value it cannot use.
 
@@ -83,11 +86,11 @@ from typing import Any
 
 import trio
 
-from codexrt._sansio._errors import AccessInactive, CodexError
+from codexrt._sansio._errors import AccessInactive, CodexError, DuplicateRequestId
 from codexrt._sansio._framing import LineBuffer, OversizedLine
 from codexrt._sansio._redact import register_process_secrets
 from codexrt._serve._channel import Answer, answering
-from codexrt._serve._codec import BadCommand, Command, parse_command, response_error
+from codexrt._serve._codec import BadCommand, Command, error_reply, line_head_id, parse_command, response_error
 from codexrt._serve._commands import COMMANDS, Lane
 from codexrt._serve._core import (DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_CHANNELS, PROTOCOL_VERSION, DaemonConfig,
                                   DaemonCore)
@@ -152,7 +155,7 @@ class Daemon(DaemonCore):
             ch.rt.set_interaction_policy(_no_host_policy)
             for inter in ch.rt.pending_interactions():
                 try:
-                    await inter.decline()
+                    await inter.decline(by="policy")  # serve's, in the absent host's stead
                     declined += 1
                 except CodexError as exc:  # answered meanwhile, expired, or the child is gone
                     log.debug("stdin closed: interaction %s not declined: %s", inter.key, exc.code)
@@ -175,7 +178,8 @@ class Daemon(DaemonCore):
 
     async def _handle_frame(self, frame: bytes | OversizedLine) -> None:
         if isinstance(frame, OversizedLine):
-            await self.write(response_error(None, "LINE_TOO_LONG",
+            # its id, when the line's first bytes hold it at the top level (R-D-4, issue 31)
+            await self.write(response_error(line_head_id(frame.head), "LINE_TOO_LONG",
                                             f"command line of {frame.size} bytes exceeds the limit of {frame.limit}"))
             return
         if not frame.strip():
@@ -189,6 +193,13 @@ class Daemon(DaemonCore):
             log.info("bad command line: %s %s", cmd.code, cmd.message)
             await self.write(cmd.reply())
             return
+        key = (type(cmd.id), cmd.id)
+        if key in self.pending_ids:  # the pending command keeps its one reply; this one is refused
+            await self.write(error_reply(cmd.id, DuplicateRequestId(
+                f"this id is in use: a command with it has no reply yet; this {cmd.name} was not run",
+                details={"command": cmd.name})))
+            return
+        self.pending_ids.add(key)
         answer = Answer(cmd.id)
         token = answering.set(answer)
         try:

@@ -14,7 +14,7 @@ from msgspec import UNSET, UnsetType
 
 from codexrt._runtime._launch import launch_fingerprint
 from codexrt._runtime._runtime import Operation
-from codexrt._sansio._errors import CodexError, InteractionUnknown
+from codexrt._sansio._errors import CodexError, InteractionUnknown, InteractionWrongChannel
 from codexrt._sansio._redact import hold_process_secrets
 from codexrt._sansio._settings import Settings
 from codexrt._sansio._states import RuntimeState
@@ -61,14 +61,20 @@ async def control(d: DaemonCore, cmd: Command) -> None:
 
 
 def find_interaction_channel(d: DaemonCore, key: str, channel_id: str | UnsetType) -> Channel:
-    if channel_id is not UNSET:
+    """The channel holding ``key``. A ``channelId`` that names another channel than the one
+    holding a live key is refused (``INTERACTION_WRONG_CHANNEL``), not reported unknown."""
+    holder = next((ch for ch in d.channels.values() if key in ch.rt.interactions), None)
+    if channel_id is UNSET:
+        if holder is not None:
+            return holder
+    elif holder is not None and holder.id != channel_id:
+        raise InteractionWrongChannel(f"interaction {key!r} belongs to channel {holder.id!r}, not {channel_id!r}; "
+                                      "nothing was sent", details={"interactionKey": key, "channelId": channel_id,
+                                                                   "keyChannelId": holder.id})
+    else:
         ch = d.channels.get(channel_id)
         if ch is not None:
             return ch
-    else:
-        for ch in d.channels.values():
-            if key in ch.rt.interactions:
-                return ch
     raise InteractionUnknown(f"unknown interaction {key!r}")
 
 
@@ -154,6 +160,7 @@ async def lifecycle(d: DaemonCore, cmd: Command, ch: Channel | None) -> None:
             stopped = await stop_ops(ch, ch.live_ops(), then=then)
             await ch.cancel_titles(reason="resetRuntime")  # R-HLP-3: reset waits for helpers
             await ch.rt.reset(reason="resetRuntime")
+            await d.events_written(ch)  # the reply comes after runtimeReset and STOPPED
             await d.reply(cmd.id, {"stoppedOperations": stopped, "runtime": ch.snapshot()})
             return
         # codex.releaseThread
@@ -182,6 +189,7 @@ async def lifecycle(d: DaemonCore, cmd: Command, ch: Channel | None) -> None:
             result["runtimeRetired"] = True
         rt.release_relation_lease(tid)  # only now: after the children and the child's exit
         ch.touch()
+        await d.events_written(ch)  # the reply comes after the release's events (runtimeReset, STOPPED)
         await d.reply(cmd.id, result)
     except CodexError as exc:
         await d.reply(cmd.id, error=exc)

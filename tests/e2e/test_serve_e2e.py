@@ -38,6 +38,7 @@ from tests._support import process_exists
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = load_schema()
 KNOWN_KINDS = set(SCHEMA["$defs"]["eventKind"]["enum"])
+PAYLOAD_KINDS = set(SCHEMA["$defs"]["eventPayloads"]["properties"])
 WAIT = 20.0  # upper bound of any single wait in these tests (a loaded 2-core machine)
 
 
@@ -123,6 +124,9 @@ class ServeProcess:
         assert problem is None, f"line does not fit the schema: {problem}\n{line}"
         if line["type"] == "daemon":
             assert line["kind"] in KNOWN_KINDS, f"undocumented event kind {line['kind']!r}"
+            if line["kind"] in PAYLOAD_KINDS:  # a kind whose payload shape the schema fixes
+                problem = schema_problem(line["payload"], f"eventPayloads/properties/{line['kind']}")
+                assert problem is None, f"{line['kind']} payload does not fit the schema: {problem}\n{line}"
         elif line["ok"] and line["id"] in self._commands:
             command = self._commands[line["id"]]
             problem = schema_problem(line["result"], f"commandResult/{command}")
@@ -430,6 +434,8 @@ async def test_r_int_3_eof_declines_a_pending_approval_instead_of_waiting_out_th
             assert await sp.finish() == 0
         assert reply["result"]["status"] == "completed"
         assert reply["result"]["finalText"] == "The command was not run."
+        answered = await sp.event("interactionAnswered")
+        assert answered["payload"]["by"] == "policy"  # serve answered, not the host (issue 31)
     from peer_fixtures.fake_app_server import read_log
 
     replies = [m for m in read_log(log) if "result" in m and "method" not in m]
@@ -588,7 +594,7 @@ async def test_r_d_4_bad_lines_get_error_replies_and_nothing_queued_is_lost(tmp_
             (b'{"id": 8, "command": "codex.send", "params": {"channelId": "c", "message": 1}}\n', 8, "INVALID_PARAMS"),
             (b'{"id": 9, "command": "codex.send", "params": []}\n', 9, "INVALID_PARAMS"),
             (b'{"id": 10, "command": "status", "extra": 1}\n', 10, "INVALID_REQUEST"),
-            (b'{"id": "x", "command": "status"' + b" " * 5000 + b"}\n", None, "LINE_TOO_LONG"),
+            (b'{"id": "x", "command": "status"' + b" " * 5000 + b"}\n", "x", "LINE_TOO_LONG"),  # its id: from its head
         ]
         for raw, rid, code in bad_lines:
             await sp.send_raw(raw)

@@ -12,8 +12,9 @@ What must hold, checked on every example:
 
 * serve never exits;
 * every line whose id a reference parser can read (strict UTF-8, strict JSON, finite
-  numbers, no lone surrogates, a usable top-level ``id``) gets exactly one reply with that
-  id; the lines without a readable id get exactly as many ``"id": null`` replies; a line
+  numbers, no lone surrogates, a top-level ``id`` a reply can carry — or, in a line that does
+  not decode whole, a leading ``{"id":<value>,`` member, issue 31) gets exactly one reply with
+  that id; the lines without a readable id get exactly as many ``"id": null`` replies; a line
   too deep to decode gets its top-level id back (``LINE_TOO_DEEP``);
 * every reply is a result or an error with an UPPER_SNAKE code, never ``INTERNAL_ERROR``;
 * stdout stays valid NDJSON, each line fitting the shipped schema;
@@ -152,19 +153,45 @@ def _usable(rid: Any) -> bool:
     return isinstance(rid, float) and math.isfinite(rid)
 
 
+def _echoable(rid: Any) -> bool:
+    """An id a reply carries: a usable one, or a string over MAX_ID_LENGTH (refused, echoed whole)."""
+    return _usable(rid) or isinstance(rid, str)
+
+
 def reference_id(line: bytes) -> tuple[bool, Any]:
     """(readable, id) by an independent parser: the stdlib's strict JSON on strict UTF-8,
-    rejecting non-finite numbers and lone surrogates (which the wire does not carry)."""
+    rejecting non-finite numbers and lone surrogates (which the wire does not carry). A line
+    that does not decode whole still has its id read when it starts with the id member
+    (issue 31: ``{"id":<value>,`` then anything — how the generator writes every line but the
+    deep ones): the value by the stdlib's ``raw_decode`` (a number followed by ``,`` or ``}``)."""
     try:
         obj = json.loads(line.decode("utf-8"), parse_float=_finite, parse_constant=_constant)
     except (UnicodeDecodeError, ValueError, _Unreadable, RecursionError):
-        return False, None
+        return _leading_id(line)
     try:
-        if _has_surrogate(obj) or not isinstance(obj, dict) or "id" not in obj or not _usable(obj["id"]):
+        if _has_surrogate(obj):  # not on the wire: the line does not decode whole
+            return _leading_id(line)
+        if not isinstance(obj, dict) or "id" not in obj or not _echoable(obj["id"]):
             return False, None
     except RecursionError:  # (deep lines are judged by how they were built, see the generator)
         return False, None
     return True, obj["id"]
+
+
+def _leading_id(line: bytes) -> tuple[bool, Any]:
+    head = b'{"id":'
+    if not line.startswith(head):
+        return False, None
+    text = line[len(head):].decode("utf-8", "replace")
+    try:
+        rid, end = json.JSONDecoder(parse_float=_finite, parse_constant=_constant).raw_decode(text)
+    except (ValueError, _Unreadable):
+        return False, None
+    if not isinstance(rid, str) and text[end:].lstrip()[:1] not in (",", "}"):
+        return False, None  # a number must be whole: a member delimiter follows it (a string ends in its quote)
+    if _has_surrogate(rid) or not _echoable(rid) or "\ufffd" in str(rid):
+        return False, None
+    return True, rid
 
 
 # ---------------------------------------------------------------------------- generation
@@ -299,7 +326,8 @@ class Generator:
         if m == "top_extra":
             obj["jsonrpc"] = "2.0"
         if m == "bad_id":
-            obj["id"] = [True, None, "x" * (MAX_ID_LENGTH + 1), {"a": 1}, float("nan")][self.n % 5]
+            # (the over-long one is unique: its refusal echoes it, issue 31)
+            obj["id"] = [True, None, f"{self.n}".rjust(MAX_ID_LENGTH + 1, "x"), {"a": 1}, float("nan")][self.n % 5]
         if m == "no_id":
             del obj["id"]
         text = render(obj, ascii_only=m != "surrogate_raw")

@@ -27,7 +27,7 @@ def _nested(n: int) -> str:
     ('{"params":{"id":"inner","x":' + _nested(5000) + '}}', None),  # only a top-level id counts
     ('{"id":true,"x":' + _nested(5000) + '}', None),  # not a usable id
     ('[{"id":1},' + _nested(5000) + ']', None),
-    ('{"id":"' + "x" * 2000 + '","x":' + _nested(3000) + '}', None),  # too long an id
+    ('{"id":"' + "x" * 2000 + '","x":' + _nested(3000) + '}', "x" * 2000),  # too long an id: echoed whole
     ('{"x":"\\"{[","id":"s\\"q","y":' + _nested(2000) + '}', 's"q'),  # brackets and quotes in strings
 ])
 def test_r_d_4_too_deep_line_gets_line_too_deep_with_its_id(line, rid):

@@ -1,6 +1,6 @@
 """``codexrt serve`` command parsing, replies and the wire schema — no I/O (R-D-1, R-D-4).
 
-Every class of bad input gets an ``ok: false`` reply (``"id": null`` when no usable id could
+Every class of bad input gets an ``ok: false`` reply (``"id": null`` when no id could
 be read) and never an exception; a hypothesis test throws arbitrary lines at the parser. The
 shipped JSON Schema's command part is generated from the command Structs and checked to be
 current; its checker (``jsonschema``) is checked to actually reject what it should (so the e2e
@@ -177,10 +177,44 @@ def test_read_only_commands_pass_native_params_through():
 # -- bad input, one test per class (R-D-4) ------------------------------------------------
 
 
-@pytest.mark.parametrize("line", [b"not json", b"{", b'{"id":1,"command":"status"', b"\xff\xfe", b'"\\ud800"'])
-def test_r_d_4_not_json_gets_null_id(line):
+@pytest.mark.parametrize("line", [b"not json", b"{", b'{"command":"status"', b"\xff\xfe", b'"\\ud800"',
+                                  b'{"id":1e999,"command":"status"}', b'{"params":{"id":3},"x":1e999}',
+                                  b'{"id":12'])  # a number at the cut may be cut short: not read
+def test_r_d_4_not_json_without_a_readable_id_gets_null_id(line):
     bad = _bad(line)
     assert bad.id is None and bad.code == "INVALID_JSON"
+
+
+@pytest.mark.parametrize("line,rid", [
+    (b'{"id":"t1","command":"codex.readWorkspaceDiff","params":{"cwd":"/tmp","timeout":1e999}}', "t1"),  # issue 31
+    (b'{"command":"status","params":{"x":-1e999},"id":7}', 7),
+    (b'{"id":1,"command":"status"', 1),  # cut short
+    (b'{"id":"ab"', "ab"),  # cut right after a whole string id
+    (b'{"id":"u","command":"status","params":{"x":"\xff"}}', "u"),  # invalid UTF-8 elsewhere
+    (b'{"id":"s","command":"status","params":{"x":"\\ud800"}}', "s"),  # a lone surrogate escape
+    (b'{"id":2.5,"command":"codex.send","params":{"channelId":"c","message":"hi","x":1e400}}', 2.5),
+])
+def test_r_d_4_a_line_that_does_not_decode_keeps_its_id(line, rid):
+    """R-D-4, issue 31: a host waits on the id of every line it sent; a line that holds one
+    at its top level is answered with it, even when the rest does not decode."""
+    bad = _bad(line)
+    assert bad.code == "INVALID_JSON" and bad.id == rid and type(bad.id) is type(rid)
+    assert _check(bad.reply(), "responseError") is None
+
+
+def test_r_d_4_an_over_long_id_is_refused_and_echoed_whole():
+    """An id over MAX_ID_LENGTH is not accepted, but the refusal carries it whole: the host
+    waiting on it gets its answer (decided in issue 31; bounded by the line limit)."""
+    rid = "x" * (MAX_ID_LENGTH + 1)
+    for line in (_line({"id": rid, "command": "status"}), _line({"id": rid, "command": "status", "params": {"n": 1}})
+                 .replace(b'"n":1', b'"n":1e999')):
+        bad = _bad(line)
+        assert bad.id == rid
+        assert _check(bad.reply(), "responseError") is None
+    bad = _bad(_line({"id": rid, "command": "status"}))
+    assert bad.code == "INVALID_REQUEST" and bad.details == {"idLength": MAX_ID_LENGTH + 1,
+                                                             "maxIdLength": MAX_ID_LENGTH}
+    assert isinstance(parse_command(_line({"id": "x" * MAX_ID_LENGTH, "command": "status"})), Command)
 
 
 @pytest.mark.parametrize("line", [b"[]", b"42", b'"status"', b"null", b'[{"id":1,"command":"status"}]'])
@@ -195,7 +229,6 @@ def test_r_d_4_not_an_object(line):
     {"id": True, "command": "status"},
     {"id": {"a": 1}, "command": "status"},
     {"id": [1], "command": "status"},
-    {"id": "x" * (MAX_ID_LENGTH + 1), "command": "status"},
 ])
 def test_r_d_4_missing_or_unusable_id_gets_null_id(obj):
     bad = _bad(_line(obj))
@@ -286,10 +319,9 @@ def _assert_well_formed(out, source):
     reply = out.reply()
     assert _check(reply, "responseError") is None, reply
     json.loads(encode_line(reply))  # always encodable
-    usable = (isinstance(source, dict) and "id" in source and not isinstance(source["id"], bool)
-              and isinstance(source["id"], (str, int, float)) and (not isinstance(source["id"], str)
-                                                                  or len(source["id"]) <= MAX_ID_LENGTH))
-    if not usable:
+    echoable = (isinstance(source, dict) and "id" in source and not isinstance(source["id"], bool)
+                and isinstance(source["id"], (str, int, float)))
+    if not echoable:
         assert out.id is None
 
 
@@ -301,7 +333,7 @@ def test_r_d_4_arbitrary_bytes_never_raise(data):
         source = msgspec.json.decode(data)
     except msgspec.MsgspecError:
         source = None
-        assert isinstance(out, BadCommand) and out.id is None
+        assert isinstance(out, BadCommand) and (out.id is None or b'"id"' in data)  # recovered only from an id
     _assert_well_formed(out, source)
 
 
@@ -312,3 +344,23 @@ def test_r_d_4_arbitrary_json_lines_never_raise(value):
     _assert_well_formed(out, value)
     if isinstance(out, BadCommand) and out.id is not None:
         assert out.id == value["id"]
+
+
+@pytest.mark.parametrize("chunk", [7, 64, 10_000])
+def test_r_d_4_a_line_too_long_keeps_the_id_it_starts_with(chunk):
+    """Issue 31: a command over ``--max-line-bytes`` is discarded unread, but its first bytes
+    are kept, so the ``LINE_TOO_LONG`` refusal carries its id when the line names it first —
+    whether the line came in one read or many (every path of the line buffer)."""
+    from codexrt._sansio._framing import LineBuffer, OversizedLine
+    from codexrt._serve._codec import line_head_id
+
+    big = b'{"id":"big-1","command":"codex.send","params":{"channelId":"c","message":"' + b"x" * 3000 + b'"}}'
+    late = b'{"command":"codex.send","params":{"message":"' + b"x" * 5000 + b'"},"id":7}'
+    data = big + b"\n" + late + b"\n" + b'{"id":2,"command":"status"}\n'
+    buf = LineBuffer(1000)
+    frames = [f for i in range(0, len(data), chunk) for f in buf.feed(data[i:i + chunk])]
+    assert [type(f) for f in frames] == [OversizedLine, OversizedLine, bytes]
+    assert [f.size for f in frames[:2]] == [len(big), len(late)]
+    assert line_head_id(frames[0].head) == "big-1"
+    assert line_head_id(frames[1].head) is None  # its id comes after the cut: not readable
+    assert line_head_id(b"") is None

@@ -165,11 +165,46 @@ async def test_r_h_8_verified_child_relation_and_parent_finish_leaves_child_acti
         # the child's turn was never owned by the parent's operation (R-OP-6)
         child_started = [e for e in got if e.kind == "turnStarted" and e.thread_id == CHILD_ID]
         assert child_started and all(e.client_operation_id is None for e in child_started)
+        # its turn names the parent's turn as rootTurnId, yet it is the child's own turn (it
+        # runs on another thread: not a nested turn of the parent's operation)
+        assert [e.turn_id for e in child_started] == [CHILD_TURN]
         # the parent finished; the child is still active, not shown complete (R-H-8)
         assert rt.relations(ROOT_ID) == {CHILD_ID: {"parentThreadId": ROOT_ID, "depth": 1, "status": "active"}}
         # verification only read: no resume/turn on the child (read-only history takes no writer)
         assert [m["params"]["threadId"] for m in peers.received(0, "thread/resume")] == [ROOT_ID]
         assert {m["params"]["threadId"] for m in peers.received(0, "turn/start")} == {ROOT_ID}
+
+
+def _child_delta(text):
+    return {"notify": "item/agentMessage/delta", "params": {"threadId": CHILD_ID, "turnId": CHILD_TURN,
+                                                            "itemId": "child_msg", "delta": text}}
+
+
+async def test_r_h_8_child_events_carry_null_root_until_verified_then_the_root_deltas_too(peers, autojump_clock):
+    """Issue 31: a sub-agent's ``itemUpdated`` carried ``rootThreadId: null`` after
+    ``threadRelationVerified`` while its other events carried the root, and before it its
+    events carried the child's own id. Every event of the child — deltas included — has
+    ``rootThreadId`` null until the relation is verified, the root after (docs/daemon-protocol.md)."""
+    child_item = {"type": "agentMessage", "id": "child_msg", "text": "early late"}
+    actions = [{"turn_response": True}, {"turn_started": True}, {"item": _spawn_item()["item"]}, *_child_started(),
+               _child_delta("early "),
+               {"notify": "item/started", "params": {"threadId": CHILD_ID, "turnId": CHILD_TURN,
+                                                      "item": {**child_item, "text": ""}}},
+               {"sleep": 3}, _child_delta("late"),
+               {"notify": "item/completed", "params": {"threadId": CHILD_ID, "turnId": CHILD_TURN, "item": child_item}},
+               {"agent_message": "parent done"}, {"end_turn": "completed"}]
+    async with _rt(peers, _spawn_scenario(actions, read_sleep=1)) as rt:
+        with rt.subscribe() as events:
+            await rt.send("spawn", thread_id=ROOT_ID).wait()
+            got = [e async for e in _until_empty(events)]
+    child = [e for e in got if e.thread_id == CHILD_ID]
+    verified = next(i for i, e in enumerate(child) if e.kind == "threadRelationVerified")
+    before, after = child[:verified], child[verified + 1:]
+    assert {e.kind for e in before} >= {"turnStarted", "itemUpdated", "itemStarted"}
+    assert {e.kind for e in after} >= {"itemUpdated", "itemCompleted"}
+    assert all(e.root_thread_id is None for e in before), [(e.kind, e.root_thread_id) for e in before]
+    assert all(e.root_thread_id == ROOT_ID for e in after), [(e.kind, e.root_thread_id) for e in after]
+    assert [e.payload["delta"] for e in after if e.kind == "itemUpdated"] == ["late"]
 
 
 async def test_r_op_6_child_terminal_neither_settles_parent_nor_frees_the_fifo(peers, autojump_clock):

@@ -46,12 +46,17 @@ async def test_r_rt_4_kill_child_kills_the_current_child_only(peers):
 
 async def test_r_d_2_publish_stamps_events_like_the_runtimes_own(peers):
     async with _rt(peers, "handshake-ok", channel_id="ch-9") as rt:
-        await rt.ensure_started()
+        op = await rt.send("x").wait()
         with rt.subscribe() as events:
-            rt.publish("threadTitle", {"title": "t"}, thread_id="th-1")
+            rt.publish("threadTitle", {"title": "t"}, thread_id=op.thread_id)
             ev = events.get_nowait()
+            rt.publish("threadTitle", {"title": "u"}, thread_id="th-never-seen")
+            unknown = events.get_nowait()
         assert ev is not None and ev.kind == "threadTitle" and ev.payload == {"title": "t"}
-        assert (ev.channel_id, ev.runtime_generation, ev.thread_id, ev.root_thread_id) == ("ch-9", 1, "th-1", "th-1")
+        assert (ev.channel_id, ev.runtime_generation, ev.thread_id, ev.root_thread_id) == (
+            "ch-9", 1, op.thread_id, op.thread_id)
+        # a thread the runtime never saw: its root is not known (R-H-8, issue 31)
+        assert unknown is not None and (unknown.thread_id, unknown.root_thread_id) == ("th-never-seen", None)
 
 
 async def test_r_rt_6_unload_thread_marks_unloaded_and_unsubscribes_once(peers):
@@ -102,3 +107,51 @@ async def test_r_rt_5_a_start_that_completes_as_reset_cancels_it_is_retired_too(
             # a later start is a new generation, and no stale reset retires it
             child = await rt.start_child()
             assert child.generation == 2 and child.is_current() and rt.state is RuntimeState.READY
+
+
+class _HookedLock:
+    """The runtime's start lock with a hook right after it is acquired — the instant between a
+    start taking the lock and registering itself, where trio's ``Lock.acquire`` yields."""
+
+    def __init__(self) -> None:
+        self.lock = trio.Lock()
+        self.after_acquire = None
+
+    async def __aenter__(self) -> None:
+        await self.lock.acquire()
+        hook, self.after_acquire = self.after_acquire, None
+        if hook is not None:
+            await hook()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.lock.release()
+
+
+async def test_r_rt_5_a_reset_in_the_instant_a_start_takes_the_lock_leaves_no_child(peers, autojump_clock):
+    """The race left from the last round: ``reset()`` came while a start held the lock but had
+    not registered yet (no start scope to cancel), so the reset waited, the start then made a
+    fresh child and the reset — seeing no child when it was called — left it running. Now a
+    start that was asked for before the reset never begins: it fails ``CLOSED``
+    (``startupCancelled``) and spawns nothing; a later start is untouched."""
+    from codexrt import ClosedError
+
+    async with _rt(peers, "handshake-ok", "handshake-ok") as rt:
+        rt._start_lock = lock = _HookedLock()
+        resets: list[None] = []
+        async with trio.open_nursery() as nursery:
+            async def reset_now() -> None:
+                await rt.reset(reason="race")
+                resets.append(None)
+
+            async def hook() -> None:
+                nursery.start_soon(reset_now)
+                await trio.testing.wait_all_tasks_blocked()  # the reset waits for the lock now
+
+            lock.after_acquire = hook
+            with pytest.raises(ClosedError) as info:
+                await rt.ensure_started()
+            assert info.value.details.get("startupCancelled") is True
+        assert resets and peers.peers == []  # no child was ever spawned
+        assert not rt.is_connected() and rt.state is RuntimeState.STOPPED
+        child = await rt.start_child()  # asked after the reset: starts normally
+        assert child.is_current() and rt.state is RuntimeState.READY and len(peers.peers) == 1

@@ -192,3 +192,24 @@ async def test_r_ctx_2_real_probe_without_a_cli_falls_back_to_the_text_conventio
         assert rt.probe.statistics().runs == 0
     (params,) = _turn_start(peers)
     assert params["input"][0]["text"].startswith(CONTEXT_HEADER) and "additionalContext" not in params
+
+
+async def test_input_limit_is_checked_before_a_thread_is_created(peers):
+    """The app-server refuses more than MAX_INPUT_CHARS characters of input only at
+    ``turn/start`` — after a new thread exists (issue 31). codexrt measures the text the server
+    would get, context included when it travels in the text convention, before anything."""
+    from codexrt import InvalidParams
+    from codexrt._sansio._context import MAX_INPUT_CHARS
+
+    async with _rt(peers) as rt:
+        with pytest.raises(InvalidParams):  # the text alone: refused at submit, nothing queued
+            rt.send("x" * (MAX_INPUT_CHARS + 1))
+        rt.probe = StubProbe(ContextDelivery.TEXT_CONVENTION)
+        op = rt.send("x" * MAX_INPUT_CHARS, editor_state=STATE)  # fits alone, not with its context
+        result = await op.wait()
+        assert result.status == "failed" and isinstance(result.error, InvalidParams)
+        assert result.error.details["maxChars"] == MAX_INPUT_CHARS < result.error.details["actualChars"]
+        rt.probe = StubProbe(ContextDelivery.ADDITIONAL_CONTEXT)  # beside the text: it fits
+        assert (await rt.send("x" * MAX_INPUT_CHARS, editor_state=STATE).wait()).status == "completed"
+    assert [m.get("method") for m in peers.received(0) if m.get("method") in ("thread/start", "turn/start")] == [
+        "thread/start", "turn/start"]  # only the send that fits created anything

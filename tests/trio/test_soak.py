@@ -137,11 +137,14 @@ async def test_soak_many_turns_one_terminal_each_memory_flat(autojump_clock: Any
             assert len(rt._ops) <= 1 and len(rt._recent_ops) <= rt.MAX_RECENT_OPS
             assert len(rt.interactions) <= 1000 + 1
             # Nothing outlives the runtime's bounded tables: every live operation is an
-            # unsettled one or in the recent table (capped at MAX_RECENT_OPS), every live event
-            # stream is an operation's, every live interaction is in the interaction table
-            # (capped at 1000).
+            # unsettled one or a settled record in the recent table (capped at MAX_RECENT_OPS;
+            # records keep no answer text, issue 31) — besides the one the soak loop still
+            # holds —, every live event stream is an operation's, every live interaction is in
+            # the interaction table (capped at 1000).
             ops = alive("Operation", besides=before)
-            assert all(rt.operation(op.id) is op for op in ops), len(ops)
+            stray = [op for op in ops if rt.operation(op.id) is not op]
+            assert len(stray) <= 1, (len(ops), stray)
+            assert all(rec.result.final_text is None for rec in rt._recent_ops.values())
             streams = {id(op.stream) for op in ops} | {id(s) for s in rt._subscribers}
             assert all(id(s) in streams for s in alive("EventStream", besides=before))
             assert all(rt.interactions.get(i.key) is i for i in alive("Interaction", besides=before))
