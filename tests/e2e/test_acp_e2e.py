@@ -1,0 +1,533 @@
+"""``codexrt acp`` end to end, black-box: the agent runs as a real subprocess
+(``python -m codexrt_cli acp --codex-bin <fake>``) against the scripted fake app-server, driven by
+a raw NDJSON ACP client (:class:`tests.acp_support.AcpAgent`) written from the ACP v1 spec and
+issue 30 (research acceptance criteria: ``shared/research/acp.md`` §7).
+
+Testing charter (enforced by the client for every test, not per assertion):
+
+* **every line** the agent writes is one JSON object fitting the pinned official ACP schema
+  (``@agentclientprotocol/sdk`` ``schema/v1/schema.json``) as an agent message and as what it
+  is (a response to the method we called, ``session/update``, ``session/request_permission``…);
+  stdout carries protocol lines only;
+* every request is answered exactly once, with its id (same JSON type);
+* each test ends with stdin EOF: the agent exits within 2 s and no process it started is alive.
+
+Every wait is bounded; no sleep orders anything (the one timed pause is the scenario itself: a
+client that stops reading). The fake's ``--log`` proves what reached the app-server.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from peer_fixtures.fake_app_server import read_log
+from tests._support import wait_until
+from tests.acp_support import (
+    ROOT,
+    AcpAgent,
+    acp_problem,
+    fake_codex,
+    fake_launches,
+    fake_pids,
+    require_acp_schema,
+)
+
+SCENARIOS = ROOT / "peer_fixtures" / "scenarios"
+FAKE_TEXT = "Hello from the fake peer."  # the fake's default answer (docs/fake-peer.md)
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def scenario_file(tmp_path: Path, name: str, scenario: dict[str, Any]) -> str:
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(scenario))
+    return str(path)
+
+
+def bundled(name: str) -> dict[str, Any]:
+    return json.loads((SCENARIOS / f"{name}.json").read_text())
+
+
+def approval_then_hang(tmp_path: Path) -> str:
+    """``reverse-approval`` whose second ``turn/start`` hangs until ``turn/interrupt``."""
+    sc = bundled("reverse-approval")
+    sc["name"] = "approval-then-hang"
+    sc["rules"].insert(0, {"match": {"method": "turn/start", "nth": 2}, "actions": [{"hang_turn": True}]})
+    return scenario_file(tmp_path, "approval-then-hang", sc)
+
+
+def replies_to_approval(log: Path) -> list[Any]:
+    """The decisions the app-server got for its approval request (id 0)."""
+    return [m.get("result", {}).get("decision") if "result" in m else ("error", m["error"])
+            for m in read_log(log) if m.get("id") == 0 and "method" not in m]
+
+
+def turn_starts(log: Path) -> list[dict[str, Any]]:
+    return [m for m in read_log(log) if m.get("method") == "turn/start"]
+
+
+def option(options: list[dict[str, Any]], role: str) -> dict[str, Any]:
+    """The permission option playing ``role``: ``allow_once``, ``allow_always``, ``reject_once``
+    (decline this call, the turn goes on) or ``stop`` (stop the turn) — issue 30 asks for all
+    four, the stop one separate from reject once."""
+    kinds = [o["kind"] for o in options]
+    if role in ("allow_once", "allow_always"):
+        [opt] = [o for o in options if o["kind"] == role] or [None]
+        assert opt is not None, f"no {role} option in {options}"
+        return opt
+    rejects = [o for o in options if o["kind"] in ("reject_once", "reject_always")]
+    assert len(rejects) >= 2, f"issue 30: reject once and a separate turn-stopping option; got kinds {kinds}"
+
+    def stops(o: dict[str, Any]) -> bool:
+        words = f"{o['optionId']} {o['name']}".lower()
+        return any(w in words for w in ("stop", "cancel", "abort", "interrupt", "end turn"))
+
+    stop = [o for o in rejects if stops(o)]
+    assert len(stop) == 1, f"cannot tell the turn-stopping option from reject once: {options}"
+    if role == "stop":
+        return stop[0]
+    [once] = [o for o in rejects if o is not stop[0] and o["kind"] == "reject_once"] or [None]
+    assert once is not None, f"no reject_once option besides the stop option: {options}"
+    return once
+
+
+def selected(opt: dict[str, Any]) -> dict[str, Any]:
+    return {"outcome": {"outcome": "selected", "optionId": opt["optionId"]}}
+
+
+async def started(tmp_path: Path, agent: AcpAgent) -> str:
+    """initialize + session/new in ``tmp_path/ws``; the session id."""
+    await agent.initialize()
+    ws = tmp_path / "ws"
+    ws.mkdir(exist_ok=True)
+    return await agent.new_session(ws)
+
+
+def error_data_mentions(error: dict[str, Any], code: str) -> bool:
+    return code in json.dumps(error.get("data"))
+
+
+# -- the pinned schema itself -------------------------------------------------------------------
+
+
+def test_pinned_acp_schema_checks_what_the_tests_rely_on():
+    """The validator the client uses is not vacuous: it rejects the mistakes issue 30 names."""
+    require_acp_schema()
+    assert acp_problem({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": 1}}) is None
+    assert acp_problem({"protocolVersion": "1"}, "InitializeResponse") is not None  # string version
+    assert acp_problem({"stopReason": "failed"}, "PromptResponse") is not None  # no "failed" stop reason
+    assert acp_problem({"id": 1, "result": {}}) is not None  # no "jsonrpc"
+    assert acp_problem({"jsonrpc": "2.0", "id": 1.5, "result": {}}) is not None
+    update = {"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "txt"}}}
+    assert acp_problem(update, "SessionNotification") is not None
+    assert acp_problem({"sessionId": "s", "toolCall": {"toolCallId": "t"},
+                        "options": [{"optionId": "a", "name": "Allow", "kind": "allow_sometimes"}]},
+                       "RequestPermissionRequest") is not None
+
+
+# -- initialize and the JSON-RPC edges ----------------------------------------------------------
+
+
+async def test_initialize_integer_version_and_honest_capabilities(tmp_path):
+    async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "handshake-ok")) as agent:
+        result = await agent.initialize()
+        assert result["protocolVersion"] == 1 and type(result["protocolVersion"]) is int
+        caps = result.get("agentCapabilities", {})
+        assert caps.get("loadSession") is True  # session/load is part of issue 30
+        prompt_caps = caps.get("promptCapabilities", {})
+        assert prompt_caps.get("audio", False) is False  # codex takes no audio
+        assert result.get("authMethods", []) == []  # a custom provider needs no login
+        # a client that speaks a newer version gets the version the agent speaks
+        again = await agent.request("initialize", {"protocolVersion": 7, "clientCapabilities": {}})
+        if "result" in again:
+            assert again["result"]["protocolVersion"] == 1
+        # a session advertised capabilities promise: list/close answer when advertised
+        session_caps = caps.get("sessionCapabilities", {})
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        sid = await agent.new_session(ws)
+        if session_caps.get("list") is not None:
+            listed = await agent.call("session/list", {})
+            assert isinstance(listed["sessions"], list)
+        if session_caps.get("close") is not None:
+            await agent.call("session/close", {"sessionId": sid})
+
+
+async def test_malformed_requests_get_32602_naming_the_field(tmp_path):
+    async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "handshake-ok")) as agent:
+        bad = await agent.request("initialize", {"protocolVersion": "1"})
+        assert bad["error"]["code"] == -32602 and "protocolVersion" in bad["error"]["message"], bad
+        missing = await agent.request("initialize", {})
+        assert missing["error"]["code"] == -32602 and "protocolVersion" in missing["error"]["message"], missing
+        sid = await started(tmp_path, agent)
+        no_prompt = await agent.request("session/prompt", {"sessionId": sid})
+        assert no_prompt["error"]["code"] == -32602 and "prompt" in no_prompt["error"]["message"], no_prompt
+        # acplint's mistake: `content` instead of `prompt` is not an empty prompt
+        content = await agent.request("session/prompt", {"sessionId": sid, "content": [{"type": "text", "text": "x"}]})
+        assert content["error"]["code"] == -32602 and "prompt" in content["error"]["message"], content
+        no_cwd = await agent.request("session/new", {"mcpServers": []})
+        assert no_cwd["error"]["code"] == -32602 and "cwd" in no_cwd["error"]["message"], no_cwd
+        wrong_type = await agent.request("session/prompt", {"sessionId": sid, "prompt": "hello"})
+        assert wrong_type["error"]["code"] == -32602 and "prompt" in wrong_type["error"]["message"], wrong_type
+        bad_block = await agent.request("session/prompt", {"sessionId": sid, "prompt": [{"type": "nonsense"}]})
+        assert bad_block["error"]["code"] == -32602, bad_block
+        # nothing of those reached the model, and the session still works
+        ok = await agent.request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]})
+        assert ok["result"]["stopReason"] == "end_turn"
+        assert agent.text(sid) == FAKE_TEXT
+
+
+async def test_unknown_method_32601_and_unknown_session(tmp_path):
+    async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "handshake-ok")) as agent:
+        await agent.initialize()
+        unknown = await agent.request("session/frobnicate", {"sessionId": "x"})
+        assert unknown["error"]["code"] == -32601, unknown
+        # fs/* and terminal/* are client methods; sent to the agent they are unknown too
+        fs = await agent.request("fs/read_text_file", {"sessionId": "x", "path": "/etc/hostname"})
+        assert fs["error"]["code"] == -32601, fs
+        nosuch = await agent.request("session/prompt", {"sessionId": "no-such-session",
+                                                        "prompt": [{"type": "text", "text": "hi"}]})
+        assert "error" in nosuch and nosuch["error"]["code"] != -32601, nosuch
+        # unknown notifications get no answer (JSON-RPC), and break nothing
+        await agent.notify("some/unknownNotification", {"x": 1})
+        await agent.notify("$/cancel_request", {"requestId": "never-sent"})
+        again = await agent.request("session/frobnicate", {})
+        assert again["error"]["code"] == -32601
+
+
+async def test_ids_of_every_json_type_are_echoed(tmp_path):
+    ids = ["abc", "", "ü-ß-😀", "1", 1, 0, -7, 2**53 + 1, None]
+    async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "handshake-ok")) as agent:
+        await agent.initialize()
+        # unknown-method errors and real answers both echo the id, of the same JSON type
+        for rid in ids:
+            resp = await agent.request("no/such/method", {}, id=rid)
+            assert resp["id"] == rid and type(resp["id"]) is type(rid)
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        for rid in ("s-1", 12345):
+            resp = await agent.request("session/new", {"cwd": str(ws), "mcpServers": []}, id=rid)
+            assert type(resp["id"]) is type(rid) and "sessionId" in resp["result"]
+
+
+async def test_non_json_line_32700_and_the_agent_goes_on(tmp_path):
+    async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "handshake-ok")) as agent:
+        await agent.initialize()
+        agent.expect_null_id_errors = 1
+        await agent.send_raw(b"this is not json\n")
+        err = await agent.next(lambda m: m.get("id") is None and "error" in m, what="the -32700 answer")
+        assert err["error"]["code"] == -32700
+        agent.expect_null_id_errors = 2
+        await agent.send_raw(b"[1, 2, 3]\n")
+        await agent.send_raw(b'{"jsonrpc": "2.0", "params": {}}\n')
+        for _ in range(2):
+            err = await agent.next(lambda m: m.get("id") is None and "error" in m, what="a -32600 answer")
+            assert err["error"]["code"] == -32600, err
+        await agent.send_raw(b"\xff\xfe not utf-8\n")  # answered -32700 (id null) or ignored: never fatal
+        agent.expect_null_id_errors = 1
+        sid = await started(tmp_path, agent)
+        resp = await agent.request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]})
+        assert resp["result"]["stopReason"] == "end_turn"
+        assert agent.text(sid) == FAKE_TEXT
+
+
+# -- prompts ------------------------------------------------------------------------------------
+
+
+async def test_new_then_prompt_streams_the_text_exactly(tmp_path):
+    text = "Ünïcødé 😀 line one\nline two\t\"quoted\" \\ back\\slash " * 7
+    sc = {"name": "acp-stream", "description": "one turn of 57 deltas", "rules": [],
+          "settings": {"text": text, "deltas": 57}}
+    log = tmp_path / "fake.log"
+    cli = fake_codex(tmp_path, scenario_file(tmp_path, "acp-stream", sc), log=log)
+    async with AcpAgent.open(tmp_path, "--codex-bin", cli) as agent:
+        sid = await started(tmp_path, agent)
+        rid = await agent.prompt(sid, "say it")
+        resp = await agent.response(rid)
+        assert resp["result"]["stopReason"] == "end_turn"
+        assert agent.text(sid) == text  # byte-exact, nothing injected, nothing lost or doubled
+        assert not [u for u in agent.updates(sid, "agent_message_chunk") if u["content"]["text"] == ""]
+        answer_at = agent.lines.index(resp)
+        assert not [m for m in agent.lines[answer_at:] if m.get("method") == "session/update"
+                    and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"]  # no chunk after the turn
+        [start] = turn_starts(log)
+        assert "say it" in json.dumps(start["params"])
+        # a second prompt on the same session: same thread, its own text
+        since = len(agent.lines)
+        resp2 = await agent.response(await agent.prompt(sid, "again", id="p-2"))
+        assert resp2["result"]["stopReason"] == "end_turn" and agent.text(sid, since=since) == text
+        starts = turn_starts(log)
+        assert len(starts) == 2 and starts[0]["params"]["threadId"] == starts[1]["params"]["threadId"]
+        assert fake_launches(tmp_path) == 1
+
+
+async def test_two_sessions_run_turns_concurrently(tmp_path):
+    log = tmp_path / "fake.log"
+    cli = fake_codex(tmp_path, "hang-turn", log=log)
+    async with AcpAgent.open(tmp_path, "--codex-bin", cli) as agent:
+        await agent.initialize()
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        a, b = await agent.new_session(ws), await agent.new_session(ws)
+        assert a != b
+        ra, rb = await agent.prompt(a, "one"), await agent.prompt(b, "two")
+        # both turns run at once: a turn that never ends on one session does not queue the other
+        await wait_until(lambda: len(turn_starts(log)) == 2, "both turns to start")
+        await agent.notify("session/cancel", {"sessionId": b})
+        assert (await agent.response(rb))["result"]["stopReason"] == "cancelled"
+        assert ra in agent.pending()
+        await agent.notify("session/cancel", {"sessionId": a})
+        assert (await agent.response(ra))["result"]["stopReason"] == "cancelled"
+
+
+# -- approvals ----------------------------------------------------------------------------------
+
+
+async def permission_for(agent: AcpAgent, sid: str) -> dict[str, Any]:
+    req = await agent.agent_request("session/request_permission")
+    params = req["params"]
+    assert params["sessionId"] == sid
+    assert params["toolCall"]["toolCallId"]
+    return req
+
+
+async def test_permission_offers_allow_once_always_reject_once_and_stop(tmp_path):
+    log = tmp_path / "fake.log"
+    async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "reverse-approval", log=log)) as agent:
+        sid = await started(tmp_path, agent)
+        rid = await agent.prompt(sid, "run it")
+        req = await permission_for(agent, sid)
+        options = req["params"]["options"]
+        ids = [o["optionId"] for o in options]
+        assert len(set(ids)) == len(ids)
+        for role in ("allow_once", "allow_always", "reject_once", "stop"):
+            option(options, role)
+        # the tool call was announced (tool_call before/with the request), as a command
+        calls = agent.updates(sid, "tool_call")
+        tc = req["params"]["toolCall"]
+        assert any(c["toolCallId"] == tc["toolCallId"] for c in calls) or tc.get("title"), (calls, tc)
+        # nothing was granted by asking: the app-server has had no answer yet
+        assert replies_to_approval(log) == []
+        await agent.answer(req, selected(option(options, "allow_once")))
+        resp = await agent.response(rid)
+        assert resp["result"]["stopReason"] == "end_turn"
+        assert replies_to_approval(log) == ["accept"]
+        assert agent.text(sid) == "The command printed 42."
+        done = [u for u in agent.updates(sid, "tool_call_update") if u["toolCallId"] == tc["toolCallId"]]
+        assert done and done[-1].get("status") == "completed", done
+
+
+@pytest.mark.parametrize("role, decisions, stop_reason", [
+    ("allow_always", ("acceptForSession", "acceptWithExecpolicyAmendment"), "end_turn"),
+    ("reject_once", ("decline",), "end_turn"),
+    ("stop", ("cancel",), "cancelled"),
+])
+async def test_each_permission_option_reaches_the_app_server(tmp_path, role, decisions, stop_reason):
+    """allow always → accept for the session; reject once → ``decline`` and the turn goes on (the
+    model sees the refusal); the stop option → ``cancel``: the turn stops."""
+    log = tmp_path / "fake.log"
+    async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "reverse-approval", log=log)) as agent:
+        sid = await started(tmp_path, agent)
+        rid = await agent.prompt(sid, "run it")
+        req = await permission_for(agent, sid)
+        await agent.answer(req, selected(option(req["params"]["options"], role)))
+        resp = await agent.response(rid)
+        assert resp["result"]["stopReason"] == stop_reason, resp
+        [decision] = replies_to_approval(log)
+        name = decision if isinstance(decision, str) else next(iter(decision))
+        assert name in decisions, decision
+        tc_id = req["params"]["toolCall"]["toolCallId"]
+        statuses = [u.get("status") for u in agent.updates(sid, "tool_call_update") if u["toolCallId"] == tc_id]
+        if role != "allow_always":  # declined: never shown as run
+            assert "completed" not in statuses and "in_progress" not in statuses[-1:], statuses
+
+
+async def test_permission_answered_cancelled_or_with_an_error_approves_nothing(tmp_path):
+    log = tmp_path / "fake.log"
+    async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "reverse-approval", log=log)) as agent:
+        sid = await started(tmp_path, agent)
+        rid = await agent.prompt(sid, "run it")
+        req = await permission_for(agent, sid)
+        await agent.answer(req, error={"code": -32603, "message": "the editor crashed its dialog"})
+        resp = await agent.response(rid)
+        assert "result" in resp or "error" in resp
+        [decision] = replies_to_approval(log)
+        assert decision in ("decline", "cancel"), decision
+
+
+async def test_cancel_with_a_permission_open_withdraws_it(tmp_path):
+    log = tmp_path / "fake.log"
+    async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "reverse-approval", log=log)) as agent:
+        sid = await started(tmp_path, agent)
+        rid = await agent.prompt(sid, "run it")
+        req = await permission_for(agent, sid)
+        await agent.notify("session/cancel", {"sessionId": sid})
+        withdrawn = await agent.notification("$/cancel_request")
+        assert withdrawn["params"]["requestId"] == req["id"] and type(withdrawn["params"]["requestId"]) is type(req["id"])
+        # the client MUST answer its open request `cancelled` (ACP); the agent takes it quietly
+        await agent.answer(req, {"outcome": {"outcome": "cancelled"}})
+        resp = await agent.response(rid)
+        assert resp["result"]["stopReason"] == "cancelled"
+        assert "accept" not in json.dumps(replies_to_approval(log))  # nothing approved
+        assert any(m.get("method") == "turn/interrupt" for m in read_log(log)) or replies_to_approval(log) == ["cancel"]
+        after = agent.lines.index(resp)
+        assert not [m for m in agent.lines[after:] if m.get("method") == "session/update"
+                    and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"]
+        # the session goes on: the next prompt asks again (nothing remembered from the withdrawn one)
+        rid2 = await agent.prompt(sid, "again")
+        req2 = await permission_for(agent, sid)
+        await agent.answer(req2, selected(option(req2["params"]["options"], "reject_once")))
+        assert (await agent.response(rid2))["result"]["stopReason"] == "end_turn"
+
+
+async def test_elicitation_without_client_support_gets_the_safe_negative_answer(tmp_path):
+    """An MCP elicitation (here the MCP tool-call approval) with a client that does not advertise
+    ``elicitation``: never an accept."""
+    log = tmp_path / "fake.log"
+    async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "mcp-elicitation", log=log)) as agent:
+        sid = await started(tmp_path, agent)
+        agent.handlers["session/request_permission"] = lambda req: {"outcome": {"outcome": "cancelled"}}
+        resp = await agent.response(await agent.prompt(sid, "use the tool"))
+        assert "result" in resp or "error" in resp
+        replies = [m for m in read_log(log) if m.get("id") == 0 and "method" not in m]
+        assert replies, "the elicitation was never answered"
+        assert all(m.get("result", {}).get("action") != "accept" for m in replies), replies
+        assert not [m for m in agent.lines if m.get("method") == "elicitation/create"]
+
+
+# -- cancel -------------------------------------------------------------------------------------
+
+
+async def test_cancel_mid_turn_answers_cancelled_and_interrupts(tmp_path):
+    log = tmp_path / "fake.log"
+    async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "hang-turn", log=log)) as agent:
+        sid = await started(tmp_path, agent)
+        for round_ in range(3):
+            rid = await agent.prompt(sid, f"round {round_}")
+            await wait_until(lambda: len(turn_starts(log)) > round_, "the turn to start")
+            await agent.notify("session/cancel", {"sessionId": sid})
+            resp = await agent.response(rid)
+            assert resp["result"]["stopReason"] == "cancelled"
+            after = agent.lines.index(resp)
+            assert not [m for m in agent.lines[after:] if m.get("method") == "session/update"
+                        and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"]
+        interrupts = [m for m in read_log(log) if m.get("method") == "turn/interrupt"]
+        assert len(interrupts) == 3 and len(turn_starts(log)) == 3
+        # a cancel with nothing running is a no-op (a notification: no answer)
+        await agent.notify("session/cancel", {"sessionId": sid})
+
+
+async def test_cancel_request_of_a_prompt_answers_it(tmp_path):
+    """``$/cancel_request`` for our ``session/prompt``: the prompt is answered once — ``-32800``
+    or ``cancelled`` — and the turn is interrupted."""
+    log = tmp_path / "fake.log"
+    async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "hang-turn", log=log)) as agent:
+        sid = await started(tmp_path, agent)
+        rid = await agent.prompt(sid, "long", id="prompt-x")
+        await wait_until(lambda: turn_starts(log), "the turn to start")
+        await agent.notify("$/cancel_request", {"requestId": rid})
+        resp = await agent.response(rid)
+        assert resp.get("error", {}).get("code") == -32800 or resp["result"]["stopReason"] == "cancelled", resp
+        await wait_until(lambda: any(m.get("method") == "turn/interrupt" for m in read_log(log)), "turn/interrupt")
+
+
+# -- failure and lifetime -----------------------------------------------------------------------
+
+
+async def test_app_server_crash_fails_the_prompt_once_and_the_next_one_resumes(tmp_path):
+    log = tmp_path / "fake.log"
+    cli = fake_codex(tmp_path, "disconnect-mid-turn", "handshake-ok", log=log)
+    async with AcpAgent.open(tmp_path, "--codex-bin", cli) as agent:
+        sid = await started(tmp_path, agent)
+        first = await agent.response(await agent.prompt(sid, "first prompt, crashes"))
+        assert "error" in first, f"a crashed turn is a JSON-RPC error, never a stop reason: {first}"
+        assert error_data_mentions(first["error"], "CHILD_EXITED"), first
+        assert "Partial answer" not in first["error"]["message"]
+        second = await agent.response(await agent.prompt(sid, "second prompt"))
+        assert second["result"]["stopReason"] == "end_turn", second
+        assert agent.text(sid).endswith(FAKE_TEXT)
+        starts = turn_starts(log)
+        firsts = [s for s in starts if "first prompt, crashes" in json.dumps(s["params"])]
+        assert len(firsts) == 1, f"the crashed turn was re-sent: {len(firsts)} turn/start"
+        assert len(starts) == 2
+        assert fake_launches(tmp_path) == 2
+        assert starts[0]["params"]["threadId"] == starts[1]["params"]["threadId"]  # the same session resumed
+
+
+async def test_stdin_eof_mid_turn_exits_fast_and_leaves_no_child(tmp_path):
+    log = tmp_path / "fake.log"
+    async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "hang-turn", log=log)) as agent:
+        sid = await started(tmp_path, agent)
+        await agent.prompt(sid, "never ends")
+        await wait_until(lambda: turn_starts(log), "the turn to start")
+        kids = agent.note_children()
+        assert fake_pids(tmp_path) and set(fake_pids(tmp_path)) <= kids, "the app-server is not the agent's child"
+        code = await agent.finish(allow_unanswered=True)  # checks exit ≤ 2 s and every child gone
+        assert code == 0, agent.stderr()[-2000:]
+
+
+async def test_stdin_eof_while_idle_exits_zero(tmp_path):
+    async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "handshake-ok")) as agent:
+        sid = await started(tmp_path, agent)
+        assert (await agent.response(await agent.prompt(sid, "hi")))["result"]["stopReason"] == "end_turn"
+        assert await agent.finish() == 0
+
+
+async def test_a_client_that_stops_reading_gets_the_text_merged_and_exact(tmp_path):
+    """20,000 deltas while the client reads nothing: the app-server is never held back (it
+    finishes the turn and answers a later request during the pause), the text arrives byte-exact
+    in far fewer notifications than deltas (research §7.2: ≤ 1,000)."""
+    deltas = 20_000
+    unit = "abcdefghijklmnopqrstuvwxyzÄÖÜ€😀0123456789"
+    text = (unit * (deltas * 8 // len(unit) + 1))[: deltas * 8]
+    sc = {"name": "acp-flood", "description": "20,000 deltas then a late server request", "rules": [
+        {"match": {"method": "turn/start"}, "actions": [
+            {"turn_response": True}, {"turn_started": True}, {"user_message": True},
+            {"agent_message": text, "deltas": deltas}, {"end_turn": "completed"},
+            {"request": "item/unknownThing/request", "id": 777, "params": {"threadId": "$thread_id"}}]}],
+          "settings": {}}
+    log = tmp_path / "fake.log"
+    cli = fake_codex(tmp_path, scenario_file(tmp_path, "acp-flood", sc), log=log)
+    async with AcpAgent.open(tmp_path, "--codex-bin", cli) as agent:
+        sid = await started(tmp_path, agent)
+        rid = await agent.prompt(sid, "flood me")
+        # the client reads nothing now; the app-server's last message is answered anyway
+        await wait_until(lambda: any(m.get("id") == 777 and "method" not in m for m in read_log(log)),
+                         "the app-server to finish its stream while the client is not reading", timeout=60)
+        [late] = [m for m in read_log(log) if m.get("id") == 777 and "method" not in m]
+        assert late["error"]["code"] == -32601  # unknown server request: answered, not granted
+        resp = await agent.response(rid, timeout=60)
+        assert resp["result"]["stopReason"] == "end_turn"
+        got = agent.text(sid)
+        assert len(got) == len(text) and got == text
+        chunks = agent.updates(sid, "agent_message_chunk")
+        assert len(chunks) <= 1_000, f"{len(chunks)} notifications for {deltas} deltas: not merged"
+
+
+async def test_load_replays_the_conversation_before_answering(tmp_path):
+    async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "handshake-ok")) as agent:
+        sid = await started(tmp_path, agent)
+        assert (await agent.response(await agent.prompt(sid, "first question")))["result"]["stopReason"] == "end_turn"
+        since = len(agent.lines)
+        ws = tmp_path / "ws"
+        loaded = await agent.request("session/load", {"sessionId": sid, "cwd": str(ws), "mcpServers": []})
+        assert "result" in loaded, loaded
+        replay = agent.lines[since:agent.lines.index(loaded)]
+        kinds = [m["params"]["update"]["sessionUpdate"] for m in replay if m.get("method") == "session/update"]
+        user = "".join(m["params"]["update"]["content"].get("text", "") for m in replay
+                       if m.get("method") == "session/update"
+                       and m["params"]["update"]["sessionUpdate"] == "user_message_chunk")
+        assert "first question" in user, kinds
+        assert FAKE_TEXT in agent.text(sid, since=since), kinds
+        # resume never replays
+        since = len(agent.lines)
+        resumed = await agent.request("session/resume", {"sessionId": sid, "cwd": str(ws), "mcpServers": []})
+        if "result" in resumed:
+            assert not [m for m in agent.lines[since:] if m.get("method") == "session/update"
+                        and m["params"]["update"]["sessionUpdate"] in ("user_message_chunk", "agent_message_chunk")]
