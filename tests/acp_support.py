@@ -438,6 +438,16 @@ class AcpAgent:
         except trio.TooSlowError:
             raise AssertionError(f"no {what} within {timeout:g} s; stderr:\n{self.stderr()[-3000:]}") from None
 
+    async def read_for(self, seconds: float) -> None:
+        """Keep reading (checking, answering by ``handlers``) for ``seconds``: a client that is
+        attentive but waits, e.g. on a user who does not answer a permission."""
+        with trio.move_on_after(seconds):
+            while True:
+                msg = await self._read_line()
+                if msg is None:
+                    return
+                self._unconsumed.append(msg)
+
     async def response(self, rid: Any, *, timeout: float = WAIT) -> dict[str, Any]:
         key = _key(rid)
         if key in self._answered:
