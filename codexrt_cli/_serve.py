@@ -39,7 +39,7 @@ import trio
 from codexrt._serve._daemon import DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_CHANNELS, DaemonConfig, serve_daemon
 from codexrt import ConfigError, RuntimeConfig
 
-__all__ = ["add_parser", "run_serve", "open_stdio"]
+__all__ = ["add_parser", "add_runtime_options", "runtime_config_from_args", "run_serve", "open_stdio"]
 
 log = logging.getLogger("codexrt.serve")
 
@@ -57,6 +57,34 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "(codexrt/_serve/daemon-protocol.schema.json); docs/daemon-protocol.md in the source explains it."
         ),
     )
+    add_runtime_options(p)
+    p.add_argument("--idle-timeout", type=float, default=600.0, metavar="SECONDS",
+                   help="retire a channel's child after this long with no session and no work "
+                        "(default 600; 0 = never)")
+    p.add_argument("--auto-title", action="store_true",
+                   help="give every thread a channel creates an automatic title, generated on a separate "
+                        "helper child when the thread starts and saved with thread/name/set; a manual name "
+                        "wins; outcomes are threadTitle events (default off)")
+    p.add_argument("--drain-timeout", type=float, default=DEFAULT_DRAIN_TIMEOUT, metavar="SECONDS",
+                   help="on stdin EOF, how long the commands already accepted may take to finish before what "
+                        f"is left is aborted as on SIGTERM (default {DEFAULT_DRAIN_TIMEOUT:g}; 0 = abort at once)")
+    p.add_argument("--max-channels", type=int, default=DEFAULT_MAX_CHANNELS, metavar="N",
+                   help="most channels (each may hold one app-server child); past it an idle channel without a "
+                        f"child is forgotten, else TOO_MANY_CHANNELS (default {DEFAULT_MAX_CHANNELS})")
+    p.add_argument("--max-line-bytes", type=int, default=16 * 1024 * 1024, metavar="N",
+                   help="longest accepted command line; longer ones get a LINE_TOO_LONG reply (default 16 MiB)")
+    p.add_argument("--loopback", action="store_true",
+                   help="try the wire offline: every channel's app-server talks to the bundled loopback model "
+                        "on 127.0.0.1 with a throw-away CODEX_HOME (no account, no internet)")
+    p.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default=argparse.SUPPRESS,
+                   help="log level on stderr (same as `codexrt --log-level`)")
+    p.set_defaults(func=_main)
+    return p
+
+
+def add_runtime_options(p: argparse.ArgumentParser) -> None:
+    """The options that say how the app-server children start and are talked to (shared by
+    ``serve`` and ``acp``)."""
     p.add_argument("--codex-bin", metavar="PATH",
                    help="the Codex CLI (or any executable speaking the app-server protocol); "
                         "default: $CODEX_BIN, else `codex` on PATH")
@@ -97,31 +125,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="budget of the initialize handshake (default 30)")
     p.add_argument("--stop-budget", type=float, default=10.0, metavar="SECONDS",
                    help="time an abort may take before the child is killed (default 10)")
-    p.add_argument("--idle-timeout", type=float, default=600.0, metavar="SECONDS",
-                   help="retire a channel's child after this long with no session and no work "
-                        "(default 600; 0 = never)")
-    p.add_argument("--auto-title", action="store_true",
-                   help="give every thread a channel creates an automatic title, generated on a separate "
-                        "helper child when the thread starts and saved with thread/name/set; a manual name "
-                        "wins; outcomes are threadTitle events (default off)")
-    p.add_argument("--drain-timeout", type=float, default=DEFAULT_DRAIN_TIMEOUT, metavar="SECONDS",
-                   help="on stdin EOF, how long the commands already accepted may take to finish before what "
-                        f"is left is aborted as on SIGTERM (default {DEFAULT_DRAIN_TIMEOUT:g}; 0 = abort at once)")
-    p.add_argument("--max-channels", type=int, default=DEFAULT_MAX_CHANNELS, metavar="N",
-                   help="most channels (each may hold one app-server child); past it an idle channel without a "
-                        f"child is forgotten, else TOO_MANY_CHANNELS (default {DEFAULT_MAX_CHANNELS})")
-    p.add_argument("--max-line-bytes", type=int, default=16 * 1024 * 1024, metavar="N",
-                   help="longest accepted command line; longer ones get a LINE_TOO_LONG reply (default 16 MiB)")
-    p.add_argument("--loopback", action="store_true",
-                   help="try the wire offline: every channel's app-server talks to the bundled loopback model "
-                        "on 127.0.0.1 with a throw-away CODEX_HOME (no account, no internet)")
-    p.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default=argparse.SUPPRESS,
-                   help="log level on stderr (same as `codexrt --log-level`)")
-    p.set_defaults(func=_main)
-    return p
 
 
-def config_from_args(args: argparse.Namespace) -> DaemonConfig:
+def runtime_config_from_args(args: argparse.Namespace) -> RuntimeConfig:
+    """The :class:`RuntimeConfig` of :func:`add_runtime_options`' options (``--access-mode
+    inactive`` is left to the command). Raises :class:`ConfigError`."""
     runtime = RuntimeConfig(
         codex_bin=args.codex_bin,
         app_server_args=tuple(args.app_server_args or ("app-server",)),
@@ -139,6 +147,11 @@ def config_from_args(args: argparse.Namespace) -> DaemonConfig:
     )
     if runtime.access_mode == "managed":
         runtime.launch_config()  # a bad provider is a configuration error now, not at the first turn
+    return runtime
+
+
+def config_from_args(args: argparse.Namespace) -> DaemonConfig:
+    runtime = runtime_config_from_args(args)
     return DaemonConfig(runtime=runtime, inactive=args.access_mode == "inactive",
                         idle_timeout=args.idle_timeout if args.idle_timeout > 0 else None,
                         max_line=args.max_line_bytes, auto_title=getattr(args, "auto_title", False),
