@@ -257,6 +257,32 @@ def main(argv: list[str] | None = None) -> int:
                       f"{r['warm_turn_s'] * 1000:.0f} ms", "", "", "", "200 mock deltas, loopback mock model")
             except RuntimeError as exc:
                 t.add("6. spawn → READY, real codex", "skipped", "", "", "", str(exc).splitlines()[0][:120])
+    if want("acp") and not ns.no_real:
+        # 8. `codexrt acp` (issue 30): an ACP editor's view, against the library in the same run.
+        try:
+            c = worker("bench.acp", "cancel", timeout=1200)
+            t.raw["acp_cancel"] = c
+            t.add(f"8. `codexrt acp` session/cancel → `cancelled`, {c['rounds']} rounds, real codex {_pinned()}",
+                  f"p50 {c['acp_p50_ms']:.1f} ms, max {c['acp_max_ms']:.0f} ms",
+                  f"library abort → result p50 {c['lib_p50_ms']:.1f} ms, max {c['lib_max_ms']:.0f} ms",
+                  f"{c['acp_p50_ms'] / c['lib_p50_ms']:.2f}× p50", "p50 ≤ 50 ms",
+                  f"stop reasons {c['stop_reasons']}; {c['late_chunks']} chunks after the cancel"
+                  + ("" if c["ok"] else "; MISMATCH (not cancelled, or text after the cancel)"))
+            f = worker("bench.acp", "first_chunk", timeout=1200)
+            t.raw["acp_first_chunk"] = f
+            t.add("   first agent_message_chunk, warm session", f"{f['acp_ms']:.0f} ms",
+                  f"library first delta {f['lib_ms']:.0f} ms", f"+{f['acp_ms'] - f['lib_ms']:.1f} ms",
+                  "≤ library + 10 ms", f"medians of {f['pairs']} alternated pairs, 200 mock deltas")
+            p = worker("bench.acp", "paused", timeout=1200)
+            t.raw["acp_paused"] = p
+            done = "never" if p["model_done_s"] is None else f"{p['model_done_s']:.2f} s"
+            t.add(f"   {p['deltas']:,} deltas, client reads nothing for {p['pause_s']:.0f} s",
+                  f"{p['notifications']:,} notifications", f"{p['deltas']:,} model deltas",
+                  f"{p['notifications'] / p['deltas']:.3f}×", "≤ 1,000 notifications, model done in the pause",
+                  f"{'text exact' if p['ok'] else 'MISMATCH (text not exact)'}; model stream done after {done}; "
+                  f"stop {p['stop_reason']}; agent peak RSS {p['agent_rss_mb'] or 0:.0f} MB")
+        except RuntimeError as exc:
+            t.add("8. `codexrt acp`, real codex", "skipped", "", "", "", str(exc).splitlines()[0][:120])
     if want("soak"):
         # 7. A sidecar that runs for days (issue 17): many turns through one `codexrt serve`.
         plans = [("fake", 200 if ns.quick else 1000, "fake app-server (handshake-ok)")]
