@@ -327,10 +327,8 @@ def permission_request(session_id: str, kind: str, method: str, params: Mapping[
     else:
         call["kind"] = "other"
         call["rawInput"] = dict(params)
-    options = [{"optionId": "allow", "name": "Allow once", "kind": "allow_once"}]
-    available = params.get("availableDecisions")
-    if not isinstance(available, list) or "acceptForSession" in available or kind != "commandApproval":
-        options.append({"optionId": "allow_always", "name": "Allow for this session", "kind": "allow_always"})
+    options = [{"optionId": "allow", "name": "Allow once", "kind": "allow_once"},
+               {"optionId": "allow_always", "name": "Allow for this session", "kind": "allow_always"}]
     options.append({"optionId": "reject", "name": "Reject (the turn goes on)", "kind": "reject_once"})
     options.append({"optionId": STOP_OPTION, "name": "Reject and stop the turn", "kind": "reject_once"})
     return {"sessionId": session_id, "toolCall": call, "options": options}
