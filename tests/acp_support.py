@@ -309,6 +309,7 @@ class AcpAgent:
             id = self._ids
         key = _key(id)
         assert key not in self._pending, f"test bug: id {id!r} is still pending"
+        self._answered.pop(key, None)  # JSON-RPC lets a settled id be used again: a new request
         self._pending[key] = method
         msg: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
         if params is not None:

@@ -123,7 +123,7 @@ async def test_acp_python_sdk_client_completes_the_whole_flow(tmp_path):
     assert steps["prompt"] == "end_turn"
     assert steps["open_permissions"] == 2, summary
     assert steps["cancel"] == "cancelled"
-    assert steps["load"] is True
+    assert steps["load"] is True and "user_message_chunk" in steps["replayed"]  # load replays before answering
     first, second = summary["permissions"]
     assert {"allow_once", "allow_always", "reject_once"} <= set(first["kinds"])
     text = "".join(u["content"]["text"] for u in summary["updates"]
