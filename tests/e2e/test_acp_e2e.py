@@ -508,8 +508,14 @@ async def test_a_client_that_stops_reading_gets_the_text_merged_and_exact(tmp_pa
                          "the app-server to finish its stream while the client is not reading", timeout=60)
         [late] = [m for m in read_log(log) if m.get("id") == 777 and "method" not in m]
         assert late["error"]["code"] == -32601  # unknown server request: answered, not granted
+        await trio.sleep(8.0)  # the client goes on not reading for a while (the research's 8 s)
         resp = await agent.response(rid, timeout=60)
         assert resp["result"]["stopReason"] == "end_turn"
+        await agent.finish()  # read everything the agent still writes
+        at = agent.lines.index(resp)
+        late = [m for m in agent.lines[at:] if m.get("method") == "session/update"
+                and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"]
+        assert not late, f"{len(late)} chunks written after the prompt's answer: the text overtaken by the turn's end"
         got = agent.text(sid)
         assert len(got) == len(text) and got == text
         chunks = agent.updates(sid, "agent_message_chunk")

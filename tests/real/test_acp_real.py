@@ -295,6 +295,10 @@ async def test_real_client_that_stops_reading(tmp_path, codex_bin, codex_home, r
         await trio.sleep(max(0.0, 8.0 - (trio.current_time() - paused_at)))  # the scenario: 8 s unread
         resp = await agent.response(rid, timeout=WAIT)
         assert resp["result"]["stopReason"] == "end_turn"
+        await agent.finish()  # read everything the agent still writes
+        late = chunks_after(agent, resp)
+        assert not late, (f"{len(late)} chunks ({sum(len(m['params']['update']['content']['text']) for m in late)} "
+                          "chars) written after the prompt's answer: the turn's text overtaken by its end")
         got = agent.text(sid)
         assert len(got) == len(text) and got == text
         chunks = agent.updates(sid, "agent_message_chunk")
