@@ -407,6 +407,35 @@ async def test_elicitation_without_client_support_gets_the_safe_negative_answer(
         assert not [m for m in agent.lines if m.get("method") == "elicitation/create"]
 
 
+async def test_mcp_form_goes_to_elicitation_create_when_the_client_advertises_it(tmp_path):
+    """The MCP tool-call approval is a permission; the MCP server's own form becomes
+    ``elicitation/create`` (form mode, the requested schema, this session) and the user's answer
+    reaches the app-server as given."""
+    log = tmp_path / "fake.log"
+    form = {"name": "Ada", "age": 36, "ratio": 0.5, "subscribe": True, "colors": ["red", "blue"]}
+    async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "mcp-elicitation", log=log)) as agent:
+        await agent.initialize(client_capabilities={"fs": {"readTextFile": False, "writeTextFile": False},
+                                                    "terminal": False, "elicitation": {"form": {}}})
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        sid = await agent.new_session(ws)
+        rid = await agent.prompt(sid, "use the tool")
+        req = await agent.agent_request("session/request_permission")
+        assert replies_to_approval(log) == []
+        await agent.answer(req, selected(option(req["params"]["options"], "allow_once")))
+        ask = await agent.agent_request("elicitation/create")
+        params = ask["params"]
+        assert params["mode"] == "form" and params.get("sessionId") == sid, params
+        assert set(params["requestedSchema"]["properties"]) >= {"name", "age", "ratio", "subscribe", "colors"}
+        assert "Please fill the test form." in params["message"]
+        await agent.answer(ask, {"action": "accept", "content": form})
+        resp = await agent.response(rid)
+        assert resp["result"]["stopReason"] == "end_turn"
+        [reply] = [m for m in read_log(log) if m.get("id") == 1 and "method" not in m]
+        assert reply["result"]["action"] == "accept" and reply["result"]["content"] == form, reply
+        assert agent.text(sid) == "Form handled."
+
+
 # -- cancel -------------------------------------------------------------------------------------
 
 
