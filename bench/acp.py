@@ -98,7 +98,7 @@ class AcpClient:
         return None
 
     def close(self) -> None:
-        if self.proc.stdin is not None:
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
             self.proc.stdin.close()
         try:
             self.proc.wait(10)
@@ -243,6 +243,11 @@ def paused() -> dict[str, Any]:
             resp = agent.until_response(rid, lambda m: chunks.append(m["params"]["update"]["content"]["text"])
                                         if is_chunk(m) else None)
             rss = agent.peak_rss_mb()
+            # what comes after the answer is text an editor that ends the turn there never shows
+            assert agent.proc.stdin is not None and agent.proc.stdout is not None
+            agent.proc.stdin.close()
+            late = [msgspec.json.decode(line) for line in agent.proc.stdout]
+            late_text = "".join(m["params"]["update"]["content"]["text"] for m in late if is_chunk(m))
         finally:
             agent.close()
     finally:
@@ -250,6 +255,7 @@ def paused() -> dict[str, Any]:
         shutil.rmtree(home.parent, ignore_errors=True)
     got = "".join(chunks)
     return {"deltas": FLOOD_DELTAS, "notifications": len(chunks), "ok": got == text,
+            "chars_after_answer": len(late_text), "whole_text_ok": got + late_text == text,
             "stop_reason": resp.get("result", {}).get("stopReason"), "model_done_s": model_done,
             "pause_s": PAUSE_S, "agent_rss_mb": rss}
 

@@ -271,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
             f = worker("bench.acp", "first_chunk", timeout=1200)
             t.raw["acp_first_chunk"] = f
             t.add("   first agent_message_chunk, warm session", f"{f['acp_ms']:.0f} ms",
-                  f"library first delta {f['lib_ms']:.0f} ms", f"+{f['acp_ms'] - f['lib_ms']:.1f} ms",
+                  f"library first delta {f['lib_ms']:.0f} ms", f"{f['acp_ms'] - f['lib_ms']:+.1f} ms",
                   "≤ library + 10 ms", f"medians of {f['pairs']} alternated pairs, 200 mock deltas")
             p = worker("bench.acp", "paused", timeout=1200)
             t.raw["acp_paused"] = p
@@ -279,7 +279,8 @@ def main(argv: list[str] | None = None) -> int:
             t.add(f"   {p['deltas']:,} deltas, client reads nothing for {p['pause_s']:.0f} s",
                   f"{p['notifications']:,} notifications", f"{p['deltas']:,} model deltas",
                   f"{p['notifications'] / p['deltas']:.3f}×", "≤ 1,000 notifications, model done in the pause",
-                  f"{'text exact' if p['ok'] else 'MISMATCH (text not exact)'}; model stream done after {done}; "
+                  ("text exact" if p["ok"] else f"MISMATCH (text by the prompt's answer not exact; {p['chars_after_answer']:,} "
+                     f"chars came after it, whole text exact: {p['whole_text_ok']})") + f"; model stream done after {done}; "
                   f"stop {p['stop_reason']}; agent peak RSS {p['agent_rss_mb'] or 0:.0f} MB")
         except RuntimeError as exc:
             t.add("8. `codexrt acp`, real codex", "skipped", "", "", "", str(exc).splitlines()[0][:120])
