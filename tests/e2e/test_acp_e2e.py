@@ -286,6 +286,48 @@ async def test_two_sessions_run_turns_concurrently(tmp_path):
         assert (await agent.response(ra))["result"]["stopReason"] == "cancelled"
 
 
+async def test_config_options_ask_by_default_and_permissive_only_by_choice(tmp_path):
+    """Approval mode "ask" (every command and edit asks: ``untrusted``) is the default; anything
+    more permissive reaches the app-server only after ``session/set_config_option``; a value the
+    option does not list is ``-32602`` naming it, and changes nothing."""
+    log = tmp_path / "fake.log"
+    async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "handshake-ok", log=log)) as agent:
+        await agent.initialize()
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        new = await agent.call("session/new", {"cwd": str(ws), "mcpServers": []})
+        sid = new["sessionId"]
+        options = {o["id"]: o for o in new.get("configOptions") or []}
+        [approval] = [o for o in options.values() if o.get("category") == "mode" or o["id"] == "approval"]
+        assert approval["currentValue"] == "ask", approval
+        values = [v["value"] for v in approval["options"]]
+        assert "ask" in values and "model" in {o.get("category") for o in options.values()}
+        assert (await agent.response(await agent.prompt(sid, "one")))["result"]["stopReason"] == "end_turn"
+        [start] = [m for m in read_log(log) if m.get("method") == "thread/start"]
+        [turn] = turn_starts(log)
+        policies = {start["params"].get("approvalPolicy"), turn["params"].get("approvalPolicy")} - {None}
+        assert policies == {"untrusted"}, (start, turn)  # asks for every command and edit
+        bad = await agent.request("session/set_config_option", {"sessionId": sid, "configId": approval["id"],
+                                                                 "value": "yolo"})
+        assert bad["error"]["code"] == -32602 and "yolo" in bad["error"]["message"], bad
+        unknown = await agent.request("session/set_config_option", {"sessionId": sid, "configId": "no-such-option",
+                                                                     "value": "x"})
+        assert unknown["error"]["code"] == -32602, unknown
+        permissive = next(v for v in values if v != "ask")
+        changed = await agent.call("session/set_config_option", {"sessionId": sid, "configId": approval["id"],
+                                                                  "value": permissive})
+        [now] = [o for o in changed["configOptions"] if o["id"] == approval["id"]]
+        assert now["currentValue"] == permissive
+        assert (await agent.response(await agent.prompt(sid, "two")))["result"]["stopReason"] == "end_turn"
+        second = turn_starts(log)[1]["params"]
+        assert second.get("approvalPolicy") not in (None, "untrusted"), second
+        # another session still asks: the choice was this session's
+        other = await agent.new_session(ws)
+        assert (await agent.response(await agent.prompt(other, "three")))["result"]["stopReason"] == "end_turn"
+        third = [m for m in read_log(log) if m.get("method") in ("thread/start", "turn/start")][-2:]
+        assert {m["params"].get("approvalPolicy") for m in third} - {None} == {"untrusted"}, third
+
+
 # -- approvals ----------------------------------------------------------------------------------
 
 
