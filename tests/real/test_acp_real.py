@@ -13,6 +13,7 @@ network namespace::
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from pathlib import Path
@@ -77,6 +78,27 @@ async def test_real_streaming_is_exact(tmp_path, codex_bin, codex_home, real_env
         assert agent.text(sid) == text
         assert chunks_after(agent, resp) == []
         assert len(mock_model.model_requests()) == 1
+
+
+async def test_real_prompt_with_a_resource_link_and_an_embedded_resource(tmp_path, codex_bin, codex_home, real_env,
+                                                                          real_cwd, mock_model):
+    """``resource_link`` (baseline) and an embedded ``resource`` (advertised ``embeddedContext``)
+    reach the model with the prompt: the turn ends ``end_turn`` and the request carries both."""
+    (real_cwd / "a.py").write_text("print(1)\n")
+    async with _open(tmp_path, codex_bin, codex_home, real_env) as agent:
+        caps = (await agent.initialize())["agentCapabilities"]
+        assert caps["promptCapabilities"]["embeddedContext"] is True
+        sid = await agent.new_session(real_cwd)
+        resp = await agent.request("session/prompt", {"sessionId": sid, "prompt": [
+            {"type": "text", "text": "look at these"},
+            {"type": "resource_link", "name": "a.py", "uri": (real_cwd / "a.py").as_uri()},
+            {"type": "resource", "resource": {"uri": (real_cwd / "b.py").as_uri(), "mimeType": "text/x-python",
+                                              "text": "EMBEDDED-CONTENT-42"}}]}, timeout=WAIT)
+        assert "result" in resp and resp["result"]["stopReason"] == "end_turn", resp
+        [rec] = mock_model.model_requests()
+        body = json.dumps(rec.body)
+        assert "look at these" in rec.last_user_text
+        assert "EMBEDDED-CONTENT-42" in body and "a.py" in body
 
 
 # -- approvals ----------------------------------------------------------------------------------
@@ -211,6 +233,16 @@ async def test_real_app_server_sigkill_mid_turn(tmp_path, codex_bin, codex_home,
         nxt = await agent.response(await agent.prompt(sid, "after the crash"), timeout=WAIT)
         assert nxt["result"]["stopReason"] == "end_turn"
         assert app_servers(agent) and pid not in app_servers(agent)
+        # research §7.5: a later load replays the interrupted message, no call left running
+        since = len(agent.lines)
+        loaded = await agent.request("session/load", {"sessionId": sid, "cwd": str(real_cwd), "mcpServers": []},
+                                     timeout=WAIT)
+        assert "result" in loaded, loaded
+        replay = [m["params"]["update"] for m in agent.lines[since:agent.lines.index(loaded)]
+                  if m.get("method") == "session/update"]
+        user = "".join(u["content"].get("text", "") for u in replay if u["sessionUpdate"] == "user_message_chunk")
+        assert "lost-turn-7f3a" in user and "after the crash" in user, user
+        assert not [u for u in replay if u.get("status") in ("pending", "in_progress")], replay
     assert len(mock_model.requests_with_user_text("lost-turn-7f3a")) >= 1
     as_prompt = [r for r in mock_model.model_requests() if r.last_user_text.startswith("lost-turn-7f3a")]
     assert len(as_prompt) == 1, "the lost turn was re-sent to the model"
