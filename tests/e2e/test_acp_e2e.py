@@ -267,6 +267,50 @@ async def test_new_then_prompt_streams_the_text_exactly(tmp_path):
         assert fake_launches(tmp_path) == 1
 
 
+async def test_updates_plan_usage_title_and_no_warning_as_answer_text(tmp_path):
+    """``plan`` from the todo list (whole plan, priority ``medium``), ``usage_update``,
+    ``session_info_update`` with the thread title; warnings and retry errors are never shown
+    as the agent's answer (research §4: both codex-acp adapters inject them)."""
+    usage = {"totalTokens": 15, "inputTokens": 10, "cachedInputTokens": 0, "cacheWriteInputTokens": 0,
+             "outputTokens": 5, "reasoningOutputTokens": 0}
+    sc = {"name": "acp-updates", "description": "a turn with chatter", "rules": [
+        {"match": {"method": "turn/start"}, "actions": [
+            {"turn_response": True}, {"turn_started": True}, {"user_message": True},
+            {"notify": "warning", "params": {"threadId": "$thread_id", "message": "WARNING-TEXT model metadata"}},
+            {"notify": "error", "params": {"threadId": "$thread_id", "turnId": "$turn_id", "willRetry": True,
+                                           "error": {"message": "RETRY-TEXT reconnecting 1/5", "codexErrorInfo": None,
+                                                     "additionalDetails": None}}},
+            {"notify": "turn/plan/updated", "params": {"threadId": "$thread_id", "turnId": "$turn_id",
+                                                       "explanation": None, "plan": [
+                                                           {"step": "Read the code", "status": "completed"},
+                                                           {"step": "Fix the bug", "status": "inProgress"},
+                                                           {"step": "Run the tests", "status": "pending"}]}},
+            {"notify": "thread/tokenUsage/updated", "params": {"threadId": "$thread_id", "turnId": "$turn_id",
+                                                               "tokenUsage": {"total": usage, "last": usage,
+                                                                              "modelContextWindow": 258400}}},
+            {"notify": "thread/name/updated", "params": {"threadId": "$thread_id", "threadName": "Fixing the bug"}},
+            {"agent_message": "The answer.", "deltas": 2},
+            {"end_turn": "completed"}]}],
+          "settings": {}}
+    cli = fake_codex(tmp_path, scenario_file(tmp_path, "acp-updates", sc))
+    async with AcpAgent.open(tmp_path, "--codex-bin", cli) as agent:
+        sid = await started(tmp_path, agent)
+        resp = await agent.response(await agent.prompt(sid, "fix it"))
+        assert resp["result"]["stopReason"] == "end_turn"
+        assert agent.text(sid) == "The answer."
+        shown = json.dumps(agent.updates(sid, "agent_message_chunk") + agent.updates(sid, "agent_thought_chunk"))
+        assert "WARNING-TEXT" not in shown and "RETRY-TEXT" not in shown
+        [plan] = agent.updates(sid, "plan")
+        assert plan["entries"] == [
+            {"content": "Read the code", "priority": "medium", "status": "completed"},
+            {"content": "Fix the bug", "priority": "medium", "status": "in_progress"},
+            {"content": "Run the tests", "priority": "medium", "status": "pending"}]
+        usages = agent.updates(sid, "usage_update")
+        assert usages and usages[-1]["used"] == 15 and usages[-1]["size"] == 258400
+        infos = agent.updates(sid, "session_info_update")
+        assert infos and infos[-1].get("title") == "Fixing the bug", infos
+
+
 async def test_two_sessions_run_turns_concurrently(tmp_path):
     log = tmp_path / "fake.log"
     cli = fake_codex(tmp_path, "hang-turn", log=log)
@@ -547,6 +591,44 @@ async def test_stdin_eof_mid_turn_exits_fast_and_leaves_no_child(tmp_path):
         assert fake_pids(tmp_path) and set(fake_pids(tmp_path)) <= kids, "the app-server is not the agent's child"
         code = await agent.finish(allow_unanswered=True)  # checks exit ≤ 2 s and every child gone
         assert code == 0, agent.stderr()[-2000:]
+
+
+async def test_stdin_eof_with_a_permission_open_grants_nothing(tmp_path):
+    log = tmp_path / "fake.log"
+    async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "reverse-approval", log=log)) as agent:
+        sid = await started(tmp_path, agent)
+        await agent.prompt(sid, "run it")
+        await permission_for(agent, sid)
+        assert await agent.finish(allow_unanswered=True) == 0  # exit ≤ 2 s, no child left
+    assert "accept" not in json.dumps(replies_to_approval(log))
+
+
+async def test_hostile_lines_never_kill_the_agent(tmp_path):
+    """Whatever arrives on stdin is answered (or, for what is no request, ignored) and the agent
+    goes on: objects as ids, a method that is no string, 100,000-deep nesting, a 4 MB line, NUL
+    bytes, invalid UTF-8 inside a string, an empty object."""
+    hostile = [
+        b'{"jsonrpc":"2.0","id":{"a":1},"method":"initialize","params":{"protocolVersion":1}}',
+        b'{"jsonrpc":"2.0","id":[1],"method":"initialize"}',
+        b'{"jsonrpc":"2.0","id":true,"method":"initialize"}',
+        b'{"jsonrpc":"2.0","method":42}',
+        b"{}",
+        b"[" * 100_000 + b"]" * 100_000,
+        b'{"jsonrpc":"2.0","method":"some/notification","params":{"x":"' + b"a" * (4 << 20) + b'"}}',
+        b"\x00\x00\x00",
+        b'{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"\xff\xfe"}}',
+        b'{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"' + "\udc80".encode("utf-8", "surrogatepass") + b'"}}',
+        b'{"jsonrpc":"2.0","method":"session/cancel","params":"not an object"}',
+    ]
+    async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "handshake-ok")) as agent:
+        agent.expect_null_id_errors = len(hostile)
+        for line in hostile:
+            await agent.send_raw(line + b"\n")
+        sid = await started(tmp_path, agent)
+        resp = await agent.response(await agent.prompt(sid, "still there?"))
+        assert resp["result"]["stopReason"] == "end_turn" and agent.text(sid) == FAKE_TEXT
+        errors = [m for m in agent.lines if m.get("id") is None and "error" in m]
+        assert all(e["error"]["code"] in (-32700, -32600, -32602) for e in errors), errors
 
 
 async def test_stdin_eof_while_idle_exits_zero(tmp_path):
