@@ -76,7 +76,7 @@ class AcpConfig:
     resumes the thread. ``eof_grace``: after stdin EOF, how long cancelled turns get to end
     before the children still busy are killed (the agent exits within about this plus the
     children's reaping). ``index_path``: the session index (None: the default under the
-    state dir, :func:`codexrt._acp._index.default_index_path`)."""
+    state dir, :func:`codexrt._acp._index.default_index_path`; ``""``: in memory only)."""
 
     runtime: RuntimeConfig = attrs.field(factory=RuntimeConfig)
     idle_timeout: float | None = 600.0
@@ -128,7 +128,7 @@ class AcpAgent:
         self.client_capabilities = ClientCapabilities()
         self.sessions: dict[str, Session] = {}
         self._catalog: Session | None = None  # the runtime that serves session/list
-        self.index = SessionIndex(config.index_path or default_index_path())
+        self.index = SessionIndex(default_index_path() if config.index_path is None else config.index_path)
         self.nursery: trio.Nursery | None = None
         self._reader_scope = trio.CancelScope()
         self._next_id = 0
@@ -348,8 +348,14 @@ class AcpAgent:
         assert self.nursery is not None
         self.nursery.start_soon(self._record, s.id, s.thread_id, s.cwd)
 
+    async def _indexed(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """Run a session-index call: in a worker thread when it reads or writes a file."""
+        if not self.index.path:
+            return fn(*args, **kwargs)
+        return await trio.to_thread.run_sync(lambda: fn(*args, **kwargs))
+
     async def _record(self, session_id: str, thread_id: str | None, cwd: str) -> None:
-        await trio.to_thread.run_sync(lambda: self.index.put(session_id, thread_id=thread_id, cwd=cwd))
+        await self._indexed(self.index.put, session_id, thread_id=thread_id, cwd=cwd)
 
     async def _new(self, p: Any) -> dict[str, Any]:
         self._check_cwd(p.cwd)
@@ -367,7 +373,7 @@ class AcpAgent:
         s = self.sessions.get(session_id)
         if s is not None:
             return s, False
-        entry = await trio.to_thread.run_sync(self.index.get, session_id)
+        entry = await self._indexed(self.index.get, session_id)
         thread_id = entry.get("threadId") if entry is not None else session_id
         return self._new_session(session_id, cwd, thread_id if isinstance(thread_id, str) else None), True
 
@@ -419,7 +425,7 @@ class AcpAgent:
             async with open_history_reader(rt) as reader:
                 page = await reader.list_threads(cursor=p.cursor, limit=50, **filters)
         ids = [t.thread_id for t in page.threads]
-        sessions_of = await trio.to_thread.run_sync(self.index.session_of_thread, ids)
+        sessions_of = await self._indexed(self.index.session_of_thread, ids)
         out = []
         for t in page.threads:
             raw = t.raw if isinstance(t.raw, dict) else {}

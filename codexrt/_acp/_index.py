@@ -41,7 +41,8 @@ def default_index_path(state_dir: str | None = None) -> str:
 
 class SessionIndex:
     """session id → ``{threadId, cwd, createdAt}``. Blocking file I/O: call from a worker
-    thread (the agent does)."""
+    thread (the agent does). ``path`` empty: kept in memory only (sessions then load only in
+    this process) and cheap enough to call from the event loop."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -51,6 +52,9 @@ class SessionIndex:
         if self._entries is not None:
             return self._entries
         entries: dict[str, dict[str, Any]] = {}
+        if not self.path:
+            self._entries = entries
+            return entries
         try:
             with open(self.path, encoding="utf-8") as fh:
                 data = json.load(fh)
@@ -83,6 +87,8 @@ class SessionIndex:
         self._save(entries)
 
     def _save(self, entries: dict[str, dict[str, Any]]) -> None:
+        if not self.path:
+            return
         directory = os.path.dirname(self.path)
         try:
             ensure_private_dir(directory, owned=2)
