@@ -66,6 +66,9 @@ log = logging.getLogger("codexrt.acp")
 #: How long a prompt's answer waits for the forwarder to pass the turn's ``operationDone``
 #: (it can only be late when stdout itself is stuck).
 DONE_EVENT_GRACE = 5.0
+#: How long a prompt cancelled by ``$/cancel_request`` (or shutdown) waits for its turn to end
+#: before it is answered ``-32800`` anyway (a stuck child is killed by the stop budget later).
+CANCEL_SETTLE = 2.0
 
 
 @attrs.define
@@ -207,7 +210,7 @@ class AcpAgent:
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                 log.warning("stdin failed (%s); treating it as EOF", exc)
                 data = b""
-            for frame in (buf.feed(data) if data else buf.close()):
+            for frame in (buf.feed(bytes(data)) if data else buf.close()):
                 await self._handle_frame(frame)
             if not data:
                 return
@@ -483,7 +486,8 @@ class AcpAgent:
             raise AcpError(INVALID_PARAMS, str(exc)) from None
         with counted(s):
             rt = await self._runtime(s)
-            editor = EditorState(referenced_files=tuple(FileReference(f) for f in inp.files)) if inp.files else None
+            refs: tuple[FileReference, ...] = tuple(FileReference(f) for f in inp.files)
+            editor = EditorState(referenced_files=refs) if refs else None
             op = rt.send(inp.text, thread_id=s.thread_id, images=inp.images,
                          additional_context=inp.additional_context or None, editor_state=editor)
             op.discard_events()  # the forwarder follows the runtime subscription
@@ -492,9 +496,13 @@ class AcpAgent:
                 try:
                     result = await op.wait()
                 except trio.Cancelled:
-                    # $/cancel_request of this prompt, or shutdown: stop the turn (nothing left running)
+                    # $/cancel_request of this prompt, or shutdown: stop the turn and let it end
+                    # (bounded) before the answer, so nothing of it runs on afterwards
                     prompt.cancel_requested = True
                     rt.abort(op)
+                    with trio.CancelScope(shield=True), trio.move_on_after(CANCEL_SETTLE):
+                        await op.wait()
+                        await prompt.forwarded.wait()
                     raise
                 with trio.move_on_after(DONE_EVENT_GRACE):
                     await prompt.forwarded.wait()

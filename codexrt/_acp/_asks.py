@@ -18,7 +18,7 @@ task of its own (never on the forwarder or the reader), and answered from the cl
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
@@ -29,12 +29,25 @@ from codexrt._sansio._errors import CodexError
 from codexrt._sansio._methods import APPROVAL_KINDS, describe_request, safe_negative_reply
 
 if TYPE_CHECKING:
-    from codexrt._acp._agent import AcpAgent
     from codexrt._acp._session import Session
+    from codexrt._acp._wire import ClientCapabilities
 
 __all__ = ["ask", "no_host_policy", "question_schema"]
 
 log = logging.getLogger("codexrt.acp")
+
+
+class _Answer(Protocol):
+    result: Any
+    error: Any
+
+
+class AcpAgent(Protocol):
+    """What an ask needs of the agent: the client's capabilities and a request to it."""
+
+    client_capabilities: ClientCapabilities
+
+    async def call_client(self, method: str, params: Any) -> _Answer: ...
 
 
 async def no_host_policy(inter: Any) -> Any:

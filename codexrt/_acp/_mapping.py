@@ -203,7 +203,7 @@ def plan_update(steps: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         if not isinstance(s, Mapping) or not isinstance(s.get("step"), str):
             continue
         status = {"inProgress": "in_progress", "in_progress": "in_progress", "completed": "completed"}.get(
-            s.get("status"), "pending")
+            str(s.get("status")), "pending")
         entries.append({"content": s["step"], "priority": "medium", "status": status})
     return {"sessionUpdate": "plan", "entries": entries}
 
@@ -544,5 +544,8 @@ def apply_config_option(state: ConfigState, config_id: str, value: Any) -> Confi
     if value not in allowed:
         raise ConfigOptionError(f"session/set_config_option: {config_id} has no value {value[:80]!r} "
                                 f"(one of {list(allowed)}) - at `$.params.value`")
-    field = {"reasoning_effort": "effort"}.get(config_id, config_id)
-    return attrs.evolve(state, **{field: value})
+    if config_id == "reasoning_effort":
+        return attrs.evolve(state, effort=value)
+    if config_id == "approval":
+        return attrs.evolve(state, approval=value)
+    return attrs.evolve(state, sandbox=value)
