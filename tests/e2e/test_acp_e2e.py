@@ -383,12 +383,18 @@ async def permission_for(agent: AcpAgent, sid: str) -> dict[str, Any]:
     return req
 
 
+async def asked(tmp_path: Path, agent: AcpAgent) -> tuple[str, Any, dict[str, Any]]:
+    """A new session whose first prompt ("run it") waits on a permission: (session id, the
+    prompt's request id, the ``session/request_permission`` request)."""
+    sid = await started(tmp_path, agent)
+    rid = await agent.prompt(sid, "run it")
+    return sid, rid, await permission_for(agent, sid)
+
+
 async def test_permission_offers_allow_once_always_reject_once_and_stop(tmp_path):
     log = tmp_path / "fake.log"
     async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "reverse-approval", log=log)) as agent:
-        sid = await started(tmp_path, agent)
-        rid = await agent.prompt(sid, "run it")
-        req = await permission_for(agent, sid)
+        sid, rid, req = await asked(tmp_path, agent)
         options = req["params"]["options"]
         ids = [o["optionId"] for o in options]
         assert len(set(ids)) == len(ids)
@@ -419,9 +425,7 @@ async def test_each_permission_option_reaches_the_app_server(tmp_path, role, dec
     model sees the refusal); the stop option → ``cancel``: the turn stops."""
     log = tmp_path / "fake.log"
     async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "reverse-approval", log=log)) as agent:
-        sid = await started(tmp_path, agent)
-        rid = await agent.prompt(sid, "run it")
-        req = await permission_for(agent, sid)
+        sid, rid, req = await asked(tmp_path, agent)
         await agent.answer(req, selected(option(req["params"]["options"], role)))
         resp = await agent.response(rid)
         assert resp["result"]["stopReason"] == stop_reason, resp
@@ -437,9 +441,7 @@ async def test_each_permission_option_reaches_the_app_server(tmp_path, role, dec
 async def test_permission_answered_cancelled_or_with_an_error_approves_nothing(tmp_path):
     log = tmp_path / "fake.log"
     async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "reverse-approval", log=log)) as agent:
-        sid = await started(tmp_path, agent)
-        rid = await agent.prompt(sid, "run it")
-        req = await permission_for(agent, sid)
+        sid, rid, req = await asked(tmp_path, agent)
         await agent.answer(req, error={"code": -32603, "message": "the editor crashed its dialog"})
         resp = await agent.response(rid)
         assert "result" in resp or "error" in resp
@@ -457,9 +459,7 @@ async def test_cancel_with_a_permission_open_withdraws_it(tmp_path):
                    {"match": {"reply_to": 0}, "actions": []}]
     cli = fake_codex(tmp_path, scenario_file(tmp_path, "approval-then-plain", sc), log=log)
     async with AcpAgent.open(tmp_path, "--codex-bin", cli) as agent:
-        sid = await started(tmp_path, agent)
-        rid = await agent.prompt(sid, "run it")
-        req = await permission_for(agent, sid)
+        sid, rid, req = await asked(tmp_path, agent)
         await agent.notify("session/cancel", {"sessionId": sid})
         withdrawn = await agent.notification("$/cancel_request")
         assert withdrawn["params"]["requestId"] == req["id"] and type(withdrawn["params"]["requestId"]) is type(req["id"])

@@ -42,6 +42,14 @@ async def _session(agent: AcpAgent, cwd: Path) -> str:
     return await agent.new_session(cwd)
 
 
+async def _asked_to_touch(agent: AcpAgent, cwd: Path, marker: Path) -> tuple[str, Any, dict[str, Any]]:
+    """A new session whose first prompt has the model run ``touch marker``: (session id, the
+    prompt's request id, the permission request it is waiting on)."""
+    sid = await _session(agent, cwd)
+    rid = await agent.prompt(sid, f"please [[mock:exec:touch {marker}]]")
+    return sid, rid, await agent.agent_request("session/request_permission", timeout=WAIT)
+
+
 def app_servers(agent: AcpAgent) -> list[int]:
     """The agent's live ``codex app-server`` descendants."""
     out = []
@@ -107,9 +115,7 @@ async def test_real_prompt_with_a_resource_link_and_an_embedded_resource(tmp_pat
 async def test_real_allow_once_runs_the_command(tmp_path, codex_bin, codex_home, real_env, real_cwd, mock_model):
     marker = real_cwd / "allowed"
     async with _open(tmp_path, codex_bin, codex_home, real_env) as agent:
-        sid = await _session(agent, real_cwd)
-        rid = await agent.prompt(sid, f"please [[mock:exec:touch {marker}]]")
-        req = await agent.agent_request("session/request_permission", timeout=WAIT)
+        sid, rid, req = await _asked_to_touch(agent, real_cwd, marker)
         tc = req["params"]["toolCall"]
         assert not marker.exists()  # asked before anything ran: never granted by default
         await agent.answer(req, selected(option(req["params"]["options"], "allow_once")))
@@ -127,9 +133,7 @@ async def test_real_reject_once_declines_and_the_turn_goes_on(tmp_path, codex_bi
                                                               mock_model):
     marker = real_cwd / "rejected"
     async with _open(tmp_path, codex_bin, codex_home, real_env) as agent:
-        sid = await _session(agent, real_cwd)
-        rid = await agent.prompt(sid, f"please [[mock:exec:touch {marker}]]")
-        req = await agent.agent_request("session/request_permission", timeout=WAIT)
+        sid, rid, req = await _asked_to_touch(agent, real_cwd, marker)
         await agent.answer(req, selected(option(req["params"]["options"], "reject_once")))
         resp = await agent.response(rid, timeout=WAIT)
         assert resp["result"]["stopReason"] == "end_turn"  # the turn went on
@@ -180,9 +184,7 @@ async def test_real_cancel_mid_stream(tmp_path, codex_bin, codex_home, real_env,
 async def test_real_cancel_with_a_permission_open(tmp_path, codex_bin, codex_home, real_env, real_cwd, mock_model):
     marker = real_cwd / "never"
     async with _open(tmp_path, codex_bin, codex_home, real_env) as agent:
-        sid = await _session(agent, real_cwd)
-        rid = await agent.prompt(sid, f"please [[mock:exec:touch {marker}]]")
-        req = await agent.agent_request("session/request_permission", timeout=WAIT)
+        sid, rid, req = await _asked_to_touch(agent, real_cwd, marker)
         await agent.notify("session/cancel", {"sessionId": sid})
         withdrawn = await agent.notification("$/cancel_request", timeout=WAIT)
         assert withdrawn["params"]["requestId"] == req["id"]
@@ -200,9 +202,7 @@ async def test_real_permission_unanswered_for_60s_waits(tmp_path, codex_bin, cod
     """Nothing runs and the turn stays open while the user thinks (60 s), then the answer counts."""
     marker = real_cwd / "after-a-minute"
     async with _open(tmp_path, codex_bin, codex_home, real_env) as agent:
-        sid = await _session(agent, real_cwd)
-        rid = await agent.prompt(sid, f"please [[mock:exec:touch {marker}]]")
-        req = await agent.agent_request("session/request_permission", timeout=WAIT)
+        sid, rid, req = await _asked_to_touch(agent, real_cwd, marker)
         await agent.read_for(60.0)
         assert rid in agent.pending(), "the turn ended while its permission was unanswered"
         assert not marker.exists()
