@@ -63,9 +63,6 @@ __all__ = ["AcpConfig", "AcpAgent", "AcpError", "run_acp_agent"]
 
 log = logging.getLogger("codexrt.acp")
 
-#: How long a prompt's answer waits for the forwarder to pass the turn's ``operationDone``
-#: (it can only be late when stdout itself is stuck).
-DONE_EVENT_GRACE = 5.0
 #: How long a prompt cancelled by ``$/cancel_request`` (or shutdown) waits for its turn to end
 #: before it is answered ``-32800`` anyway (a stuck child is killed by the stop budget later).
 CANCEL_SETTLE = 2.0
@@ -504,8 +501,10 @@ class AcpAgent:
                         await op.wait()
                         await prompt.forwarded.wait()
                     raise
-                with trio.move_on_after(DONE_EVENT_GRACE):
-                    await prompt.forwarded.wait()
+                # No bound of its own: the forwarder passes the turn's operationDone (or ends)
+                # as soon as the client reads what came before it; answering earlier would let
+                # the turn's last text overtake its answer.
+                await prompt.forwarded.wait()
             finally:
                 if s.prompt is prompt:
                     s.prompt = None
@@ -539,6 +538,13 @@ class AcpAgent:
     # -- the forwarder ---------------------------------------------------------------------
 
     async def _forward(self, s: Session, rt: Runtime, events: EventStream) -> None:
+        try:
+            await self._forward_events(s, events)
+        finally:  # a runtime that ended (closed, failed) releases the prompt waiting on it
+            if s.prompt is not None:
+                s.prompt.forwarded.set()
+
+    async def _forward_events(self, s: Session, events: EventStream) -> None:
         async for ev in events:
             try:
                 s.note_thread(ev)
