@@ -363,11 +363,20 @@ def _path_of(uri: str) -> str | None:
     return None
 
 
+def _context_name(uri: str, index: int) -> str:
+    """A context name the server accepts (``[a-z][a-z0-9_]{0,63}``) from a resource's URI."""
+    base = os.path.basename(urlparse(uri).path.rstrip("/")) or "resource"
+    name = "".join(c if c.isascii() and c.isalnum() else "_" for c in base.lower()).strip("_") or "resource"
+    if not name[0].isalpha():
+        name = "r_" + name
+    return f"{name[:56]}_{index}"
+
+
 def prompt_input(blocks: Sequence[Any], *, images_ok: bool) -> PromptInput:
     """ACP prompt content → :class:`PromptInput`. Text blocks are the user's text (joined);
     a ``resource_link`` to a file is a mention (an IDE reference to the file, not its text);
     any other link is named in the text; an embedded text ``resource`` becomes an IDE context
-    fragment (``untrusted``, named by its URI) — never inlined into the user's text; images
+    fragment (``untrusted``, its value headed by the URI) — never inlined into the user's text; images
     only when advertised (``data:`` URLs). Raises :class:`PromptError`."""
     from codexrt._acp._wire import AudioContent, EmbeddedResource, ImageContent, ResourceLink, TextContent
 
@@ -394,7 +403,9 @@ def prompt_input(blocks: Sequence[Any], *, images_ok: bool) -> PromptInput:
             if embedded > MAX_EMBEDDED_BYTES:
                 raise PromptError(f"session/prompt: embedded resources exceed {MAX_EMBEDDED_BYTES} bytes "
                                   f"- at `{where}`")
-            context[f"acp_resource_{i}"] = {"kind": "untrusted", "name": res.uri, "value": res.text}
+            # the server takes a context name of [a-z][a-z0-9_]{0,63} only: the URI heads the value
+            context[f"acp_resource_{i}"] = {"kind": "untrusted", "name": _context_name(res.uri, i),
+                                            "value": f"{res.uri}\n{res.text}"}
         elif isinstance(block, ImageContent):
             if not images_ok:
                 raise PromptError(f"session/prompt: image content was not advertised - at `{where}`")

@@ -164,9 +164,18 @@ def test_prompt_content_maps_to_send_input():
         {"type": "image", "data": "aGk=", "mimeType": "image/png"}), images_ok=True)
     assert inp.text == "explain\n\n[spec](https://example.invalid/spec)"  # the embedded text is not inlined
     assert inp.files == ("/w/a b.py",)
-    assert inp.additional_context == {"acp_resource_3": {"kind": "untrusted", "name": "file:///w/b.py",
-                                                         "value": "print(1)"}}
+    assert inp.additional_context == {"acp_resource_3": {"kind": "untrusted", "name": "b_py_3",
+                                                         "value": "file:///w/b.py\nprint(1)"}}
     assert inp.images == ("data:image/png;base64,aGk=",)
+
+
+@pytest.mark.parametrize("uri", ["file:///w/Ä b.py", "file:///", "https://x.invalid/9lives", "urn:x"])
+def test_context_names_fit_the_servers_pattern(uri):
+    import re
+
+    name = mp.prompt_input(_blocks({"type": "resource", "resource": {"uri": uri, "text": "t"}}),
+                           images_ok=False).additional_context["acp_resource_0"]["name"]
+    assert re.fullmatch(r"[a-z][a-z0-9_]{0,63}", name), name
 
 
 @pytest.mark.parametrize("blocks,images_ok,match", [
