@@ -21,8 +21,8 @@ knowing only the ACP spec and ``docs/acp.md``:
 * the agent's requests are answered by ``handlers`` (method → callable returning the result, or
   ``None`` to hold the request open for the test to answer with :meth:`AcpAgent.answer`);
 * at the end, stdin EOF: the agent must exit within ``EXIT_BOUND`` seconds (the issue's "exits
-  ≤ 2 s") and no process it started (seen in ``/proc`` while it ran, or recorded by a fake
-  ``codex`` launcher in ``pidfile``) may still be alive.
+  ≤ 2 s") and no process it started (its descendants seen in ``/proc`` while it ran, each
+  known by pid and start time, so a reused pid is never mistaken for it) may still be alive.
 
 Reading is lazy, like ``tests/e2e/test_serve_e2e.py``'s ``ServeProcess``: lines are read while
 a test waits for something, so a test that waits for nothing is a client that stops reading.
@@ -138,26 +138,45 @@ def acp_problem(instance: Any, ref: str | None = None) -> str | None:
 
 
 def descendants(pid: int) -> set[int]:
-    """Every live descendant of ``pid`` now (from ``/proc``; empty where there is none)."""
-    children: dict[int, list[int]] = {}
+    """The live processes ``pid`` is answerable for now (from ``/proc``; empty where there is
+    none): its children, and their descendants still in a child's process group. A process a
+    child moved into a session of its own (``setsid``: codex's login-shell snapshot, and what a
+    user's shell profile starts from it) is the child's business, not the agent's."""
+    children: dict[int, list[tuple[int, int]]] = {}
     for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat", "rb") as fh:
-                stat = fh.read().decode(errors="replace")
+                fields = fh.read().decode(errors="replace").rsplit(")", 1)[1].split()
         except OSError:
             continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry))
-    found: set[int] = set()
-    todo = [pid]
+        children.setdefault(int(fields[1]), []).append((int(entry), int(fields[2])))  # ppid → (pid, pgid)
+    direct = children.get(pid, [])
+    groups = {pgid for _, pgid in direct}
+    found = {child for child, _ in direct}
+    todo = list(found)
     while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in found:
+        for child, pgid in children.get(todo.pop(), []):
+            if child not in found and pgid in groups:
                 found.add(child)
                 todo.append(child)
     return found
+
+
+def start_time(pid: int) -> str | None:
+    """The kernel's start time of ``pid`` (``/proc/<pid>/stat`` field 22), None when it is gone:
+    with the pid, it names one process, so a pid the system reused is never taken for it."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().decode(errors="replace").rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def still_running(pid: int, started: str | None) -> bool:
+    """Whether the process ``(pid, started)`` (see :func:`start_time`) still runs."""
+    return process_alive(pid) and (started is None or start_time(pid) == started)
 
 
 def fake_codex(tmp_path: Path, *scenarios: str, log: Path | None = None, name: str = "fake-codex") -> str:
@@ -213,18 +232,17 @@ def _key(rid: Any) -> tuple[str, Any]:
 class AcpAgent:
     """A running ``codexrt acp`` with a schema-checking, answer-counting line reader."""
 
-    def __init__(self, proc: trio.Process, name: str, stderr_path: Path, pidfile_dirs: list[Path]) -> None:
+    def __init__(self, proc: trio.Process, name: str, stderr_path: Path) -> None:
         self.proc = proc
         self.name = name
         self.stderr_path = stderr_path
-        self.pidfile_dirs = pidfile_dirs
         self.lines: list[dict[str, Any]] = []  # every stdout message, in order
         self.transcript: list[tuple[str, str]] = []
         self.handlers: dict[str, Callable[[dict[str, Any]], Any]] = {}
         self.held: list[dict[str, Any]] = []  # agent requests left open (handler returned None)
         self.answered_agent: dict[tuple[str, Any], Any] = {}  # our answers to agent requests
         self.expect_null_id_errors = 0  # -32700/-32600 replies we provoked (their id is null)
-        self.kids: set[int] = set()  # processes the agent started, seen while it ran
+        self.kids: dict[int, str | None] = {}  # processes the agent started, seen while it ran → start time
         self._unconsumed: list[dict[str, Any]] = []
         self._buf = b""
         self._eof = False
@@ -248,7 +266,7 @@ class AcpAgent:
             proc = await trio.lowlevel.open_process(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                                     stderr=err, cwd=str(cwd or ROOT),
                                                     env=env if env is not None else agent_env(tmp_path))
-        agent = cls(proc, name, stderr_path, [tmp_path])
+        agent = cls(proc, name, stderr_path)
         ok = False
         try:
             yield agent
@@ -267,10 +285,7 @@ class AcpAgent:
                         if proc.returncode is None:
                             proc.kill()
                             await proc.wait()
-                    for pid in agent.kids:  # never leave a process behind, even on failure
-                        if process_alive(pid):
-                            with contextlib.suppress(ProcessLookupError):
-                                os.kill(pid, 9)
+                    agent.kill_children()  # never leave a process behind, even on failure
                     agent._write_transcript()
 
     def _write_transcript(self) -> None:
@@ -284,10 +299,21 @@ class AcpAgent:
                 fh.write(f"{direction} {line}\n")
 
     def note_children(self) -> set[int]:
-        """Record (and return) the agent's live descendants now."""
+        """Record the agent's live descendants now; returns the pids of all recorded so far."""
         if self.proc.returncode is None:
-            self.kids |= descendants(self.proc.pid)
-        return self.kids
+            for pid in descendants(self.proc.pid):
+                self.kids.setdefault(pid, start_time(pid))
+        return set(self.kids)
+
+    def children_alive(self) -> list[int]:
+        """The recorded descendants that still run (the very processes, not reused pids)."""
+        return [pid for pid, started in self.kids.items() if still_running(pid, started)]
+
+    def kill_children(self) -> None:
+        """SIGKILL the recorded descendants still running (only those very processes)."""
+        for pid in self.children_alive():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 9)
 
     def stderr(self) -> str:
         return self.stderr_path.read_text(errors="replace")
@@ -529,25 +555,12 @@ class AcpAgent:
                 while await self._read_line() is not None:
                     pass
                 code = await self.proc.wait()
-                await wait_gone(self.all_kids())
+                while self.children_alive():  # another process's state: nothing to wait on but a poll
+                    await trio.sleep(0.01)
         except trio.TooSlowError:
-            alive = [p for p in self.all_kids() if process_alive(p)]
+            alive = self.children_alive()
             raise AssertionError(f"stdin EOF: agent exit={self.proc.returncode}, children alive {alive} "
                                  f"after {bound:g} s; stderr:\n{self.stderr()[-3000:]}") from None
         if not allow_unanswered:
             assert not self._pending, f"requests never answered: {self._pending}"
         return code
-
-    def all_kids(self) -> set[int]:
-        pids = set(self.kids)
-        for d in self.pidfile_dirs:
-            for p in d.glob("*.pids"):
-                pids |= {int(x) for x in p.read_text().split()}
-        return pids
-
-
-async def wait_gone(pids: set[int], *, interval: float = 0.01) -> None:
-    """Poll (another process's state: nothing to wait on) until none of ``pids`` is alive;
-    the caller bounds it."""
-    while any(process_alive(p) for p in pids):
-        await trio.sleep(interval)

@@ -22,7 +22,7 @@ from typing import Any
 import trio
 
 from codexrt.loopback._model import Script
-from tests._support import process_alive, wait_until
+from tests._support import wait_until
 from tests.acp_support import AcpAgent, agent_env, descendants
 from tests.e2e.test_acp_e2e import error_data_mentions, option, selected
 
@@ -267,10 +267,8 @@ async def test_real_agent_sigkill_then_load_in_a_new_process(tmp_path, codex_bin
         agent.note_children()
         agent.proc.kill()
         await agent.proc.wait()
-        for pid in agent.kids:  # what the dead agent left behind must not write the thread meanwhile
-            if process_alive(pid):
-                os.kill(pid, signal.SIGKILL)
-        await wait_until(lambda: not any(process_alive(p) for p in agent.kids), "the orphans to go")
+        agent.kill_children()  # what the dead agent left behind must not write the thread meanwhile
+        await wait_until(lambda: not agent.children_alive(), "the orphans to go")
     n_model = len(mock_model.model_requests())
     async with _open(tmp_path, codex_bin, codex_home, real_env, name="second") as agent:
         await agent.initialize()
@@ -302,10 +300,8 @@ async def test_real_stdin_eof_mid_turn_leaves_no_child(tmp_path, codex_bin, code
         sid = await _session(agent, real_cwd)
         await agent.prompt(sid, "[[mock:hang]]")
         await wait_until(lambda: mock_model.model_requests(), "the model request", timeout=WAIT)
-        servers = app_servers(agent)
-        assert servers
-        await agent.finish(allow_unanswered=True)  # exit ≤ 2 s, every child gone
-    assert not any(process_alive(p) for p in servers)
+        assert set(app_servers(agent)) <= agent.note_children() and app_servers(agent)
+        await agent.finish(allow_unanswered=True)  # exit ≤ 2 s, every child (the app-server too) gone
 
 
 async def test_real_client_that_stops_reading(tmp_path, codex_bin, codex_home, real_env, real_cwd, mock_model):
