@@ -86,7 +86,9 @@ class AcpClient:
         return self.call("session/new", {"cwd": str(cwd), "mcpServers": []})["sessionId"]
 
     def prompt(self, sid: str, text: str) -> int:
-        return self.send("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": text}]})  # type: ignore[return-value]
+        rid = self.send("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": text}]})
+        assert rid is not None
+        return rid
 
     def peak_rss_mb(self) -> float | None:
         try:

@@ -19,6 +19,7 @@ client that stops reading). The fake's ``--log`` proves what reached the app-ser
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ import trio
 from peer_fixtures.fake_app_server import read_log
 from tests._support import wait_until
 from tests.acp_support import (
+    EXIT_BOUND,
     ROOT,
     AcpAgent,
     acp_problem,
@@ -35,6 +37,7 @@ from tests.acp_support import (
     fake_launches,
     fake_pids,
     require_acp_schema,
+    still_running,
 )
 
 SCENARIOS = ROOT / "peer_fixtures" / "scenarios"
@@ -230,6 +233,11 @@ async def test_non_json_line_32700_and_the_agent_goes_on(tmp_path):
             err = await agent.next(lambda m: m.get("id") is None and "error" in m, what="a -32600 answer")
             assert err["error"]["code"] == -32600, err
         await agent.send_raw(b"\xff\xfe not utf-8\n")  # answered -32700 (id null) or ignored: never fatal
+        # a cut line: -32700 with the id read from it (docs/acp.md)
+        agent.may_answer("trunc-1")
+        await agent.send_raw(b'{"jsonrpc": "2.0", "id": "trunc-1", "method": "initialize", "params": {\n')
+        cut = await agent.next(lambda m: "error" in m and m.get("id") == "trunc-1", what="the answer to a cut line")
+        assert cut["error"]["code"] == -32700, cut
         agent.expect_null_id_errors = 1
         sid = await started(tmp_path, agent)
         resp = await agent.request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]})
@@ -438,15 +446,23 @@ async def test_each_permission_option_reaches_the_app_server(tmp_path, role, dec
             assert "completed" not in statuses and "in_progress" not in statuses[-1:], statuses
 
 
-async def test_permission_answered_cancelled_or_with_an_error_approves_nothing(tmp_path):
+@pytest.mark.parametrize("answer, decision, stop_reason", [
+    ({"error": {"code": -32603, "message": "the editor crashed its dialog"}}, "decline", "end_turn"),
+    ({"result": selected({"optionId": "not-offered"})}, "decline", "end_turn"),
+    ({"result": {"outcome": {"outcome": "maybe"}}}, "decline", "end_turn"),
+    ({"result": {"no": "outcome"}}, "decline", "end_turn"),
+    ({"result": {"outcome": {"outcome": "cancelled"}}}, "cancel", "cancelled"),
+], ids=["error", "not-offered", "unknown-outcome", "malformed", "cancelled"])
+async def test_other_permission_answers_approve_nothing(tmp_path, answer, decision, stop_reason):
+    """docs/acp.md: an error answer, an option not offered or a malformed answer is a
+    ``decline``; an outcome ``cancelled`` stops the turn. Never an accept."""
     log = tmp_path / "fake.log"
     async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "reverse-approval", log=log)) as agent:
         sid, rid, req = await asked(tmp_path, agent)
-        await agent.answer(req, error={"code": -32603, "message": "the editor crashed its dialog"})
+        await agent.answer(req, answer.get("result"), error=answer.get("error"))
         resp = await agent.response(rid)
-        assert "result" in resp or "error" in resp
-        [decision] = replies_to_approval(log)
-        assert decision in ("decline", "cancel"), decision
+        assert resp["result"]["stopReason"] == stop_reason, resp
+        assert replies_to_approval(log) == [decision]
 
 
 async def test_cancel_with_a_permission_open_withdraws_it(tmp_path):
@@ -589,7 +605,7 @@ async def test_stdin_eof_mid_turn_exits_fast_and_leaves_no_child(tmp_path):
         await wait_until(lambda: turn_starts(log), "the turn to start")
         kids = agent.note_children()
         assert fake_pids(tmp_path) and set(fake_pids(tmp_path)) <= kids, "the app-server is not the agent's child"
-        code = await agent.finish(allow_unanswered=True)  # checks exit ≤ 2 s and every child gone
+        code = await agent.finish(bound=EXIT_BOUND, allow_unanswered=True)  # exit ≤ 2 s, every child gone
         assert code == 0, agent.stderr()[-2000:]
 
 
@@ -599,8 +615,22 @@ async def test_stdin_eof_with_a_permission_open_grants_nothing(tmp_path):
         sid = await started(tmp_path, agent)
         await agent.prompt(sid, "run it")
         await permission_for(agent, sid)
-        assert await agent.finish(allow_unanswered=True) == 0  # exit ≤ 2 s, no child left
+        assert await agent.finish(bound=EXIT_BOUND, allow_unanswered=True) == 0  # exit ≤ 2 s, no child left
     assert "accept" not in json.dumps(replies_to_approval(log))
+
+
+async def test_a_line_over_the_limit_is_32600_and_the_agent_goes_on(tmp_path):
+    cli = fake_codex(tmp_path, "handshake-ok")
+    async with AcpAgent.open(tmp_path, "--codex-bin", cli, "--max-line-bytes", "4096") as agent:
+        await agent.initialize()
+        agent.may_answer("big-1")
+        big = {"jsonrpc": "2.0", "id": "big-1", "method": "session/new", "params": {"cwd": "/" + "x" * 10_000,
+                                                                                   "mcpServers": []}}
+        await agent.send_msg(big)
+        err = await agent.next(lambda m: "error" in m and m.get("id") in ("big-1", None), what="the oversize answer")
+        assert err["error"]["code"] == -32600, err
+        sid = await started(tmp_path, agent)  # a line within the limit still works
+        assert (await agent.response(await agent.prompt(sid, "hi")))["result"]["stopReason"] == "end_turn"
 
 
 async def test_hostile_lines_never_kill_the_agent(tmp_path):
@@ -617,7 +647,8 @@ async def test_hostile_lines_never_kill_the_agent(tmp_path):
         b'{"jsonrpc":"2.0","method":"some/notification","params":{"x":"' + b"a" * (4 << 20) + b'"}}',
         b"\x00\x00\x00",
         b'{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"\xff\xfe"}}',
-        b'{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"' + "\udc80".encode("utf-8", "surrogatepass") + b'"}}',
+        b'{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"'
+        + "\udc80".encode("utf-8", "surrogatepass") + b'"}}',  # a lone surrogate, encoded anyway
         b'{"jsonrpc":"2.0","method":"session/cancel","params":"not an object"}',
     ]
     async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "handshake-ok")) as agent:
@@ -631,11 +662,45 @@ async def test_hostile_lines_never_kill_the_agent(tmp_path):
         assert all(e["error"]["code"] in (-32700, -32600, -32602) for e in errors), errors
 
 
+async def test_session_close_stops_the_turn_and_retires_its_child(tmp_path):
+    log = tmp_path / "fake.log"
+    async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "hang-turn", log=log)) as agent:
+        sid = await started(tmp_path, agent)
+        rid = await agent.prompt(sid, "never ends")
+        await wait_until(lambda: turn_starts(log), "the turn to start")
+        [child] = fake_pids(tmp_path)
+        closed = await agent.request("session/close", {"sessionId": sid})
+        assert closed.get("result") == {}, closed
+        assert (await agent.response(rid))["result"]["stopReason"] == "cancelled"
+        await wait_until(lambda: not still_running(child, None), "the session's app-server to be retired")
+        # the closed session no longer takes prompts
+        gone = await agent.response(await agent.prompt(sid, "again"))
+        assert "error" in gone and gone["error"]["code"] != -32601, gone
+
+
+async def test_sigterm_ends_like_stdin_eof(tmp_path):
+    log = tmp_path / "fake.log"
+    async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "hang-turn", log=log),
+                             check_exit=False) as agent:
+        sid = await started(tmp_path, agent)
+        await agent.prompt(sid, "never ends")
+        await wait_until(lambda: turn_starts(log), "the turn to start")
+        agent.note_children()
+        agent.proc.send_signal(signal.SIGTERM)
+        with trio.fail_after(EXIT_BOUND):
+            while await agent.read_one() is not None:
+                pass
+            code = await agent.proc.wait()
+            while agent.children_alive():  # another process's state: polled
+                await trio.sleep(0.01)
+        assert code in (0, -signal.SIGTERM, 128 + signal.SIGTERM), code
+
+
 async def test_stdin_eof_while_idle_exits_zero(tmp_path):
     async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "handshake-ok")) as agent:
         sid = await started(tmp_path, agent)
         assert (await agent.response(await agent.prompt(sid, "hi")))["result"]["stopReason"] == "end_turn"
-        assert await agent.finish() == 0
+        assert await agent.finish(bound=EXIT_BOUND) == 0
 
 
 async def test_a_client_that_stops_reading_gets_the_text_merged_and_exact(tmp_path):
