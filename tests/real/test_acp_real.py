@@ -109,6 +109,18 @@ async def test_real_prompt_with_a_resource_link_and_an_embedded_resource(tmp_pat
         assert "EMBEDDED-CONTENT-42" in body and "a.py" in body
 
 
+async def test_real_loopback_mode_runs_a_turn_offline(tmp_path, codex_bin, real_env):
+    """``codexrt acp --loopback`` (docs/acp.md): the bundled loopback model and a throw-away
+    ``CODEX_HOME`` — an editor can try the agent with no account."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    async with AcpAgent.open(tmp_path, "--loopback", "--codex-bin", str(codex_bin),
+                             env=agent_env(tmp_path, real_env)) as agent:
+        sid = await _session(agent, ws)
+        resp = await agent.response(await agent.prompt(sid, "hello"), timeout=WAIT)
+        assert resp["result"]["stopReason"] == "end_turn" and agent.text(sid)
+
+
 # -- approvals ----------------------------------------------------------------------------------
 
 
