@@ -57,14 +57,6 @@ def bundled(name: str) -> dict[str, Any]:
     return json.loads((SCENARIOS / f"{name}.json").read_text())
 
 
-def approval_then_hang(tmp_path: Path) -> str:
-    """``reverse-approval`` whose second ``turn/start`` hangs until ``turn/interrupt``."""
-    sc = bundled("reverse-approval")
-    sc["name"] = "approval-then-hang"
-    sc["rules"].insert(0, {"match": {"method": "turn/start", "nth": 2}, "actions": [{"hang_turn": True}]})
-    return scenario_file(tmp_path, "approval-then-hang", sc)
-
-
 def replies_to_approval(log: Path) -> list[Any]:
     """The decisions the app-server got for its approval request (id 0)."""
     return [m.get("result", {}).get("decision") if "result" in m else ("error", m["error"])
@@ -205,6 +197,7 @@ async def test_unknown_method_32601_and_unknown_session(tmp_path):
 
 
 async def test_ids_of_every_json_type_are_echoed(tmp_path):
+    """Ids of every JSON type echoed as they came (the ACP side of R-WIRE-2)."""
     ids = ["abc", "", "ü-ß-😀", "1", 1, 0, -7, 2**53 + 1, None]
     async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "handshake-ok")) as agent:
         await agent.initialize()
@@ -220,6 +213,7 @@ async def test_ids_of_every_json_type_are_echoed(tmp_path):
 
 
 async def test_non_json_line_32700_and_the_agent_goes_on(tmp_path):
+    """A bad line gets an error and never stops the loop (R-D-4 for `serve`, here for ACP)."""
     async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "handshake-ok")) as agent:
         await agent.initialize()
         agent.expect_null_id_errors = 1
@@ -278,7 +272,7 @@ async def test_new_then_prompt_streams_the_text_exactly(tmp_path):
 async def test_updates_plan_usage_title_and_no_warning_as_answer_text(tmp_path):
     """``plan`` from the todo list (whole plan, priority ``medium``), ``usage_update``,
     ``session_info_update`` with the thread title; warnings and retry errors are never shown
-    as the agent's answer (research §4: both codex-acp adapters inject them)."""
+    as the agent's answer (research §4: both codex-acp adapters inject them). Plans: R-INT-5."""
     usage = {"totalTokens": 15, "inputTokens": 10, "cachedInputTokens": 0, "cacheWriteInputTokens": 0,
              "outputTokens": 5, "reasoningOutputTokens": 0}
     sc = {"name": "acp-updates", "description": "a turn with chatter", "rules": [
@@ -430,7 +424,7 @@ async def test_permission_offers_allow_once_always_reject_once_and_stop(tmp_path
 ])
 async def test_each_permission_option_reaches_the_app_server(tmp_path, role, decisions, stop_reason):
     """allow always → accept for the session; reject once → ``decline`` and the turn goes on (the
-    model sees the refusal); the stop option → ``cancel``: the turn stops."""
+    model sees the refusal); the stop option → ``cancel``: the turn stops (R-INT-3)."""
     log = tmp_path / "fake.log"
     async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "reverse-approval", log=log)) as agent:
         sid, rid, req = await asked(tmp_path, agent)
@@ -466,6 +460,8 @@ async def test_other_permission_answers_approve_nothing(tmp_path, answer, decisi
 
 
 async def test_cancel_with_a_permission_open_withdraws_it(tmp_path):
+    """The open permission is withdrawn (``$/cancel_request``) and declined — never granted
+    (R-INT-3) — and the prompt answers ``cancelled``."""
     log = tmp_path / "fake.log"
     sc = bundled("reverse-approval")
     # like the real server, a reply that comes after turn/interrupt changes nothing (the bundled
@@ -512,7 +508,7 @@ async def test_elicitation_without_client_support_gets_the_safe_negative_answer(
 async def test_mcp_form_goes_to_elicitation_create_when_the_client_advertises_it(tmp_path):
     """The MCP tool-call approval is a permission; the MCP server's own form becomes
     ``elicitation/create`` (form mode, the requested schema, this session) and the user's answer
-    reaches the app-server as given."""
+    reaches the app-server as given (R-INT-4)."""
     log = tmp_path / "fake.log"
     form = {"name": "Ada", "age": 36, "ratio": 0.5, "subscribe": True, "colors": ["red", "blue"]}
     async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "mcp-elicitation", log=log)) as agent:
@@ -542,6 +538,7 @@ async def test_mcp_form_goes_to_elicitation_create_when_the_client_advertises_it
 
 
 async def test_cancel_mid_turn_answers_cancelled_and_interrupts(tmp_path):
+    """session/cancel → turn/interrupt, the prompt answered ``cancelled`` (R-OP-5)."""
     log = tmp_path / "fake.log"
     async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "hang-turn", log=log)) as agent:
         sid = await started(tmp_path, agent)
@@ -578,6 +575,8 @@ async def test_cancel_request_of_a_prompt_answers_it(tmp_path):
 
 
 async def test_app_server_crash_fails_the_prompt_once_and_the_next_one_resumes(tmp_path):
+    """R-RT-4: a crash settles the running prompt once (an error with ``CHILD_EXITED``); the
+    next prompt resumes the same thread on a new child; the lost turn is never re-sent."""
     log = tmp_path / "fake.log"
     cli = fake_codex(tmp_path, "disconnect-mid-turn", "handshake-ok", log=log)
     async with AcpAgent.open(tmp_path, "--codex-bin", cli) as agent:
@@ -598,6 +597,7 @@ async def test_app_server_crash_fails_the_prompt_once_and_the_next_one_resumes(t
 
 
 async def test_stdin_eof_mid_turn_exits_fast_and_leaves_no_child(tmp_path):
+    """stdin EOF ends the agent within 2 s with every child reaped (R-OP-5 drain, R-RT-7)."""
     log = tmp_path / "fake.log"
     async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "hang-turn", log=log)) as agent:
         sid = await started(tmp_path, agent)

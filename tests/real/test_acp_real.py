@@ -91,7 +91,8 @@ async def test_real_streaming_is_exact(tmp_path, codex_bin, codex_home, real_env
 async def test_real_prompt_with_a_resource_link_and_an_embedded_resource(tmp_path, codex_bin, codex_home, real_env,
                                                                           real_cwd, mock_model):
     """``resource_link`` (baseline) and an embedded ``resource`` (advertised ``embeddedContext``)
-    reach the model with the prompt: the turn ends ``end_turn`` and the request carries both."""
+    reach the model with the prompt (IDE context, R-CTX-1/R-CTX-3): the turn ends ``end_turn``
+    and the request carries both."""
     (real_cwd / "a.py").write_text("print(1)\n")
     async with _open(tmp_path, codex_bin, codex_home, real_env) as agent:
         caps = (await agent.initialize())["agentCapabilities"]
@@ -230,6 +231,8 @@ async def test_real_permission_unanswered_for_60s_waits(tmp_path, codex_bin, cod
 
 
 async def test_real_app_server_sigkill_mid_turn(tmp_path, codex_bin, codex_home, real_env, real_cwd, mock_model):
+    """R-RT-4 on the real binary: the prompt fails once with ``CHILD_EXITED``, the next resumes the
+    thread on a new child, the lost turn reached the model exactly once."""
     async with _open(tmp_path, codex_bin, codex_home, real_env) as agent:
         sid = await _session(agent, real_cwd)
         warm = await agent.response(await agent.prompt(sid, "warm up the thread"), timeout=WAIT)
