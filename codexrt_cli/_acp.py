@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
 from typing import Any
 
@@ -20,7 +19,7 @@ import trio
 
 from codexrt import ConfigError
 from codexrt._acp._agent import AcpConfig, run_acp_agent
-from codexrt_cli._serve import add_runtime_options, open_stdio, runtime_config_from_args
+from codexrt_cli._serve import add_runtime_options, check_token, loopback_runtime, run_on_stdio, runtime_config_from_args
 
 __all__ = ["add_parser", "run_acp"]
 
@@ -73,10 +72,7 @@ def _main(args: argparse.Namespace) -> int:
         logging.getLogger().setLevel(getattr(logging, args.log_level.upper()))
     try:
         config = config_from_args(args)
-        if config.runtime.token_file is not None or config.runtime.token_env is not None:
-            from codexrt._serve._cli_support import read_token
-
-            read_token(token_file=config.runtime.token_file, token_env=config.runtime.token_env)
+        check_token(config.runtime)
     except ConfigError as exc:
         print(f"codexrt acp: {exc.message}", file=sys.stderr)
         return 2
@@ -85,33 +81,11 @@ def _main(args: argparse.Namespace) -> int:
             print("codexrt acp: --loopback cannot be combined with --connect or --access-mode managed",
                   file=sys.stderr)
             return 2
-        from codexrt_cli._demo import loopback_environment
-
-        with loopback_environment(codex_bin=args.codex_bin, cwd=args.cwd) as lb:
-            print(f"codexrt acp: loopback model at {lb.model.base_url}, throw-away CODEX_HOME {lb.codex_home}",
-                  file=sys.stderr)
-            runtime = attrs.evolve(config.runtime, codex_bin=lb.codex_bin, codex_home=str(lb.codex_home),
-                                   env=lb.config.env, cwd=lb.config.cwd)
+        with loopback_runtime(args, config.runtime, "acp") as runtime:
             return trio.run(run_acp, attrs.evolve(config, runtime=runtime))
     return trio.run(run_acp, config)
 
 
 async def run_acp(config: AcpConfig) -> int:
-    # the signal receiver comes first, so an early SIGINT/SIGTERM still shuts down cleanly
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        stdin, stdout = open_stdio()
-        async with stdin, stdout:
-            async with trio.open_nursery() as nursery:
-                agent = await nursery.start(run_acp_agent, stdin, stdout, config)
-                signal_scope = trio.CancelScope()
-
-                async def watch_signals() -> None:
-                    with signal_scope:
-                        async for signum in signals:
-                            log.info("signal %s: cancelling what runs and exiting", signal.Signals(signum).name)
-                            agent.stop_reading()
-
-                nursery.start_soon(watch_signals)
-                await agent.finished.wait()
-                signal_scope.cancel()
-    return 0
+    return await run_on_stdio(run_acp_agent, config, lambda agent: agent.stop_reading(),
+                              "cancelling what runs and exiting")

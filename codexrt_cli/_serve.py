@@ -26,11 +26,13 @@ stdio, and why it is done this way:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import signal
 import stat
 import sys
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import attrs
@@ -39,7 +41,8 @@ import trio
 from codexrt._serve._daemon import DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_CHANNELS, DaemonConfig, serve_daemon
 from codexrt import ConfigError, RuntimeConfig
 
-__all__ = ["add_parser", "add_runtime_options", "runtime_config_from_args", "run_serve", "open_stdio"]
+__all__ = ["add_parser", "add_runtime_options", "runtime_config_from_args", "check_token", "loopback_runtime",
+           "run_on_stdio", "run_serve", "open_stdio"]
 
 log = logging.getLogger("codexrt.serve")
 
@@ -213,12 +216,7 @@ def _main(args: argparse.Namespace) -> int:
         logging.getLogger().setLevel(getattr(logging, args.log_level.upper()))
     try:
         config = config_from_args(args)
-        if config.runtime.token_file is not None or config.runtime.token_env is not None:
-            # A bad token (unreadable, empty, a control character inside) is a configuration
-            # error: said once on stderr, exit 2, the value never shown (docs/security.md).
-            from codexrt._serve._cli_support import read_token
-
-            read_token(token_file=config.runtime.token_file, token_env=config.runtime.token_env)
+        check_token(config.runtime)
     except ConfigError as exc:
         print(f"codexrt serve: {exc.message}", file=sys.stderr)
         return 2
@@ -227,13 +225,7 @@ def _main(args: argparse.Namespace) -> int:
             print("codexrt serve: --loopback cannot be combined with --connect, --access-mode managed or inactive",
                   file=sys.stderr)
             return 2
-        from codexrt_cli._demo import loopback_environment
-
-        with loopback_environment(codex_bin=args.codex_bin, cwd=args.cwd) as lb:
-            print(f"codexrt serve: loopback model at {lb.model.base_url}, throw-away CODEX_HOME {lb.codex_home}",
-                  file=sys.stderr)
-            runtime = attrs.evolve(config.runtime, codex_bin=lb.codex_bin, codex_home=str(lb.codex_home),
-                                   env=lb.config.env, cwd=lb.config.cwd)
+        with loopback_runtime(args, config.runtime, "serve") as runtime:
             return trio.run(run_serve, attrs.evolve(config, runtime=runtime))
     return trio.run(run_serve, config)
 
@@ -307,23 +299,54 @@ def open_stdio() -> tuple[trio.abc.Stream, trio.abc.Stream]:
 
 
 async def run_serve(config: DaemonConfig) -> int:
+    return await run_on_stdio(serve_daemon, config, lambda daemon: daemon.abort(),
+                              "aborting the running work and draining")
+
+
+def check_token(runtime: RuntimeConfig) -> None:
+    """A bad token (unreadable, empty, a control character inside) is a configuration error:
+    said once on stderr, exit 2, the value never shown (docs/security.md). Raises
+    :class:`ConfigError`."""
+    if runtime.token_file is not None or runtime.token_env is not None:
+        from codexrt._serve._cli_support import read_token
+
+        read_token(token_file=runtime.token_file, token_env=runtime.token_env)
+
+
+@contextlib.contextmanager
+def loopback_runtime(args: argparse.Namespace, runtime: RuntimeConfig, command: str) -> Iterator[RuntimeConfig]:
+    """``--loopback``: ``runtime`` pointed at the bundled loopback model with a throw-away
+    ``CODEX_HOME`` (both gone when the block ends)."""
+    from codexrt_cli._demo import loopback_environment
+
+    with loopback_environment(codex_bin=args.codex_bin, cwd=args.cwd) as lb:
+        print(f"codexrt {command}: loopback model at {lb.model.base_url}, throw-away CODEX_HOME {lb.codex_home}",
+              file=sys.stderr)
+        yield attrs.evolve(runtime, codex_bin=lb.codex_bin, codex_home=str(lb.codex_home), env=lb.config.env,
+                           cwd=lb.config.cwd)
+
+
+async def run_on_stdio(runner: Callable[..., Awaitable[None]], config: Any, on_signal: Callable[[Any], None],
+                       doing: str) -> int:
+    """Run a stdio service (``runner(stdin, stdout, config, task_status=...)`` reporting an object
+    with a ``finished`` event) on the process's standard streams (:func:`open_stdio`) until it
+    finishes; SIGTERM/SIGINT call ``on_signal(service)``."""
     # The signal receiver is installed before anything else, so a SIGINT/SIGTERM that comes
-    # early still drains instead of killing the process (and its children) mid-step.
+    # early still shuts down instead of killing the process (and its children) mid-step.
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         stdin, stdout = open_stdio()
         async with stdin, stdout:
             async with trio.open_nursery() as nursery:
-                daemon = await nursery.start(serve_daemon, stdin, stdout, config)
+                service = await nursery.start(runner, stdin, stdout, config)
                 signal_scope = trio.CancelScope()
 
                 async def watch_signals() -> None:
                     with signal_scope:
                         async for signum in signals:
-                            log.info("signal %s: aborting the running work and draining",
-                                     signal.Signals(signum).name)
-                            daemon.abort()
+                            log.info("signal %s: %s", signal.Signals(signum).name, doing)
+                            on_signal(service)
 
                 nursery.start_soon(watch_signals)
-                await daemon.finished.wait()
+                await service.finished.wait()
                 signal_scope.cancel()
     return 0

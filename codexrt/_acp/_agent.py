@@ -55,7 +55,8 @@ from codexrt._runtime._events import EventStream
 from codexrt._runtime._runtime import Runtime, RuntimeConfig
 from codexrt._sansio._context import EditorState, FileReference
 from codexrt._sansio._errors import (CodexError, ConfigError, InvalidParams, ThreadNotFound)
-from codexrt._sansio._framing import DEFAULT_MAX_LINE, LineBuffer, OversizedLine
+from codexrt._io._lines import LineWriter, read_frames
+from codexrt._sansio._framing import DEFAULT_MAX_LINE, OversizedLine
 from codexrt._sansio._redact import process_redactor, register_process_secrets
 from codexrt._version import __version__
 
@@ -120,17 +121,14 @@ class AcpAgent:
 
     def __init__(self, receive: trio.abc.ReceiveStream, send: trio.abc.SendStream, config: AcpConfig) -> None:
         self._receive = receive
-        self._send = send
         self.config = config
-        self._write_lock = trio.Lock()
-        self.stdout_broken = False
-        self.lines_written = 0
+        self._reader_scope = trio.CancelScope()
+        self._out = LineWriter(send, encode, self._reader_scope.cancel)
         self.client_capabilities = ClientCapabilities()
         self.sessions: dict[str, Session] = {}
         self._catalog: Session | None = None  # the runtime that serves session/list
         self.index = SessionIndex(default_index_path() if config.index_path is None else config.index_path)
         self.nursery: trio.Nursery | None = None
-        self._reader_scope = trio.CancelScope()
         self._next_id = 0
         self._pending: dict[int, _Pending] = {}
         self._requests: dict[tuple[type, Any], list[trio.CancelScope]] = {}
@@ -145,17 +143,11 @@ class AcpAgent:
     async def write(self, obj: Any) -> None:
         """Write one protocol line, whole, in FIFO order. A broken stdout stops reading (the
         client is gone: what runs is cancelled) and later lines are dropped."""
-        data = encode(obj)
-        async with self._write_lock:
-            if self.stdout_broken:
-                return
-            try:
-                await self._send.send_all(data)
-                self.lines_written += 1
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-                log.warning("stdout is gone (%s); stopping", exc)
-                self.stdout_broken = True
-                self._reader_scope.cancel()
+        await self._out.write(obj)
+
+    @property
+    def lines_written(self) -> int:
+        return self._out.lines_written
 
     async def update(self, s: Session, upd: dict[str, Any]) -> None:
         s.mapper.track(upd)
@@ -200,17 +192,8 @@ class AcpAgent:
             aux.cancel()
 
     async def _read_loop(self) -> None:
-        buf = LineBuffer(self.config.max_line)
-        while True:
-            try:
-                data = await self._receive.receive_some(65536)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-                log.warning("stdin failed (%s); treating it as EOF", exc)
-                data = b""
-            for frame in (buf.feed(bytes(data)) if data else buf.close()):
-                await self._handle_frame(frame)
-            if not data:
-                return
+        async for frame in read_frames(self._receive, self.config.max_line):
+            await self._handle_frame(frame)
 
     async def _handle_frame(self, frame: bytes | OversizedLine) -> None:
         if isinstance(frame, OversizedLine):

@@ -19,11 +19,10 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 import time
 from typing import Any
 
-from codexrt._io._private import FILE_MODE, ensure_private_dir
+from codexrt._io._private import ensure_private_dir, replace_private_file
 
 __all__ = ["SessionIndex", "default_index_path", "MAX_ENTRIES"]
 
@@ -92,18 +91,8 @@ class SessionIndex:
         directory = os.path.dirname(self.path)
         try:
             ensure_private_dir(directory, owned=2)
-            fd, tmp = tempfile.mkstemp(prefix=".sessions-", dir=directory)
-            try:
-                os.fchmod(fd, FILE_MODE)
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    json.dump({"version": 1, "sessions": entries}, fh, separators=(",", ":"))
-                os.replace(tmp, self.path)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
+            replace_private_file(self.path, json.dumps({"version": 1, "sessions": entries}, separators=(",", ":")),
+                                 prefix=".sessions-")
         except OSError as exc:
             log.warning("ACP session index %s not written (%s): sessions of this process will not load in "
                         "another one", self.path, exc.strerror or type(exc).__name__)

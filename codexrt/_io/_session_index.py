@@ -34,7 +34,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -42,6 +41,7 @@ from typing import Any
 import attrs
 
 from codexrt._io._history_files import find_rollouts
+from codexrt._io._private import replace_private_file
 from codexrt._sansio._sanitize import sanitize_user_text
 
 __all__ = ["SESSION_INDEX_VERSION", "SessionEntry", "SessionIndex", "shared_index", "source_kind"]
@@ -199,18 +199,7 @@ class SessionIndex:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         body = json.dumps({"version": SESSION_INDEX_VERSION, "codexHome": str(self.codex_home),
                            "entries": [e.to_json() for e in entries.values()]})
-        fd, tmp = tempfile.mkstemp(prefix=".session-index-", dir=str(self.path.parent))
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(body)
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, self.path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        replace_private_file(str(self.path), body, prefix=".session-index-")
 
     def refresh(self) -> list[SessionEntry]:
         with self._lock:

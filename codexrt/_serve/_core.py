@@ -17,6 +17,7 @@ import trio
 
 from codexrt._features._history import MessageCounter
 from codexrt._features._helpers import open_title_manager
+from codexrt._io._lines import LineWriter
 from codexrt._runtime._events import CodexEvent, EventStream
 from codexrt._runtime._runtime import RuntimeConfig, open_runtime
 from codexrt._sansio._errors import ClosedError, CodexError, TooManyChannels
@@ -75,17 +76,14 @@ class DaemonCore:
 
     def __init__(self, receive: trio.abc.ReceiveStream, send: trio.abc.SendStream, config: DaemonConfig) -> None:
         self._receive = receive
-        self._send = send
+        self._out = LineWriter(send, encode_line, lambda: self.abort())
         self.config = config
-        self._write_lock = trio.Lock()
         self.channels: dict[str, Channel] = {}
         self.nursery: trio.Nursery | None = None
         self._reader_scope = trio.CancelScope()
         self.draining = False
         self.finished = trio.Event()
-        self.stdout_broken = False
         self.history_counter: MessageCounter | None = None
-        self.lines_written = 0
         self._drain_scope = trio.CancelScope()
         self.abort_requested = False  # a signal (or a gone host): stop the work, do not finish it
         self._open_commands = 0  # accepted commands whose reply is not written yet
@@ -97,17 +95,15 @@ class DaemonCore:
     async def write(self, obj: Any) -> None:
         """Write one protocol line, whole, in FIFO order. A broken stdout (the host went away)
         stops reading — which drains — and later lines are dropped."""
-        data = encode_line(obj)
-        async with self._write_lock:
-            if self.stdout_broken:
-                return
-            try:
-                await self._send.send_all(data)
-                self.lines_written += 1
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-                log.warning("stdout is gone (%s); draining", exc)
-                self.stdout_broken = True
-                self.abort()  # nobody can read the results: do not finish the work
+        await self._out.write(obj)  # a broken stdout aborts: nobody can read the results
+
+    @property
+    def stdout_broken(self) -> bool:
+        return self._out.broken
+
+    @property
+    def lines_written(self) -> int:
+        return self._out.lines_written
 
     async def reply(self, rid: RequestId | None, result: Any = None, *, error: CodexError | None = None) -> None:
         answer = answering.get()
