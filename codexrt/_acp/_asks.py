@@ -18,7 +18,8 @@ task of its own (never on the forwarder or the reader), and answered from the cl
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import trio
 
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 __all__ = ["ask", "no_host_policy", "question_schema"]
 
 log = logging.getLogger("codexrt.acp")
+
+T = TypeVar("T")
 
 
 class _Answer(Protocol):
@@ -117,14 +120,8 @@ async def _ask_client(agent: AcpAgent, s: Session, inter: Interaction) -> Any:
                                     description=describe_request(inter.method, inter.params),
                                     tool_call_id=inter.item_id if isinstance(inter.item_id, str) else inter.key,
                                     cwd=s.cwd, read=s.mapper.read)
-        answer = await agent.call_client("session/request_permission", params)
-        if answer.error is not None:
-            log.info("session %s: the client answered the permission request with an error; declined", s.id)
-            return "decline"
-        try:
-            outcome = decode_permission_outcome(answer.result)
-        except ValueError as exc:
-            log.info("session %s: %s; declined", s.id, exc)
+        outcome = await _call(agent, s, "session/request_permission", params, decode_permission_outcome)
+        if outcome is None:
             return "decline"
         if outcome.option_id is None:
             return "cancel"
@@ -136,17 +133,26 @@ async def _ask_client(agent: AcpAgent, s: Session, inter: Interaction) -> Any:
     params = {"mode": "form", "sessionId": s.id, "message": _message(inter), "requestedSchema": schema}
     if isinstance(inter.item_id, str):
         params["toolCallId"] = inter.item_id
-    answer = await agent.call_client("elicitation/create", params)
-    if answer.error is not None:
-        return "decline"
-    try:
-        res = decode_elicitation_response(answer.result)
-    except ValueError as exc:
-        log.info("session %s: %s; declined", s.id, exc)
+    res = await _call(agent, s, "elicitation/create", params, decode_elicitation_response)
+    if res is None:
         return "decline"
     if res.action == "accept":
         return ("answers", res.content or {})
     return res.action
+
+
+async def _call(agent: AcpAgent, s: Session, method: str, params: Any, decode: Callable[[Any], T]) -> T | None:
+    """The client's decoded answer to ``method``; None (decline) for an error answer or one
+    that does not decode."""
+    answer = await agent.call_client(method, params)
+    if answer.error is not None:
+        log.info("session %s: the client answered %s with an error; declined", s.id, method)
+        return None
+    try:
+        return decode(answer.result)
+    except ValueError as exc:
+        log.info("session %s: %s; declined", s.id, exc)
+        return None
 
 
 def _message(inter: Interaction) -> str:

@@ -305,3 +305,40 @@ async def test_idle_sessions_give_back_their_child(nursery, tmp_path, autojump_c
     again = await c.call("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]})
     assert again["result"]["stopReason"] == "end_turn"
     assert peers.received(1, "thread/resume")
+
+
+def _questions_scenario() -> dict[str, Any]:
+    ask = {"request": "item/tool/requestUserInput", "params": {
+        "threadId": "$thread_id", "turnId": "$turn_id", "itemId": "ask_1",
+        "questions": [{"id": "color", "header": "Color", "question": "Which one?", "isOther": False,
+                       "isSecret": False, "options": [{"label": "red", "description": ""},
+                                                      {"label": "blue", "description": ""}]}]}}
+    return {"name": "questions", "defaults": True, "rules": [
+        {"match": {"method": "turn/start"}, "actions": [{"turn_response": True}, {"turn_started": True}, ask]},
+        {"match": {"reply_to": 0}, "actions": [{"end_turn": "completed"}]}]}
+
+
+@pytest.mark.parametrize("elicitation,answer,expected", [
+    ({"form": {}}, {"action": "accept", "content": {"color": "blue"}}, {"answers": {"color": {"answers": ["blue"]}}}),
+    ({"form": {}}, {"action": "decline"}, None),
+    (None, None, None),  # no elicitation capability: the safe negative answer, never an accept
+])
+async def test_questions_go_to_elicitation_when_the_client_offers_it(nursery, tmp_path, elicitation, answer, expected):
+    peers = MemoryPeers(nursery)
+    c = await Client(_config(tmp_path, peers, _questions_scenario())).start(nursery)
+    caps = {"elicitation": elicitation} if elicitation else {}
+    await c.call("initialize", {"protocolVersion": 1, "clientCapabilities": caps})
+    sid = (await c.call("session/new", {"cwd": "/tmp", "mcpServers": []}))["result"]["sessionId"]
+    rid = await c.request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "ask me"}]})
+    if elicitation:
+        req = await c.next(lambda m: m.get("method") == "elicitation/create")
+        props = req["params"]["requestedSchema"]["properties"]
+        assert req["params"]["mode"] == "form" and props["color"]["enum"] == ["red", "blue"]
+        await c.send({"jsonrpc": "2.0", "id": req["id"], "result": answer})
+    assert (await c.answer_of(rid))["result"]["stopReason"] == "end_turn"
+    [reply] = [m for m in peers.received(0) if m.get("id") == 0 and "method" not in m]
+    if expected is not None:
+        assert reply["result"] == expected
+    else:  # declined: no answers given
+        assert "error" in reply or reply.get("result") in ({"answers": {}},)
+    assert not [m for m in c.lines if m.get("method") == "elicitation/create"] or elicitation
