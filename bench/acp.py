@@ -8,8 +8,8 @@ namespace, like the other real rows):
   on the same kind of turn, 20 rounds, in alternating blocks of 5. p50 and max, and the chunks
   written after the cancel (must be 0). Target p50 ≤ 50 ms.
 * ``first_chunk`` — warm turn: writing ``session/prompt`` → the first ``agent_message_chunk`` read,
-  vs ``rt.send`` → the first ``itemUpdated`` text delta; medians of 5 alternated pairs. Target:
-  ACP ≤ the library + 10 ms.
+  vs ``rt.send`` → the first ``itemUpdated`` text delta; 9 alternated pairs, the median of the
+  per-pair differences. Target: ACP ≤ the library + 10 ms.
 * ``paused`` — 20,000 unpaced deltas while the client reads nothing for 8 s: when the model's
   stream finished (the mock's request outcome, seen without reading the agent's stdout), then
   the text (byte-exact or ``MISMATCH``) and how many ``agent_message_chunk`` notifications carried
@@ -194,7 +194,7 @@ def cancel() -> dict[str, Any]:
             "late_chunks": late_chunks, "stop_reasons": sorted(stops), "ok": stops == {"cancelled"} and not late_chunks}
 
 
-def first_chunk(pairs: int = 5) -> dict[str, Any]:
+def first_chunk(pairs: int = 9) -> dict[str, Any]:
     binary, mock, env, home, ws = _real()
     acp_s: list[float] = []
     lib_s: list[float] = []
@@ -220,7 +220,9 @@ def first_chunk(pairs: int = 5) -> dict[str, Any]:
     finally:
         mock.__exit__(None, None, None)
         shutil.rmtree(home.parent, ignore_errors=True)
-    return {"pairs": pairs, "acp_ms": statistics.median(acp_s) * 1000, "lib_ms": statistics.median(lib_s) * 1000}
+    return {"pairs": pairs, "acp_ms": statistics.median(acp_s) * 1000, "lib_ms": statistics.median(lib_s) * 1000,
+            "diff_ms": statistics.median(a - b for a, b in zip(acp_s, lib_s)) * 1000,
+            "acp_each_ms": [round(a * 1000, 1) for a in acp_s], "lib_each_ms": [round(b * 1000, 1) for b in lib_s]}
 
 
 def paused() -> dict[str, Any]:
