@@ -494,9 +494,8 @@ class AcpAgent:
             if s.thread_id is None and result.thread_id:
                 s.thread_id = result.thread_id
                 self._thread_known(s)
-            if result.status != "completed":
-                for upd in s.mapper.interrupted():
-                    await self.update(s, upd)
+            for upd in s.mapper.interrupted():  # the turn is over: no call of it is still running
+                await self.update(s, upd)
             if result.status == "completed":
                 return {"stopReason": "end_turn"}
             if result.status in ("cancelled", "interrupted") or prompt.cancel_requested:

@@ -279,8 +279,8 @@ class UpdateMapper:
         return [{"sessionUpdate": "tool_call_update", **call}]
 
     def interrupted(self) -> list[dict[str, Any]]:
-        """The turn ended (cancelled or failed): every announced call that was not completed
-        is closed ``failed`` — calls stay open only while their turn runs."""
+        """The turn ended: every announced call that did not finish is closed ``failed`` —
+        calls stay open only while their turn runs (a dead call is never shown running)."""
         out = [{"sessionUpdate": "tool_call_update", "toolCallId": t, "status": "failed"} for t in sorted(self.open)]
         self.open.clear()
         return out
