@@ -42,6 +42,7 @@ from tests.acp_support import (
 
 SCENARIOS = ROOT / "peer_fixtures" / "scenarios"
 FAKE_TEXT = "Hello from the fake peer."  # the fake's default answer (docs/fake-peer.md)
+PAUSE = 8.0  # how long the slow client reads nothing (research acp.md §7.2)
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -721,12 +722,14 @@ async def test_a_client_that_stops_reading_gets_the_text_merged_and_exact(tmp_pa
     async with AcpAgent.open(tmp_path, "--codex-bin", cli) as agent:
         sid = await started(tmp_path, agent)
         rid = await agent.prompt(sid, "flood me")
-        # the client reads nothing now; the app-server's last message is answered anyway
+        paused_at = trio.current_time()
+        # the client reads nothing for 8 s (the research's scenario); within that pause the
+        # app-server streams all and its last message is answered
         await wait_until(lambda: any(m.get("id") == 777 and "method" not in m for m in read_log(log)),
-                         "the app-server to finish its stream while the client is not reading", timeout=60)
+                         "the app-server to finish its stream while the client is not reading", timeout=PAUSE)
         [late] = [m for m in read_log(log) if m.get("id") == 777 and "method" not in m]
         assert late["error"]["code"] == -32601  # unknown server request: answered, not granted
-        await trio.sleep(8.0)  # the client goes on not reading for a while (the research's 8 s)
+        await trio.sleep(max(0.0, PAUSE - (trio.current_time() - paused_at)))
         resp = await agent.response(rid, timeout=60)
         assert resp["result"]["stopReason"] == "end_turn"
         await agent.finish()  # read everything the agent still writes

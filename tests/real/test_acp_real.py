@@ -24,7 +24,7 @@ import trio
 from codexrt.loopback._model import Script
 from tests._support import wait_until
 from tests.acp_support import EXIT_BOUND, AcpAgent, agent_env, descendants
-from tests.e2e.test_acp_e2e import error_data_mentions, option, selected
+from tests.e2e.test_acp_e2e import PAUSE, error_data_mentions, option, selected
 
 WAIT = 60.0  # a turn of the real binary on a loaded 2-core machine
 
@@ -332,10 +332,10 @@ async def test_real_client_that_stops_reading(tmp_path, codex_bin, codex_home, r
         rid = await agent.prompt(sid, "flood me")
         paused_at = trio.current_time()
         await wait_until(lambda: [r for r in mock_model.model_requests() if r.outcome is not None],
-                         "the model to finish its stream while the client is not reading", timeout=WAIT)
+                         "the model to finish its stream while the client is not reading", timeout=PAUSE)
         [rec] = mock_model.model_requests()
         assert rec.outcome not in ("client_disconnected",), rec.outcome
-        await trio.sleep(max(0.0, 8.0 - (trio.current_time() - paused_at)))  # the scenario: 8 s unread
+        await trio.sleep(max(0.0, PAUSE - (trio.current_time() - paused_at)))  # the scenario: 8 s unread
         resp = await agent.response(rid, timeout=WAIT)
         assert resp["result"]["stopReason"] == "end_turn"
         await agent.finish()  # read everything the agent still writes
