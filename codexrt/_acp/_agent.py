@@ -390,7 +390,10 @@ class AcpAgent:
         assert s.thread_id is not None
         async with open_history_reader(rt) as reader:
             tr = await reader.read_thread(s.thread_id)
-        for upd in replay_updates(tr.records(), cwd=s.cwd):
+        # the files' current text completes the edits' diffs (file reads: a worker thread)
+        updates = await trio.to_thread.run_sync(
+            lambda: replay_updates(tr.records(), cwd=s.cwd, read=s.mapper.read))
+        for upd in updates:
             await self.update(s, upd)
         s.mapper.open.clear()  # a replayed call is history, never a running one
         name = (tr.thread or {}).get("name")

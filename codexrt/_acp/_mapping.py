@@ -420,9 +420,63 @@ def prompt_input(blocks: Sequence[Any], *, images_ok: bool) -> PromptInput:
 
 # --------------------------------------------------------------------------- replay
 
-def replay_updates(records: Iterable[Any], *, cwd: str | None = None) -> list[dict[str, Any]]:
+def _record_changes(r: Any) -> list[dict[str, Any]]:
+    """A ``FileChange`` record's changes in the native ``FileUpdateChange`` shape."""
+    return [{"path": c.path, "kind": {"type": "update" if c.kind == "move" else c.kind,
+                                      **({"move_path": c.move_path} if c.move_path else {})},
+             "diff": c.diff} for c in r.changes]
+
+
+def _replay_readers(records: list[Any], cwd: str | None, read: FileReader | None) -> dict[str, FileReader]:
+    """For each ``fileChange`` record id, a reader of the files it touched as they were right
+    after it (before it, for a change that was not applied): the files on disk now, walked back
+    through the later changes' hunks. A file whose history does not fit (a conflict, a move, a
+    change made outside codex) reads as None there and earlier — its diff then shows hunks only."""
+    if read is None:
+        return {}
+    current: dict[str, str | None] = {}
+
+    def now(path: str) -> str | None:
+        if path not in current:
+            current[path] = read(path)
+        return current[path]
+
+    readers: dict[str, FileReader] = {}
+    for r in reversed(records):
+        if getattr(r, "kind", None) != "fileChange":
+            continue
+        patches = []
+        for change in _record_changes(r):
+            try:
+                patches.append(parse_change(change))
+            except PatchFormatError:
+                continue
+        snapshot = {_absolute(x, cwd): now(_absolute(x, cwd)) for pt in patches for x in {pt.path, pt.target}}
+        readers[r.id] = snapshot.get
+        if r.status != "completed":
+            continue  # not applied: the files were as they are after it
+        for pt in reversed(patches):
+            src, dst = _absolute(pt.path, cwd), _absolute(pt.target, cwd)
+            if pt.kind is ChangeKind.ADD:
+                current[dst] = None
+            elif pt.kind is ChangeKind.DELETE:
+                current[src] = pt.content
+            elif pt.kind is ChangeKind.UPDATE and current.get(src) is not None:
+                back = apply_hunks(current[src] or "", tuple(h.reversed() for h in pt.hunks), path=src)
+                current[src] = None if isinstance(back, Conflict) else back
+            else:
+                current[src] = current[dst] = None
+    return readers
+
+
+def replay_updates(records: Iterable[Any], *, cwd: str | None = None,
+                   read: FileReader | None = None) -> list[dict[str, Any]]:
     """The ``session/update``s that replay a thread's history records (``session/load``),
-    statuses as recorded; a call whose turn ended without finishing it is ``failed``."""
+    statuses as recorded; a call whose turn ended without finishing it is ``failed``. With
+    ``read`` (the files' current text), edits carry the whole old and new text where the files'
+    history allows (:func:`_replay_readers`); else the hunks' lines."""
+    records = list(records)
+    readers = _replay_readers(records, cwd, read)
     out: list[dict[str, Any]] = []
     for r in records:
         kind = getattr(r, "kind", None)
@@ -450,15 +504,14 @@ def replay_updates(records: Iterable[Any], *, cwd: str | None = None) -> list[di
                 call["rawOutput"] = {"exitCode": r.exit_code}
             out.append(call)
         elif kind == "fileChange":
-            changes = [{"path": c.path, "kind": {"type": "update" if c.kind == "move" else c.kind,
-                                                 **({"move_path": c.move_path} if c.move_path else {})},
-                        "diff": c.diff} for c in r.changes]
+            changes = _record_changes(r)
             paths = [_absolute(c.move_path or c.path, cwd) for c in r.changes]
             out.append({"sessionUpdate": "tool_call", "toolCallId": r.id,
                         "title": "Edit " + ", ".join(os.path.basename(p) for p in paths) if paths else "Edit files",
                         "kind": "edit", "status": tool_status(r.status, finished=True),
                         "locations": [{"path": p} for p in paths],
-                        "content": diff_content(changes, cwd=cwd, applied=True, read=None)})
+                        "content": diff_content(changes, cwd=cwd, applied=r.status == "completed",
+                                                read=readers.get(r.id))})
         elif kind == "mcpToolCall":
             call = {"sessionUpdate": "tool_call", "toolCallId": r.id, "title": f"{r.server}: {r.tool}",
                     "kind": "other", "status": tool_status(r.status, finished=True), "rawInput": r.arguments}

@@ -230,3 +230,25 @@ def test_config_options_default_to_asking_and_change_only_by_choice():
     for cid, value, field in [("approval", "always", "value"), ("nope", "x", "configId"), ("sandbox", True, "value")]:
         with pytest.raises(mp.ConfigOptionError, match=field):
             mp.apply_config_option(state, cid, value)
+
+
+def test_replay_rebuilds_whole_texts_from_the_files_now_walking_back():
+    """Two applied updates of one file, then a declined one: each diff shows the whole file as
+    it was before and after that change, rebuilt from the file's text now."""
+    disk = {"/w/a.txt": "1\nB\n3\n"}
+    first = FileChangeEntry("/w/a.txt", "update", "@@ -1,3 +1,3 @@\n 1\n-2\n+b\n 3\n", 1, 1)
+    second = FileChangeEntry("/w/a.txt", "update", "@@ -1,3 +1,3 @@\n 1\n-b\n+B\n 3\n", 1, 1)
+    refused = FileChangeEntry("/w/a.txt", "update", "@@ -1,3 +1,3 @@\n-1\n+one\n B\n 3\n", 1, 1)
+    recs = [FileChange("f1", "t", "turn1", "completed", (first,)),
+            FileChange("f2", "t", "turn2", "completed", (second,)),
+            FileChange("f3", "t", "turn3", "declined", (refused,)),
+            FileChange("f0", "t", "turn3", "completed", (FileChangeEntry("/w/new.txt", "add", "n\n", 1, 0),))]
+    ups = mp.replay_updates(recs, cwd="/w", read=disk.get)
+    diffs = [(u["toolCallId"], u["content"][0]["oldText"], u["content"][0]["newText"]) for u in ups]
+    assert diffs == [("f1", "1\n2\n3\n", "1\nb\n3\n"), ("f2", "1\nb\n3\n", "1\nB\n3\n"),
+                     ("f3", "1\nB\n3\n", "one\nB\n3\n"), ("f0", None, "n\n")]
+    # a file changed outside codex since: the hunks stand in, never a wrong whole text
+    disk["/w/a.txt"] = "something else\n"
+    ups = mp.replay_updates(recs[:2], cwd="/w", read=disk.get)
+    assert [u["content"][0]["oldText"] for u in ups] == ["1\n2\n3\n", "1\nb\n3\n"]
+    assert [u["content"][0]["newText"] for u in ups] == ["1\nb\n3\n", "1\nB\n3\n"]
