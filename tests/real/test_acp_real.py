@@ -142,6 +142,24 @@ async def test_real_allow_once_runs_the_command(tmp_path, codex_bin, codex_home,
         assert "mock saw tool output" in agent.text(sid)
 
 
+async def test_real_allow_always_is_remembered_for_the_session(tmp_path, codex_bin, codex_home, real_env, real_cwd,
+                                                               mock_model):
+    marker = real_cwd / "always"
+    async with _open(tmp_path, codex_bin, codex_home, real_env) as agent:
+        sid, rid, req = await _asked_to_touch(agent, real_cwd, marker)
+        await agent.answer(req, selected(option(req["params"]["options"], "allow_always")))
+        assert (await agent.response(rid, timeout=WAIT))["result"]["stopReason"] == "end_turn"
+        assert marker.exists()
+        marker.unlink()
+        # the same command again in this session runs without asking (asked, it would be refused)
+        agent.handlers["session/request_permission"] = (
+            lambda r: selected(option(r["params"]["options"], "reject_once")))
+        again = await agent.response(await agent.prompt(sid, f"again [[mock:exec:touch {marker}]]"), timeout=WAIT)
+        assert again["result"]["stopReason"] == "end_turn"
+        assert marker.exists()
+        assert len([m for m in agent.lines if m.get("method") == "session/request_permission"]) == 1
+
+
 async def test_real_reject_once_declines_and_the_turn_goes_on(tmp_path, codex_bin, codex_home, real_env, real_cwd,
                                                               mock_model):
     marker = real_cwd / "rejected"
