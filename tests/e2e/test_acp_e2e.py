@@ -697,6 +697,20 @@ async def test_sigterm_ends_like_stdin_eof(tmp_path):
         assert code in (0, -signal.SIGTERM, 128 + signal.SIGTERM), code
 
 
+async def test_sigkilled_agent_leaves_no_app_server_behind(tmp_path):
+    """R-RT-7: even SIGKILLed mid-turn, the agent's app-server child exits with it."""
+    log = tmp_path / "fake.log"
+    async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "hang-turn", log=log),
+                             check_exit=False) as agent:
+        sid = await started(tmp_path, agent)
+        await agent.prompt(sid, "never ends")
+        await wait_until(lambda: turn_starts(log), "the turn to start")
+        assert set(fake_pids(tmp_path)) <= agent.note_children()
+        agent.proc.kill()
+        await agent.proc.wait()
+        await wait_until(lambda: not agent.children_alive(), "the SIGKILLed agent's children to exit", timeout=10)
+
+
 async def test_stdin_eof_while_idle_exits_zero(tmp_path):
     async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "handshake-ok")) as agent:
         sid = await started(tmp_path, agent)

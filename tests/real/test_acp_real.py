@@ -300,8 +300,8 @@ async def test_real_agent_sigkill_then_load_in_a_new_process(tmp_path, codex_bin
         agent.note_children()
         agent.proc.kill()
         await agent.proc.wait()
-        agent.kill_children()  # what the dead agent left behind must not write the thread meanwhile
-        await wait_until(lambda: not agent.children_alive(), "the orphans to go")
+        # R-RT-7: its app-server dies with it (the teardown kills what would be left, on failure)
+        await wait_until(lambda: not agent.children_alive(), "the SIGKILLed agent's children to exit", timeout=10)
     n_model = len(mock_model.model_requests())
     async with _open(tmp_path, codex_bin, codex_home, real_env, name="second") as agent:
         await agent.initialize()
