@@ -50,6 +50,7 @@ from codexrt._acp._session import Prompt, Session, counted
 from codexrt._acp._wire import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PROTOCOL_VERSION, REQUEST_CANCELLED,
                                 RESOURCE_NOT_FOUND, ClientCapabilities, Ignored, Invalid, Notification, Request,
                                 Response, decode_message, encode, error_response, notification, request, response)
+from codexrt._features._catalog import list_models
 from codexrt._features._history import open_history_reader
 from codexrt._runtime._events import EventStream
 from codexrt._runtime._runtime import Runtime, RuntimeConfig
@@ -67,6 +68,8 @@ log = logging.getLogger("codexrt.acp")
 #: How long a prompt cancelled by ``$/cancel_request`` (or shutdown) waits for its turn to end
 #: before it is answered ``-32800`` anyway (a stuck child is killed by the stop budget later).
 CANCEL_SETTLE = 2.0
+#: How long the one ``model/list`` that fills the model option may take (left out after it).
+MODELS_BOUND = 30.0
 
 
 @attrs.define
@@ -137,6 +140,8 @@ class AcpAgent:
         self._requests_idle.set()
         self.draining = False
         self.finished = trio.Event()
+        self._models: tuple[tuple[str, str], ...] = ()  # (slug, name) of the models on offer
+        self._models_asked = False
 
     # -- output ----------------------------------------------------------------------------
 
@@ -324,6 +329,7 @@ class AcpAgent:
 
     def _new_session(self, session_id: str, cwd: str, thread_id: str | None) -> Session:
         s = Session(session_id, cwd, thread_id, on_thread=self._thread_known)
+        s.config = attrs.evolve(s.config, models=self._models)
         self.sessions[session_id] = s
         return s
 
@@ -499,6 +505,9 @@ class AcpAgent:
                 self._thread_known(s)
             for upd in s.mapper.interrupted():  # the turn is over: no call of it is still running
                 await self.update(s, upd)
+            if not self._models_asked and self.nursery is not None:
+                self._models_asked = True  # once per agent: the models are the same for every session
+                self.nursery.start_soon(self._offer_models, rt)
             if result.status == "completed":
                 return {"stopReason": "end_turn"}
             if result.status in ("cancelled", "interrupted") or prompt.cancel_requested:
@@ -508,6 +517,23 @@ class AcpAgent:
                 raise AcpError(INTERNAL_ERROR, f"the turn ended {result.status}", {"status": result.status})
             code, message, data = _codex_error_answer(err)
             raise AcpError(code if code == INVALID_PARAMS else INTERNAL_ERROR, message, {**data, "status": result.status})
+
+    async def _offer_models(self, rt: Runtime) -> None:
+        """Fill the model option from the server's ``model/list`` (local on the real server:
+        no model call) once a child is up, and tell every session (``config_option_update``).
+        A failure leaves the option at the configured default and any id the client sets."""
+        catalog = None
+        with trio.move_on_after(MODELS_BOUND):
+            try:
+                catalog = await list_models(rt)
+            except CodexError as exc:
+                log.info("model/list failed (%s): the model option offers the configured default only", exc.code)
+        if catalog is None or self.draining:
+            return
+        self._models = tuple((m.slug, m.display_name or m.slug) for m in catalog.visible() if m.slug)
+        for s in list(self.sessions.values()):
+            s.config = attrs.evolve(s.config, models=self._models)
+            await self.update(s, {"sessionUpdate": "config_option_update", "configOptions": config_options(s.config)})
 
     def cancel_turn(self, s: Session) -> None:
         """``session/cancel``: withdraw open questions (``$/cancel_request``; the interaction is

@@ -342,3 +342,21 @@ async def test_questions_go_to_elicitation_when_the_client_offers_it(nursery, tm
     else:  # declined: no answers given
         assert "error" in reply or reply.get("result") in ({"answers": {}},)
     assert not [m for m in c.lines if m.get("method") == "elicitation/create"] or elicitation
+
+
+async def test_the_model_option_is_filled_from_the_servers_model_list(nursery, tmp_path):
+    """After the first turn (a child is up) one ``model/list`` fills the model option of every
+    session (``config_option_update``); sessions made later offer them at once."""
+    peers = MemoryPeers(nursery)
+    c = await Client(_config(tmp_path, peers, "handshake-ok")).start(nursery)
+    sid = await c.new_session()
+    await c.call("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]})
+    upd = await c.next(lambda m: m.get("method") == "session/update"
+                       and m["params"]["update"]["sessionUpdate"] == "config_option_update")
+    [model] = [o for o in upd["params"]["update"]["configOptions"] if o["id"] == "model"]
+    offered = [o["value"] for o in model["options"]]
+    assert offered[0] == "default" and len(offered) > 1
+    assert len(peers.received(0, "model/list")) == 1
+    later = await c.call("session/new", {"cwd": "/tmp", "mcpServers": []})
+    [model] = [o for o in later["result"]["configOptions"] if o["id"] == "model"]
+    assert [o["value"] for o in model["options"]] == offered
