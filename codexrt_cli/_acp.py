@@ -19,7 +19,8 @@ import trio
 
 from codexrt import ConfigError
 from codexrt._acp._agent import AcpConfig, run_acp_agent
-from codexrt_cli._serve import add_runtime_options, check_token, loopback_runtime, run_on_stdio, runtime_config_from_args
+from codexrt_cli._serve import (add_loopback_and_log_options, add_runtime_options, check_token, loopback_runtime,
+                                run_on_stdio, runtime_config_from_args)
 
 __all__ = ["add_parser", "run_acp"]
 
@@ -47,11 +48,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--state-dir", metavar="DIR",
                    help="where the session index lives (default: $CODEXRT_STATE_DIR, else "
                         "$XDG_STATE_HOME/codexrt, else ~/.local/state/codexrt)")
-    p.add_argument("--loopback", action="store_true",
-                   help="try it offline: every session's app-server talks to the bundled loopback model on "
-                        "127.0.0.1 with a throw-away CODEX_HOME (no account, no internet)")
-    p.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default=argparse.SUPPRESS,
-                   help="log level on stderr (same as `codexrt --log-level`)")
+    add_loopback_and_log_options(p, "session")
     p.set_defaults(func=_main)
     return p
 

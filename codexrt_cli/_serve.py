@@ -41,8 +41,8 @@ import trio
 from codexrt._serve._daemon import DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_CHANNELS, DaemonConfig, serve_daemon
 from codexrt import ConfigError, RuntimeConfig
 
-__all__ = ["add_parser", "add_runtime_options", "runtime_config_from_args", "check_token", "loopback_runtime",
-           "run_on_stdio", "run_serve", "open_stdio"]
+__all__ = ["add_parser", "add_runtime_options", "add_loopback_and_log_options", "runtime_config_from_args",
+           "check_token", "loopback_runtime", "run_on_stdio", "run_serve", "open_stdio"]
 
 log = logging.getLogger("codexrt.serve")
 
@@ -76,13 +76,19 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         f"child is forgotten, else TOO_MANY_CHANNELS (default {DEFAULT_MAX_CHANNELS})")
     p.add_argument("--max-line-bytes", type=int, default=16 * 1024 * 1024, metavar="N",
                    help="longest accepted command line; longer ones get a LINE_TOO_LONG reply (default 16 MiB)")
+    add_loopback_and_log_options(p, "channel")
+    p.set_defaults(func=_main)
+    return p
+
+
+def add_loopback_and_log_options(p: argparse.ArgumentParser, unit: str) -> None:
+    """``--loopback`` (every ``unit``'s app-server on the bundled loopback model) and
+    ``--log-level`` after the sub-command."""
     p.add_argument("--loopback", action="store_true",
-                   help="try the wire offline: every channel's app-server talks to the bundled loopback model "
+                   help=f"try it offline: every {unit}'s app-server talks to the bundled loopback model "
                         "on 127.0.0.1 with a throw-away CODEX_HOME (no account, no internet)")
     p.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default=argparse.SUPPRESS,
                    help="log level on stderr (same as `codexrt --log-level`)")
-    p.set_defaults(func=_main)
-    return p
 
 
 def add_runtime_options(p: argparse.ArgumentParser) -> None:

@@ -427,7 +427,8 @@ class AcpAgent:
             if title:
                 info["title"] = title[:200]
             if t.updated_at is not None:
-                info["updatedAt"] = datetime.fromtimestamp(t.updated_at, timezone.utc).isoformat().replace("+00:00", "Z")
+                stamp = datetime.fromtimestamp(t.updated_at, timezone.utc)
+                info["updatedAt"] = stamp.isoformat().replace("+00:00", "Z")
             out.append(info)
         cursor = page.next_cursor if isinstance(page.next_cursor, str) else None
         return {"sessions": out, "nextCursor": cursor}
@@ -516,7 +517,8 @@ class AcpAgent:
             if err is None:
                 raise AcpError(INTERNAL_ERROR, f"the turn ended {result.status}", {"status": result.status})
             code, message, data = _codex_error_answer(err)
-            raise AcpError(code if code == INVALID_PARAMS else INTERNAL_ERROR, message, {**data, "status": result.status})
+            raise AcpError(code if code == INVALID_PARAMS else INTERNAL_ERROR, message,
+                           {**data, "status": result.status})
 
     async def _offer_models(self, rt: Runtime) -> None:
         """Fill the model option from the server's ``model/list`` (local on the real server:

@@ -72,7 +72,8 @@ class Prompt:
 class Session:
     """One ACP session (module doc)."""
 
-    def __init__(self, session_id: str, cwd: str, thread_id: str | None, *, on_thread: Callable[[Session], Any]) -> None:
+    def __init__(self, session_id: str, cwd: str, thread_id: str | None, *,
+                 on_thread: Callable[[Session], Any]) -> None:
         self.id = session_id
         self.cwd = cwd
         self.thread_id = thread_id
@@ -113,7 +114,8 @@ class Session:
             rt.update_settings(**self.config.settings_changes())
             return rt
 
-    async def _run_runtime(self, cfg: RuntimeConfig, forward: Callable[[Session, Runtime, EventStream], Awaitable[None]],
+    async def _run_runtime(self, cfg: RuntimeConfig,
+                           forward: Callable[[Session, Runtime, EventStream], Awaitable[None]],
                            close: trio.Event, closed: trio.Event,
                            task_status: trio.TaskStatus[Runtime] = trio.TASK_STATUS_IGNORED) -> None:
         started = False

@@ -99,7 +99,8 @@ def test_mcp_calls_web_searches_plans_usage_and_titles():
            "arguments": {"q": 1}, "result": {"content": [{"type": "text", "text": "found"}]}, "error": None}
     web = {"type": "webSearch", "id": "s1", "query": "trio nursery", "status": "inProgress"}
     ups = _updates(("itemCompleted", {"item": mcp}), ("itemStarted", {"item": web}),
-                   ("todosUpdated", {"steps": [{"step": "a", "status": "completed"}, {"step": "b", "status": "inProgress"},
+                   ("todosUpdated", {"steps": [{"step": "a", "status": "completed"},
+                                               {"step": "b", "status": "inProgress"},
                                                {"step": "c", "status": "pending"}]}),
                    ("nativeNotification", {"method": "thread/tokenUsage/updated", "params": {"tokenUsage": {
                        "last": {"totalTokens": 1200}, "total": {"totalTokens": 5000}, "modelContextWindow": 200000}}}),

@@ -200,7 +200,8 @@ def test_the_methods_are_the_stable_v1_ones():
 # -- fuzz ------------------------------------------------------------------------------------
 
 _json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+                     lambda inner: (st.lists(inner, max_size=4)
+                                    | st.dictionaries(st.text(max_size=8), inner, max_size=4)),
                      max_leaves=20)
 _methods = st.sampled_from(sorted(w.AGENT_METHODS) + sorted(w.AGENT_NOTIFICATIONS) + ["x", ""])
 

@@ -217,7 +217,8 @@ async def test_permission_options_map_to_decisions(nursery, tmp_path, option, de
     rid = await c.request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "run"}]})
     ask = await c.next(lambda m: m.get("method") == "session/request_permission")
     assert [o["kind"] for o in ask["params"]["options"]] == ["allow_once", "allow_always", "reject_once", "reject_once"]
-    await c.send({"jsonrpc": "2.0", "id": ask["id"], "result": {"outcome": {"outcome": "selected", "optionId": option}}})
+    outcome = {"outcome": "selected", "optionId": option}
+    await c.send({"jsonrpc": "2.0", "id": ask["id"], "result": {"outcome": outcome}})
     assert (await c.answer_of(rid))["result"]["stopReason"] == stop
     replies = [m for m in peers.received(0) if m.get("id") == 0 and "method" not in m]
     assert [m["result"]["decision"] for m in replies] == [decision]
