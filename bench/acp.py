@@ -125,16 +125,19 @@ def _real() -> tuple[Path, Any, dict[str, str], Path, Path]:
 
 
 def _lib_rounds(binary: Path, env: dict[str, str], ws: Path, texts: list[str], mode: str) -> list[float]:
-    """The library on the same kind of turn, warm thread: ``abort`` → result (``cancel``) or
-    ``send`` → first text delta (``first``), seconds per text."""
+    """The library on the same kind of turn (the agent's default settings), warm thread:
+    ``abort`` → result (``cancel``) or ``send`` → first text delta (``first``), seconds per text."""
     import trio
 
-    from codexrt import RuntimeConfig, open_runtime
+    from codexrt import RuntimeConfig, Settings, open_runtime
 
     out: list[float] = []
+    # the settings `codexrt acp` runs a session with by default (docs/acp.md: approval "ask" =
+    # untrusted, sandbox workspace-write), so both sides ask codex for the same kind of turn
+    settings = Settings(cwd=str(ws), approval_policy="untrusted", sandbox="workspace-write")
 
     async def main() -> None:
-        async with open_runtime(RuntimeConfig(codex_bin=str(binary), env=env, cwd=str(ws))) as rt:
+        async with open_runtime(RuntimeConfig(codex_bin=str(binary), env=env, cwd=str(ws), settings=settings)) as rt:
             op = rt.send("warm up")
             async for _ev in op.events():
                 pass

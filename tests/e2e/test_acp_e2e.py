@@ -143,16 +143,20 @@ async def test_initialize_integer_version_and_honest_capabilities(tmp_path):
         again = await agent.request("initialize", {"protocolVersion": 7, "clientCapabilities": {}})
         if "result" in again:
             assert again["result"]["protocolVersion"] == 1
-        # a session advertised capabilities promise: list/close answer when advertised
-        session_caps = caps.get("sessionCapabilities", {})
+        # what is advertised works (docs/acp.md: sessions list / resume / close)
+        session_caps = caps.get("sessionCapabilities") or {}
+        assert {k for k, v in session_caps.items() if v is not None} >= {"list", "resume", "close"}, session_caps
         ws = tmp_path / "ws"
         ws.mkdir()
         sid = await agent.new_session(ws)
-        if session_caps.get("list") is not None:
-            listed = await agent.call("session/list", {})
-            assert isinstance(listed["sessions"], list)
-        if session_caps.get("close") is not None:
-            await agent.call("session/close", {"sessionId": sid})
+        assert (await agent.response(await agent.prompt(sid, "hi")))["result"]["stopReason"] == "end_turn"
+        listed = await agent.call("session/list", {})
+        assert isinstance(listed["sessions"], list)
+        resumed = await agent.call("session/resume", {"sessionId": sid, "cwd": str(ws), "mcpServers": []})
+        assert isinstance(resumed, dict)
+        await agent.call("session/close", {"sessionId": sid})
+        # nothing the agent does not do is advertised
+        assert not (session_caps.get("delete") or session_caps.get("additionalDirectories")), session_caps
 
 
 async def test_malformed_requests_get_32602_naming_the_field(tmp_path):
