@@ -302,6 +302,9 @@ class AcpAgent:
             return await self._prompt(p)
         if req.method == "session/set_config_option":
             return self._set_config(p)
+        if req.method in ("session/cancel", "$/cancel_request"):  # a notification sent as a request:
+            self._notification(Notification(req.method, p))    # done as such, and answered
+            return None
         raise AcpError(-32601, f"method not found: {req.method}")
 
     # -- initialize and sessions -----------------------------------------------------------

@@ -352,7 +352,7 @@ def decode_message(line: bytes | bytearray | str) -> Message:
             return Notification(method, msgspec.convert(params if params is not None else {}, ntype))
         except msgspec.ValidationError as exc:
             return Ignored(f"{method}: {exc}")  # a notification never gets an answer
-    ptype = AGENT_METHODS.get(method)
+    ptype = AGENT_METHODS.get(method) or AGENT_NOTIFICATIONS.get(method)  # a notification sent with an id
     if ptype is None:
         return Invalid(rid, METHOD_NOT_FOUND, f"method not found: {method[:120]}", {"method": method[:120]})
     if params is None and method in ("session/list",):

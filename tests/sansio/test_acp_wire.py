@@ -91,6 +91,13 @@ def test_unknown_methods_and_notifications():
     assert isinstance(w.decode_message(line({"jsonrpc": "2.0", "method": "session/cancel", "params": {}})), w.Ignored)
 
 
+def test_a_notification_sent_with_an_id_is_a_request():
+    m = w.decode_message(req("session/cancel", {"sessionId": "s"}, rid=4))
+    assert isinstance(m, w.Request) and m.params.session_id == "s"
+    bad = w.decode_message(req("session/cancel", {}, rid=5))
+    assert isinstance(bad, w.Invalid) and bad.code == -32602
+
+
 def test_cancel_notifications_decode():
     m = w.decode_message(line({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "s"}}))
     assert isinstance(m, w.Notification) and m.params.session_id == "s"

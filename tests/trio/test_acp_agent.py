@@ -361,3 +361,13 @@ async def test_the_model_option_is_filled_from_the_servers_model_list(nursery, t
     later = await c.call("session/new", {"cwd": "/tmp", "mcpServers": []})
     [model] = [o for o in later["result"]["configOptions"] if o["id"] == "model"]
     assert [o["value"] for o in model["options"]] == offered
+
+
+async def test_session_cancel_sent_as_a_request_cancels_and_is_answered(nursery, tmp_path):
+    peers = MemoryPeers(nursery)
+    c = await Client(_config(tmp_path, peers, "hang-turn")).start(nursery)
+    sid = await c.new_session()
+    rid = await c.request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "hang"}]})
+    await peers.wait_received(0, "turn/start")
+    assert (await c.call("session/cancel", {"sessionId": sid}))["result"] is None
+    assert (await c.answer_of(rid))["result"] == {"stopReason": "cancelled"}
