@@ -105,6 +105,15 @@ async def started(tmp_path: Path, agent: AcpAgent) -> str:
     return await agent.new_session(ws)
 
 
+async def turn_running(tmp_path: Path, agent: AcpAgent, log: Path) -> tuple[str, Any]:
+    """A new session whose prompt ("never ends", on the ``hang-turn`` fake) has reached the
+    app-server: (session id, the prompt's request id)."""
+    sid = await started(tmp_path, agent)
+    rid = await agent.prompt(sid, "never ends")
+    await wait_until(lambda: turn_starts(log), "the turn to start")
+    return sid, rid
+
+
 def error_data_mentions(error: dict[str, Any], code: str) -> bool:
     return code in json.dumps(error.get("data"))
 
@@ -605,9 +614,7 @@ async def test_stdin_eof_mid_turn_exits_fast_and_leaves_no_child(tmp_path):
     """stdin EOF ends the agent within 2 s with every child reaped (R-OP-5 drain, R-RT-7)."""
     log = tmp_path / "fake.log"
     async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "hang-turn", log=log)) as agent:
-        sid = await started(tmp_path, agent)
-        await agent.prompt(sid, "never ends")
-        await wait_until(lambda: turn_starts(log), "the turn to start")
+        await turn_running(tmp_path, agent, log)
         kids = agent.note_children()
         assert fake_pids(tmp_path) and set(fake_pids(tmp_path)) <= kids, "the app-server is not the agent's child"
         code = await agent.finish(bound=EXIT_BOUND, allow_unanswered=True)  # exit ≤ 2 s, every child gone
@@ -670,9 +677,7 @@ async def test_hostile_lines_never_kill_the_agent(tmp_path):
 async def test_session_close_stops_the_turn_and_retires_its_child(tmp_path):
     log = tmp_path / "fake.log"
     async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "hang-turn", log=log)) as agent:
-        sid = await started(tmp_path, agent)
-        rid = await agent.prompt(sid, "never ends")
-        await wait_until(lambda: turn_starts(log), "the turn to start")
+        sid, rid = await turn_running(tmp_path, agent, log)
         [child] = fake_pids(tmp_path)
         closed = await agent.request("session/close", {"sessionId": sid})
         assert closed.get("result") == {}, closed
@@ -687,9 +692,7 @@ async def test_sigterm_ends_like_stdin_eof(tmp_path):
     log = tmp_path / "fake.log"
     async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "hang-turn", log=log),
                              check_exit=False) as agent:
-        sid = await started(tmp_path, agent)
-        await agent.prompt(sid, "never ends")
-        await wait_until(lambda: turn_starts(log), "the turn to start")
+        await turn_running(tmp_path, agent, log)
         agent.note_children()
         agent.proc.send_signal(signal.SIGTERM)
         with trio.fail_after(EXIT_BOUND):
@@ -706,9 +709,7 @@ async def test_sigkilled_agent_leaves_no_app_server_behind(tmp_path):
     log = tmp_path / "fake.log"
     async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "hang-turn", log=log),
                              check_exit=False) as agent:
-        sid = await started(tmp_path, agent)
-        await agent.prompt(sid, "never ends")
-        await wait_until(lambda: turn_starts(log), "the turn to start")
+        await turn_running(tmp_path, agent, log)
         assert set(fake_pids(tmp_path)) <= agent.note_children()
         agent.proc.kill()
         await agent.proc.wait()
