@@ -196,6 +196,49 @@ async def test_real_edit_approval_carries_the_diff(tmp_path, codex_bin, codex_ho
                    for d in diffs), diffs
 
 
+async def test_real_update_edit_shows_the_whole_old_and_new_text(tmp_path, codex_bin, codex_home, real_env,
+                                                                  real_cwd, mock_model):
+    """An *Update File* patch: the permission and the call's updates carry a ``diff`` with the whole
+    file before and after (issue 30: "diff content holding the whole old and new text"), not the
+    hunk's lines only."""
+    target = real_cwd / "notes.txt"
+    before = "".join(f"line {i}\n" for i in range(1, 21))
+    after = before.replace("line 10\n", "line TEN\n")
+    target.write_text(before)
+    patch = ("apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: notes.txt\n@@\n line 9\n-line 10\n+line TEN\n"
+             " line 11\n*** End Patch\nEOF\n")
+    mock_model.enqueue(Script("patch", cmd=patch))
+    async with _open(tmp_path, codex_bin, codex_home, real_env) as agent:
+        sid = await _session(agent, real_cwd)
+        rid = await agent.prompt(sid, "change line 10")
+        req = await agent.agent_request("session/request_permission", timeout=WAIT)
+        tc = req["params"]["toolCall"]
+        assert target.read_text() == before  # asked before anything was written
+        await agent.answer(req, selected(option(req["params"]["options"], "allow_once")))
+        resp = await agent.response(rid, timeout=WAIT)
+        assert resp["result"]["stopReason"] == "end_turn"
+        assert target.read_text() == after
+        shown = [tc, *call_updates(agent, sid, tc["toolCallId"])]
+        diffs = [c for u in shown for c in (u.get("content") or []) if c.get("type") == "diff"]
+        assert diffs, f"no diff content for the edit: {shown}"
+        for d in diffs:
+            assert d["path"].endswith("notes.txt") and d["oldText"] == before and d["newText"] == after, d
+        # the replay of session/load shows the same whole texts, with the call's recorded status
+        since = len(agent.lines)
+        loaded = await agent.request("session/load", {"sessionId": sid, "cwd": str(real_cwd), "mcpServers": []},
+                                     timeout=WAIT)
+        assert "result" in loaded, loaded
+        replay = [m["params"]["update"] for m in agent.lines[since:agent.lines.index(loaded)]
+                  if m.get("method") == "session/update"]
+        calls = [u for u in replay if u["sessionUpdate"] in ("tool_call", "tool_call_update")]
+        edits = [u for u in calls if u.get("kind") == "edit"
+                 or any(c.get("type") == "diff" for c in u.get("content") or [])]
+        assert edits, replay
+        replayed = [c for u in edits for c in (u.get("content") or []) if c.get("type") == "diff"]
+        assert replayed and all(d["oldText"] == before and d["newText"] == after for d in replayed), replayed
+        assert [u.get("status") for u in edits if u.get("status")][-1] == "completed", edits
+
+
 # -- cancel -------------------------------------------------------------------------------------
 
 
