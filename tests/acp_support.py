@@ -101,8 +101,9 @@ def require_acp_schema() -> dict[str, Any]:
     path = acp_schema_path()
     if path.is_file():
         return _load_schema(str(path))
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
     why = (f"the pinned ACP schema (@agentclientprotocol/sdk {ACP_SDK_VERSION}) is not installed at "
-           f"{path.relative_to(ROOT)}; run `bash .ci/setup` (needs npm and the npm registry)")
+           f"{shown}; run `bash .ci/setup` (needs npm and the npm registry)")
     if os.environ.get("CODEXRT_REQUIRE_REAL") == "1":
         pytest.fail(why + " — CODEXRT_REQUIRE_REAL=1, so this is a failure, not a skip", pytrace=False)
     pytest.skip(why)

@@ -136,6 +136,20 @@ def test_pinned_acp_schema_checks_what_the_tests_rely_on():
                        "RequestPermissionRequest") is not None
 
 
+def test_missing_schema_skips_locally_and_fails_in_ci(monkeypatch, tmp_path):
+    """Like the real-binary tests: without the pinned schema a test skips with the fix in the
+    reason, unless ``CODEXRT_REQUIRE_REAL=1`` (CI), where it fails."""
+    import tests.acp_support as support
+
+    monkeypatch.setattr(support, "acp_schema_path", lambda: tmp_path / "missing" / "schema.json")
+    monkeypatch.delenv("CODEXRT_REQUIRE_REAL", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="bash .ci/setup"):
+        support.require_acp_schema()
+    monkeypatch.setenv("CODEXRT_REQUIRE_REAL", "1")
+    with pytest.raises(pytest.fail.Exception, match="CODEXRT_REQUIRE_REAL=1"):
+        support.require_acp_schema()
+
+
 # -- initialize and the JSON-RPC edges ----------------------------------------------------------
 
 
