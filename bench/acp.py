@@ -6,7 +6,9 @@ namespace, like the other real rows):
   warm session, each cancelled once the first ``agent_message_chunk`` of a paced stream
   (``[[mock:deltas:400:20]]``) arrived; beside it the library's ``rt.abort(op)`` → ``op.wait()``
   on the same kind of turn, 20 rounds, in alternating blocks of 5. p50 and max, and the chunks
-  written after the cancel (must be 0). Target p50 ≤ 50 ms.
+  written after the cancel (must be 0). Target p50 ≤ 50 ms. Then 5 rounds of a cancel while a
+  command waits on ``session/request_permission``: the time to the agent's ``$/cancel_request``
+  (research target ≤ 50 ms) and to ``cancelled``; none of the commands may run.
 * ``first_chunk`` — warm turn: writing ``session/prompt`` → the first ``agent_message_chunk`` read,
   vs ``rt.send`` → the first ``itemUpdated`` text delta; 9 alternated pairs, the median of the
   per-pair differences. Target: ACP ≤ the library + 10 ms.
@@ -39,6 +41,7 @@ ROUNDS = 20
 BLOCK = 5
 PAUSE_S = 8.0
 FLOOD_DELTAS = 20_000
+PERMISSION_ROUNDS = 5
 
 
 class AcpClient:
@@ -187,6 +190,7 @@ def cancel() -> dict[str, Any]:
                     stops.add(resp.get("result", {}).get("stopReason", f"error {resp.get('error')}"))
                 lib_s += _lib_rounds(binary, env, ws, [f"[[mock:deltas:400:20]] lib {block}.{i}" for i in range(BLOCK)],
                                      "cancel")
+            withdraw_s, answer_s, ran = _cancel_with_permission_open(agent, sid, ws)
         finally:
             agent.close()
     finally:
@@ -194,7 +198,44 @@ def cancel() -> dict[str, Any]:
         shutil.rmtree(home.parent, ignore_errors=True)
     return {"rounds": len(acp_s), "acp_p50_ms": statistics.median(acp_s) * 1000, "acp_max_ms": max(acp_s) * 1000,
             "lib_p50_ms": statistics.median(lib_s) * 1000, "lib_max_ms": max(lib_s) * 1000,
-            "late_chunks": late_chunks, "stop_reasons": sorted(stops), "ok": stops == {"cancelled"} and not late_chunks}
+            "late_chunks": late_chunks, "stop_reasons": sorted(stops),
+            "perm_rounds": len(withdraw_s), "withdraw_p50_ms": statistics.median(withdraw_s) * 1000,
+            "withdraw_max_ms": max(withdraw_s) * 1000, "perm_answer_p50_ms": statistics.median(answer_s) * 1000,
+            "commands_run": ran, "ok": stops == {"cancelled"} and not late_chunks and not ran}
+
+
+def _cancel_with_permission_open(agent: AcpClient, sid: str, ws: Path) -> tuple[list[float], list[float], int]:
+    """``PERMISSION_ROUNDS`` times: a command waits on ``session/request_permission``; then
+    ``session/cancel`` → the agent's ``$/cancel_request`` for it (seconds) and → the prompt's
+    ``cancelled`` (seconds, the client answering its request ``cancelled`` at once, as ACP asks);
+    and how many of the commands ran (must be 0)."""
+    withdraw_s: list[float] = []
+    answer_s: list[float] = []
+    ran = 0
+    for i in range(PERMISSION_ROUNDS):
+        marker = ws / f"never-{i}"
+        rid = agent.prompt(sid, f"please [[mock:exec:touch {marker}]]")
+        while True:
+            ask = agent.read()
+            if ask.get("method") == "session/request_permission":
+                break
+        t0 = now()
+        agent.send("session/cancel", {"sessionId": sid}, notify=True)
+        while True:
+            msg = agent.read()
+            if msg.get("method") == "$/cancel_request" and msg["params"]["requestId"] == ask["id"]:
+                withdraw_s.append(now() - t0)
+                break
+        assert agent.proc.stdin is not None
+        agent.proc.stdin.write(msgspec.json.encode({"jsonrpc": "2.0", "id": ask["id"],
+                                                    "result": {"outcome": {"outcome": "cancelled"}}}) + b"\n")
+        agent.proc.stdin.flush()
+        resp = agent.until_response(rid)
+        answer_s.append(now() - t0)
+        if resp.get("result", {}).get("stopReason") != "cancelled":
+            raise RuntimeError(f"cancel with a permission open: {resp}")
+        ran += marker.exists()
+    return withdraw_s, answer_s, ran
 
 
 def first_chunk(pairs: int = 9) -> dict[str, Any]:

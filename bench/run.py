@@ -267,7 +267,11 @@ def main(argv: list[str] | None = None) -> int:
                   f"library abort → result p50 {c['lib_p50_ms']:.1f} ms, max {c['lib_max_ms']:.0f} ms",
                   f"{c['acp_p50_ms'] / c['lib_p50_ms']:.2f}× p50", "p50 ≤ 50 ms",
                   f"stop reasons {c['stop_reasons']}; {c['late_chunks']} chunks after the cancel"
-                  + ("" if c["ok"] else "; MISMATCH (not cancelled, or text after the cancel)"))
+                  + ("" if c["ok"] else "; MISMATCH (not cancelled, text after the cancel, or a command ran)"))
+            t.add(f"   session/cancel with a permission open, {c['perm_rounds']} rounds",
+                  f"$/cancel_request p50 {c['withdraw_p50_ms']:.1f} ms, max {c['withdraw_max_ms']:.0f} ms",
+                  f"prompt answered `cancelled` p50 {c['perm_answer_p50_ms']:.1f} ms", "", "withdrawn ≤ 50 ms",
+                  f"{c['commands_run']} of the held commands ran")
             f = worker("bench.acp", "first_chunk", timeout=1200)
             t.raw["acp_first_chunk"] = f
             t.add("   first agent_message_chunk, warm session", f"{f['acp_ms']:.0f} ms",
