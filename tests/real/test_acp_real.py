@@ -122,6 +122,28 @@ async def test_real_loopback_mode_runs_a_turn_offline(tmp_path, codex_bin, real_
         assert resp["result"]["stopReason"] == "end_turn" and agent.text(sid)
 
 
+async def test_real_session_list_names_sessions_by_their_ids(tmp_path, codex_bin, codex_home, real_env, real_cwd,
+                                                              mock_model):
+    """docs/acp.md: ``session/list`` lists the codex threads, each under the session id that
+    created it; a listed session loads in a new agent process."""
+    async with _open(tmp_path, codex_bin, codex_home, real_env, name="first") as agent:
+        await agent.initialize()
+        ids = [await agent.new_session(real_cwd) for _ in range(2)]
+        for n, sid in enumerate(ids):
+            resp = await agent.response(await agent.prompt(sid, f"question {n}"), timeout=WAIT)
+            assert resp["result"]["stopReason"] == "end_turn"
+        listed = await agent.call("session/list", {"cwd": str(real_cwd)}, timeout=WAIT)
+        assert set(ids) <= {s["sessionId"] for s in listed["sessions"]}, listed
+        assert all(s["cwd"] == str(real_cwd) for s in listed["sessions"] if s["sessionId"] in ids), listed
+    async with _open(tmp_path, codex_bin, codex_home, real_env, name="second") as agent:
+        await agent.initialize()
+        listed = await agent.call("session/list", {}, timeout=WAIT)
+        assert set(ids) <= {s["sessionId"] for s in listed["sessions"]}, listed
+        loaded = await agent.request("session/load", {"sessionId": ids[1], "cwd": str(real_cwd), "mcpServers": []},
+                                     timeout=WAIT)
+        assert "result" in loaded and "question 1" in agent.text(ids[1], "user_message_chunk"), loaded
+
+
 # -- approvals ----------------------------------------------------------------------------------
 
 
