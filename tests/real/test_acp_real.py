@@ -261,6 +261,36 @@ async def test_real_update_edit_shows_the_whole_old_and_new_text(tmp_path, codex
         assert [u.get("status") for u in edits if u.get("status")][-1] == "completed", edits
 
 
+async def test_real_mcp_form_through_elicitation_create(tmp_path, codex_bin, real_env, real_cwd, mock_model):
+    """A real MCP server's form (``peer_fixtures/mcp_server.py``, ``ask_form``): the tool call is a
+    permission, the form an ``elicitation/create`` (the editor advertises ``elicitation.form``),
+    and the values the user gave reach the MCP server with their types (R-INT-4)."""
+    from peer_fixtures.codex_home import codex_env, make_codex_home
+    from peer_fixtures.mcp_server import mcp_server_toml
+
+    home = make_codex_home(tmp_path / "mcp-home", mock_model.base_url,
+                           extra_toml=mcp_server_toml("testsrv", required=True))
+    env = {**real_env, **codex_env(home)}
+    form = {"name": "Ann", "age": 42, "ratio": 0.5, "subscribe": True, "colors": ["red", "blue"]}
+    async with AcpAgent.open(tmp_path, *_args(codex_bin, home), env=agent_env(tmp_path, env)) as agent:
+        await agent.initialize(client_capabilities={"fs": {"readTextFile": False, "writeTextFile": False},
+                                                    "terminal": False, "elicitation": {"form": {}}})
+        sid = await agent.new_session(real_cwd)
+        rid = await agent.prompt(sid, "[[mock:mcp:testsrv:ask_form]]")
+        req = await agent.agent_request("session/request_permission", timeout=WAIT)
+        await agent.answer(req, selected(option(req["params"]["options"], "allow_once")))
+        ask = await agent.agent_request("elicitation/create", timeout=WAIT)
+        assert ask["params"]["mode"] == "form" and ask["params"].get("sessionId") == sid, ask
+        assert {"name", "age", "ratio", "subscribe", "colors"} <= set(ask["params"]["requestedSchema"]["properties"])
+        await agent.answer(ask, {"action": "accept", "content": form})
+        resp = await agent.response(rid, timeout=WAIT)
+        assert resp["result"]["stopReason"] == "end_turn"
+        # the mock model quotes the tool's report of what it received (JSON inside JSON: unescape)
+        report = agent.text(sid).replace("\\", "")
+        assert '"action": "accept"' in report and '"value": "Ann"' in report, report
+        assert '"type": "int", "value": 42' in report and '"type": "bool", "value": true' in report, report
+
+
 # -- cancel -------------------------------------------------------------------------------------
 
 
