@@ -562,6 +562,53 @@ async def test_mcp_form_goes_to_elicitation_create_when_the_client_advertises_it
         assert agent.text(sid) == "Form handled."
 
 
+QUESTIONS_TURN = {"name": "acp-questions", "description": "a turn that asks two questions", "rules": [
+    {"match": {"method": "turn/start"}, "actions": [
+        {"turn_response": True}, {"turn_started": True}, {"user_message": True},
+        {"request": "item/tool/requestUserInput", "params": {
+            "threadId": "$thread_id", "turnId": "$turn_id", "itemId": "call_q", "isBlocking": True, "questions": [
+                {"id": "color", "header": "Colour", "question": "Which colour?", "isOther": False, "isSecret": False,
+                 "options": [{"label": "red", "description": "warm"}, {"label": "blue", "description": "cool"}]},
+                {"id": "name", "header": "Name", "question": "Your name?", "isOther": False, "isSecret": False,
+                 "options": None}]}}]},
+    {"match": {"reply_to": 0}, "actions": [{"agent_message": "Thanks."}, {"end_turn": "completed"}]}],
+    "settings": {}}
+
+
+@pytest.mark.parametrize("form_capable, action", [(True, "accept"), (True, "decline"), (False, None)],
+                         ids=["form-accept", "form-decline", "no-elicitation-capability"])
+async def test_request_user_input_goes_to_elicitation_create(tmp_path, form_capable, action):
+    """``requestUserInput`` questions become one ``elicitation/create`` form when the editor
+    advertises ``elicitation.form``; the answers reach codex per question. Declined, or with no
+    such capability, codex gets the safe negative answer (no answer is made up)."""
+    log = tmp_path / "fake.log"
+    cli = fake_codex(tmp_path, scenario_file(tmp_path, "acp-questions", QUESTIONS_TURN), log=log)
+    caps: dict[str, Any] = {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False}
+    if form_capable:
+        caps["elicitation"] = {"form": {}}
+    async with AcpAgent.open(tmp_path, "--codex-bin", cli) as agent:
+        await agent.initialize(client_capabilities=caps)
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        sid = await agent.new_session(ws)
+        rid = await agent.prompt(sid, "ask me")
+        if form_capable:
+            ask = await agent.agent_request("elicitation/create")
+            schema = ask["params"]["requestedSchema"]
+            assert ask["params"]["mode"] == "form" and {"color", "name"} <= set(schema["properties"]), ask
+            await agent.answer(ask, {"action": "accept", "content": {"color": "blue", "name": "Ada"}}
+                               if action == "accept" else {"action": action})
+        resp = await agent.response(rid)
+        assert resp["result"]["stopReason"] == "end_turn"
+        [reply] = [m for m in read_log(log) if m.get("id") == 0 and "method" not in m]
+        answers = (reply.get("result") or {}).get("answers")
+        if action == "accept":
+            assert answers == {"color": {"answers": ["blue"]}, "name": {"answers": ["Ada"]}}, reply
+        else:
+            assert not any(a.get("answers") for a in (answers or {}).values()), reply
+        assert not [m for m in agent.lines if m.get("method") == "elicitation/create"] or form_capable
+
+
 # -- cancel -------------------------------------------------------------------------------------
 
 
