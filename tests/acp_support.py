@@ -337,7 +337,7 @@ class AcpAgent:
         await self.send_raw(json.dumps(msg, ensure_ascii=False).encode() + b"\n")
 
     async def send(self, method: str, params: Any = None, *, id: Any = ...) -> Any:
-        """Send a request; returns its id (``id`` may be any JSON value; default ``"c<n>"``)."""
+        """Send a request; returns its id (``id`` may be any JSON value; default 1, 2, 3, ...)."""
         if id is ...:
             self._ids += 1
             id = self._ids
