@@ -182,6 +182,30 @@ async def test_real_allow_always_is_remembered_for_the_session(tmp_path, codex_b
         assert len([m for m in agent.lines if m.get("method") == "session/request_permission"]) == 1
 
 
+async def test_real_never_ask_is_an_explicit_choice(tmp_path, codex_bin, codex_home, real_env, real_cwd, mock_model):
+    """By default every command asks; after ``approval`` = ``never`` (set on the session) the same
+    kind of command runs unasked — on that session only."""
+    asked_marker, unasked_marker, other_marker = real_cwd / "asked", real_cwd / "unasked", real_cwd / "other"
+    async with _open(tmp_path, codex_bin, codex_home, real_env) as agent:
+        sid, rid, req = await _asked_to_touch(agent, real_cwd, asked_marker)
+        await agent.answer(req, selected(option(req["params"]["options"], "reject_once")))
+        assert (await agent.response(rid, timeout=WAIT))["result"]["stopReason"] == "end_turn"
+        assert not asked_marker.exists()
+        changed = await agent.call("session/set_config_option", {"sessionId": sid, "configId": "approval",
+                                                                  "value": "never"})
+        assert [o["currentValue"] for o in changed["configOptions"] if o["id"] == "approval"] == ["never"]
+        agent.handlers["session/request_permission"] = (  # asked now, it would be refused
+            lambda r: selected(option(r["params"]["options"], "reject_once")))
+        done = await agent.response(await agent.prompt(sid, f"[[mock:exec:touch {unasked_marker}]]"), timeout=WAIT)
+        assert done["result"]["stopReason"] == "end_turn" and unasked_marker.exists()
+        asks = len([m for m in agent.lines if m.get("method") == "session/request_permission"])
+        assert asks == 1
+        other = await agent.new_session(real_cwd)  # another session still asks (and is refused here)
+        done = await agent.response(await agent.prompt(other, f"[[mock:exec:touch {other_marker}]]"), timeout=WAIT)
+        assert done["result"]["stopReason"] == "end_turn" and not other_marker.exists()
+        assert len([m for m in agent.lines if m.get("method") == "session/request_permission"]) == asks + 1
+
+
 async def test_real_reject_once_declines_and_the_turn_goes_on(tmp_path, codex_bin, codex_home, real_env, real_cwd,
                                                               mock_model):
     marker = real_cwd / "rejected"
