@@ -328,6 +328,39 @@ def main(argv: list[str] | None = None) -> int:
               f"{f['replies']:,} replies to {f['lines']:,} lines"
               f"{'' if f['complete'] and f['replies'] == f['lines'] else ' MISMATCH (replies missing)'}; "
               f"a new managed configureLaunch key every 3rd line; {f['seconds']:.0f} s; exit {f['exit']}")
+    if want("acp") and not ns.no_real:
+        # 9. `codexrt acp` (issue 30): an ACP editor's view, against the library in the same run.
+        try:
+            c = worker("bench.acp", "cancel", timeout=1200)
+            t.raw["acp_cancel"] = c
+            t.add(f"9. `codexrt acp` session/cancel → `cancelled`, {c['rounds']} rounds, real codex {_pinned()}",
+                  f"p50 {c['acp_p50_ms']:.1f} ms, max {c['acp_max_ms']:.0f} ms",
+                  f"library abort → result p50 {c['lib_p50_ms']:.1f} ms, max {c['lib_max_ms']:.0f} ms",
+                  f"{c['acp_p50_ms'] / c['lib_p50_ms']:.2f}× p50", "p50 ≤ 50 ms",
+                  f"stop reasons {c['stop_reasons']}; {c['late_chunks']} chunks after the cancel"
+                  + ("" if c["ok"] else "; MISMATCH (not cancelled, text after the cancel, or a command ran)"))
+            t.add(f"   session/cancel with a permission open, {c['perm_rounds']} rounds",
+                  f"$/cancel_request p50 {c['withdraw_p50_ms']:.1f} ms, max {c['withdraw_max_ms']:.0f} ms",
+                  f"prompt answered `cancelled` p50 {c['perm_answer_p50_ms']:.1f} ms", "", "withdrawn ≤ 50 ms",
+                  f"{c['commands_run']} of the held commands ran")
+            f = worker("bench.acp", "first_chunk", timeout=1200)
+            t.raw["acp_first_chunk"] = f
+            t.add("   first agent_message_chunk, warm session", f"{f['acp_ms']:.0f} ms",
+                  f"library first delta {f['lib_ms']:.0f} ms", f"{f['diff_ms']:+.1f} ms",
+                  "≤ library + 10 ms",
+                  f"medians; the ratio column is the median per-pair difference of {f['pairs']} alternated "
+                  "pairs, 200 mock deltas")
+            p = worker("bench.acp", "paused", timeout=1200)
+            t.raw["acp_paused"] = p
+            done = "never" if p["model_done_s"] is None else f"{p['model_done_s']:.2f} s"
+            t.add(f"   {p['deltas']:,} deltas, client reads nothing for {p['pause_s']:.0f} s",
+                  f"{p['notifications']:,} notifications", f"{p['deltas']:,} model deltas",
+                  f"{p['notifications'] / p['deltas']:.3f}×", "≤ 1,000 notifications, model done in the pause",
+                  ("text exact" if p["ok"] else f"MISMATCH (text by the prompt's answer not exact; {p['chars_after_answer']:,} "
+                     f"chars came after it, whole text exact: {p['whole_text_ok']})") + f"; model stream done after {done}; "
+                  f"stop {p['stop_reason']}; agent peak RSS {p['agent_rss_mb'] or 0:.0f} MB")
+        except RuntimeError as exc:
+            t.add("9. `codexrt acp`, real codex", "skipped", "", "", "", str(exc).splitlines()[0][:120])
     if want("soak"):
         # 7. A sidecar that runs for days (issue 17): many turns through one `codexrt serve`.
         plans = [("fake", 200 if ns.quick else 1000, "fake app-server (handshake-ok)")]

@@ -19,6 +19,8 @@ import traceback
 #: test checks each module registers its command with the same help line.
 COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("codexrt_cli._serve", "run the NDJSON daemon on stdin/stdout (for IDE plugins and other hosts)"),
+    "acp": ("codexrt_cli._acp",
+            "run an Agent Client Protocol agent on stdin/stdout (Zed, JetBrains IDEs, Neovim, Emacs)"),
     "doctor": ("codexrt_cli._doctor", "show the Codex CLI candidates codexrt finds, their versions, and which one it uses"),
     "diff": ("codexrt_cli._diff", "show the staged, unstaged and untracked changes of a directory (Git, no model turn)"),
     "run": ("codexrt_cli._run", "run one turn: stream the answer, ask for approvals, exit with the turn's status"),

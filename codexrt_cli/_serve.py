@@ -26,11 +26,13 @@ stdio, and why it is done this way:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import signal
 import stat
 import sys
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import attrs
@@ -39,7 +41,8 @@ import trio
 from codexrt._serve._daemon import DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_CHANNELS, DaemonConfig, serve_daemon
 from codexrt import ConfigError, RuntimeConfig
 
-__all__ = ["add_parser", "run_serve", "open_stdio"]
+__all__ = ["add_parser", "add_runtime_options", "add_loopback_and_log_options", "runtime_config_from_args",
+           "check_token", "loopback_runtime", "run_on_stdio", "run_serve", "open_stdio"]
 
 log = logging.getLogger("codexrt.serve")
 
@@ -57,6 +60,40 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "(codexrt/_serve/daemon-protocol.schema.json); docs/daemon-protocol.md in the source explains it."
         ),
     )
+    add_runtime_options(p)
+    p.add_argument("--idle-timeout", type=float, default=600.0, metavar="SECONDS",
+                   help="retire a channel's child after this long with no session and no work "
+                        "(default 600; 0 = never)")
+    p.add_argument("--auto-title", action="store_true",
+                   help="give every thread a channel creates an automatic title, generated on a separate "
+                        "helper child when the thread starts and saved with thread/name/set; a manual name "
+                        "wins; outcomes are threadTitle events (default off)")
+    p.add_argument("--drain-timeout", type=float, default=DEFAULT_DRAIN_TIMEOUT, metavar="SECONDS",
+                   help="on stdin EOF, how long the commands already accepted may take to finish before what "
+                        f"is left is aborted as on SIGTERM (default {DEFAULT_DRAIN_TIMEOUT:g}; 0 = abort at once)")
+    p.add_argument("--max-channels", type=int, default=DEFAULT_MAX_CHANNELS, metavar="N",
+                   help="most channels (each may hold one app-server child); past it an idle channel without a "
+                        f"child is forgotten, else TOO_MANY_CHANNELS (default {DEFAULT_MAX_CHANNELS})")
+    p.add_argument("--max-line-bytes", type=int, default=16 * 1024 * 1024, metavar="N",
+                   help="longest accepted command line; longer ones get a LINE_TOO_LONG reply (default 16 MiB)")
+    add_loopback_and_log_options(p, "channel")
+    p.set_defaults(func=_main)
+    return p
+
+
+def add_loopback_and_log_options(p: argparse.ArgumentParser, unit: str) -> None:
+    """``--loopback`` (every ``unit``'s app-server on the bundled loopback model) and
+    ``--log-level`` after the sub-command."""
+    p.add_argument("--loopback", action="store_true",
+                   help=f"try it offline: every {unit}'s app-server talks to the bundled loopback model "
+                        "on 127.0.0.1 with a throw-away CODEX_HOME (no account, no internet)")
+    p.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default=argparse.SUPPRESS,
+                   help="log level on stderr (same as `codexrt --log-level`)")
+
+
+def add_runtime_options(p: argparse.ArgumentParser) -> None:
+    """The options that say how the app-server children start and are talked to (shared by
+    ``serve`` and ``acp``)."""
     p.add_argument("--codex-bin", metavar="PATH",
                    help="the Codex CLI (or any executable speaking the app-server protocol); "
                         "default: $CODEX_BIN, else `codex` on PATH")
@@ -97,31 +134,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="budget of the initialize handshake (default 30)")
     p.add_argument("--stop-budget", type=float, default=10.0, metavar="SECONDS",
                    help="time an abort may take before the child is killed (default 10)")
-    p.add_argument("--idle-timeout", type=float, default=600.0, metavar="SECONDS",
-                   help="retire a channel's child after this long with no session and no work "
-                        "(default 600; 0 = never)")
-    p.add_argument("--auto-title", action="store_true",
-                   help="give every thread a channel creates an automatic title, generated on a separate "
-                        "helper child when the thread starts and saved with thread/name/set; a manual name "
-                        "wins; outcomes are threadTitle events (default off)")
-    p.add_argument("--drain-timeout", type=float, default=DEFAULT_DRAIN_TIMEOUT, metavar="SECONDS",
-                   help="on stdin EOF, how long the commands already accepted may take to finish before what "
-                        f"is left is aborted as on SIGTERM (default {DEFAULT_DRAIN_TIMEOUT:g}; 0 = abort at once)")
-    p.add_argument("--max-channels", type=int, default=DEFAULT_MAX_CHANNELS, metavar="N",
-                   help="most channels (each may hold one app-server child); past it an idle channel without a "
-                        f"child is forgotten, else TOO_MANY_CHANNELS (default {DEFAULT_MAX_CHANNELS})")
-    p.add_argument("--max-line-bytes", type=int, default=16 * 1024 * 1024, metavar="N",
-                   help="longest accepted command line; longer ones get a LINE_TOO_LONG reply (default 16 MiB)")
-    p.add_argument("--loopback", action="store_true",
-                   help="try the wire offline: every channel's app-server talks to the bundled loopback model "
-                        "on 127.0.0.1 with a throw-away CODEX_HOME (no account, no internet)")
-    p.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default=argparse.SUPPRESS,
-                   help="log level on stderr (same as `codexrt --log-level`)")
-    p.set_defaults(func=_main)
-    return p
 
 
-def config_from_args(args: argparse.Namespace) -> DaemonConfig:
+def runtime_config_from_args(args: argparse.Namespace) -> RuntimeConfig:
+    """The :class:`RuntimeConfig` of :func:`add_runtime_options`' options (``--access-mode
+    inactive`` is left to the command). Raises :class:`ConfigError`."""
     runtime = RuntimeConfig(
         codex_bin=args.codex_bin,
         app_server_args=tuple(args.app_server_args or ("app-server",)),
@@ -139,6 +156,11 @@ def config_from_args(args: argparse.Namespace) -> DaemonConfig:
     )
     if runtime.access_mode == "managed":
         runtime.launch_config()  # a bad provider is a configuration error now, not at the first turn
+    return runtime
+
+
+def config_from_args(args: argparse.Namespace) -> DaemonConfig:
+    runtime = runtime_config_from_args(args)
     return DaemonConfig(runtime=runtime, inactive=args.access_mode == "inactive",
                         idle_timeout=args.idle_timeout if args.idle_timeout > 0 else None,
                         max_line=args.max_line_bytes, auto_title=getattr(args, "auto_title", False),
@@ -200,12 +222,7 @@ def _main(args: argparse.Namespace) -> int:
         logging.getLogger().setLevel(getattr(logging, args.log_level.upper()))
     try:
         config = config_from_args(args)
-        if config.runtime.token_file is not None or config.runtime.token_env is not None:
-            # A bad token (unreadable, empty, a control character inside) is a configuration
-            # error: said once on stderr, exit 2, the value never shown (docs/security.md).
-            from codexrt._serve._cli_support import read_token
-
-            read_token(token_file=config.runtime.token_file, token_env=config.runtime.token_env)
+        check_token(config.runtime)
     except ConfigError as exc:
         print(f"codexrt serve: {exc.message}", file=sys.stderr)
         return 2
@@ -214,13 +231,7 @@ def _main(args: argparse.Namespace) -> int:
             print("codexrt serve: --loopback cannot be combined with --connect, --access-mode managed or inactive",
                   file=sys.stderr)
             return 2
-        from codexrt_cli._demo import loopback_environment
-
-        with loopback_environment(codex_bin=args.codex_bin, cwd=args.cwd) as lb:
-            print(f"codexrt serve: loopback model at {lb.model.base_url}, throw-away CODEX_HOME {lb.codex_home}",
-                  file=sys.stderr)
-            runtime = attrs.evolve(config.runtime, codex_bin=lb.codex_bin, codex_home=str(lb.codex_home),
-                                   env=lb.config.env, cwd=lb.config.cwd)
+        with loopback_runtime(args, config.runtime, "serve") as runtime:
             return trio.run(run_serve, attrs.evolve(config, runtime=runtime))
     return trio.run(run_serve, config)
 
@@ -294,23 +305,54 @@ def open_stdio() -> tuple[trio.abc.Stream, trio.abc.Stream]:
 
 
 async def run_serve(config: DaemonConfig) -> int:
+    return await run_on_stdio(serve_daemon, config, lambda daemon: daemon.abort(),
+                              "aborting the running work and draining")
+
+
+def check_token(runtime: RuntimeConfig) -> None:
+    """A bad token (unreadable, empty, a control character inside) is a configuration error:
+    said once on stderr, exit 2, the value never shown (docs/security.md). Raises
+    :class:`ConfigError`."""
+    if runtime.token_file is not None or runtime.token_env is not None:
+        from codexrt._serve._cli_support import read_token
+
+        read_token(token_file=runtime.token_file, token_env=runtime.token_env)
+
+
+@contextlib.contextmanager
+def loopback_runtime(args: argparse.Namespace, runtime: RuntimeConfig, command: str) -> Iterator[RuntimeConfig]:
+    """``--loopback``: ``runtime`` pointed at the bundled loopback model with a throw-away
+    ``CODEX_HOME`` (both gone when the block ends)."""
+    from codexrt_cli._demo import loopback_environment
+
+    with loopback_environment(codex_bin=args.codex_bin, cwd=args.cwd) as lb:
+        print(f"codexrt {command}: loopback model at {lb.model.base_url}, throw-away CODEX_HOME {lb.codex_home}",
+              file=sys.stderr)
+        yield attrs.evolve(runtime, codex_bin=lb.codex_bin, codex_home=str(lb.codex_home), env=lb.config.env,
+                           cwd=lb.config.cwd)
+
+
+async def run_on_stdio(runner: Callable[..., Awaitable[None]], config: Any, on_signal: Callable[[Any], None],
+                       doing: str) -> int:
+    """Run a stdio service (``runner(stdin, stdout, config, task_status=...)`` reporting an object
+    with a ``finished`` event) on the process's standard streams (:func:`open_stdio`) until it
+    finishes; SIGTERM/SIGINT call ``on_signal(service)``."""
     # The signal receiver is installed before anything else, so a SIGINT/SIGTERM that comes
-    # early still drains instead of killing the process (and its children) mid-step.
+    # early still shuts down instead of killing the process (and its children) mid-step.
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         stdin, stdout = open_stdio()
         async with stdin, stdout:
             async with trio.open_nursery() as nursery:
-                daemon = await nursery.start(serve_daemon, stdin, stdout, config)
+                service = await nursery.start(runner, stdin, stdout, config)
                 signal_scope = trio.CancelScope()
 
                 async def watch_signals() -> None:
                     with signal_scope:
                         async for signum in signals:
-                            log.info("signal %s: aborting the running work and draining",
-                                     signal.Signals(signum).name)
-                            daemon.abort()
+                            log.info("signal %s: %s", signal.Signals(signum).name, doing)
+                            on_signal(service)
 
                 nursery.start_soon(watch_signals)
-                await daemon.finished.wait()
+                await service.finished.wait()
                 signal_scope.cancel()
     return 0

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import stat
 
-__all__ = ["DIR_MODE", "FILE_MODE", "ensure_private_dir", "ensure_private_file"]
+__all__ = ["DIR_MODE", "FILE_MODE", "ensure_private_dir", "ensure_private_file", "replace_private_file"]
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -65,3 +65,23 @@ def ensure_private_file(path: str) -> None:
             os.fchmod(fd, stat.S_IMODE(st.st_mode) & FILE_MODE)
     finally:
         os.close(fd)
+
+
+def replace_private_file(path: str, text: str | bytes, *, prefix: str = ".tmp-") -> None:
+    """Replace file ``path`` with ``text`` (UTF-8 when a ``str``) atomically (a temporary file in the same directory,
+    0600, renamed over it): a reader sees the old or the new content, never a part. Raises
+    ``OSError`` (the temporary file is removed)."""
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=prefix, dir=os.path.dirname(path) or ".")
+    try:
+        os.fchmod(fd, FILE_MODE)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode("utf-8") if isinstance(text, str) else text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,6 +47,7 @@ import attrs
 import msgspec
 
 from codexrt._io._history_files import find_rollouts, open_regular
+from codexrt._io._private import replace_private_file
 from codexrt._sansio._sanitize import sanitize_user_text
 
 __all__ = ["SESSION_INDEX_VERSION", "SessionEntry", "SessionIndex", "shared_index", "source_kind"]
@@ -255,18 +255,7 @@ class SessionIndex:
                                         "entries": [e.to_json() for e in entries.values()]})
         except RecursionError:
             return  # a source nested too deeply to write back: this run is only slower, never wrong
-        fd, tmp = tempfile.mkstemp(prefix=".session-index-", dir=str(self.path.parent))
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(body)
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, self.path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        replace_private_file(str(self.path), body, prefix=".session-index-")
 
     def refresh(self, *, limit: int | None = None, notices: list[str] | None = None) -> list[SessionEntry]:
         """Every entry, newest first. ``limit``: stop reading heads once that many top-level

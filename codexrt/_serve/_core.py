@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import attrs
 import trio
 
+from codexrt._io._lines import LineWriter
 from codexrt._runtime._config import RuntimeConfig
 from codexrt._sansio._errors import ClosedError, CodexError, TooManyChannels
 from codexrt._sansio._framing import DEFAULT_MAX_LINE
@@ -74,6 +75,13 @@ class DaemonConfig:
     max_channels: int = DEFAULT_MAX_CHANNELS
 
 
+def _encode_shallow(obj: Any) -> bytes:
+    """``obj`` as one line, or its :func:`shallow_line` when it nests deeper than serve accepts
+    on its own input."""
+    data = encode_line(obj)
+    return encode_line(shallow_line(obj)) if json_depth_exceeds(data, MAX_COMMAND_DEPTH) else data
+
+
 def shallow_line(obj: Any) -> dict[str, Any]:
     """What ``serve`` writes instead of a line nested deeper than :data:`MAX_COMMAND_DEPTH`
     (issue 35: the app-server may nest 128 levels; a host must not need to accept more than
@@ -100,17 +108,14 @@ class DaemonCore:
 
     def __init__(self, receive: trio.abc.ReceiveStream, send: trio.abc.SendStream, config: DaemonConfig) -> None:
         self._receive = receive
-        self._send = send
+        self._out = LineWriter(send, _encode_shallow, lambda: self.abort())
         self.config = config
-        self._write_lock = trio.Lock()
         self.channels: dict[str, Channel] = {}
         self.nursery: trio.Nursery | None = None
         self._reader_scope = trio.CancelScope()
         self.draining = False
         self.finished = trio.Event()
-        self.stdout_broken = False
         self.history_counter: MessageCounter | None = None
-        self.lines_written = 0
         self._drain_scope = trio.CancelScope()
         self.abort_requested = False  # a signal (or a gone host): stop the work, do not finish it
         self._open_commands = 0  # accepted commands whose reply is not written yet
@@ -129,19 +134,15 @@ class DaemonCore:
         stops reading — which drains — and later lines are dropped. A line nested deeper than
         serve accepts on its own input (:data:`MAX_COMMAND_DEPTH`) is not forwarded as it is
         (:func:`shallow_line`)."""
-        data = encode_line(obj)
-        if json_depth_exceeds(data, MAX_COMMAND_DEPTH):
-            data = encode_line(shallow_line(obj))
-        async with self._write_lock:
-            if self.stdout_broken:
-                return
-            try:
-                await self._send.send_all(data)
-                self.lines_written += 1
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-                log.warning("stdout is gone (%s); draining", exc)
-                self.stdout_broken = True
-                self.abort()  # nobody can read the results: do not finish the work
+        await self._out.write(obj)  # a broken stdout aborts: nobody can read the results
+
+    @property
+    def stdout_broken(self) -> bool:
+        return self._out.broken
+
+    @property
+    def lines_written(self) -> int:
+        return self._out.lines_written
 
     def _replying(self, rid: RequestId | None) -> None:
         """The command with ``rid`` gets its one reply now: its id is free again."""

@@ -86,8 +86,9 @@ from typing import Any
 
 import trio
 
+from codexrt._io._lines import read_frames
 from codexrt._sansio._errors import AccessInactive, CodexError, DuplicateRequestId
-from codexrt._sansio._framing import LineBuffer, OversizedLine
+from codexrt._sansio._framing import OversizedLine
 from codexrt._sansio._redact import register_process_secrets
 from codexrt._serve._channel import Answer, answering
 from codexrt._serve._codec import BadCommand, Command, error_reply, line_head_id, parse_command, response_error
@@ -163,18 +164,8 @@ class Daemon(DaemonCore):
             log.info("stdin closed: %d pending interaction(s) declined (nobody can answer them now)", declined)
 
     async def _read_loop(self) -> None:
-        buf = LineBuffer(self.config.max_line)
-        while True:
-            try:
-                data = await self._receive.receive_some(65536)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-                log.warning("stdin failed (%s); treating it as EOF", exc)
-                data = b""
-            frames = buf.feed(data) if data else buf.close()
-            for frame in frames:
-                await self._handle_frame(frame)
-            if not data:
-                return
+        async for frame in read_frames(self._receive, self.config.max_line):
+            await self._handle_frame(frame)
 
     async def _handle_frame(self, frame: bytes | OversizedLine) -> None:
         if isinstance(frame, OversizedLine):

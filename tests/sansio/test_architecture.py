@@ -26,12 +26,14 @@ LAYERS: tuple[tuple[str, int, str], ...] = (
     ("codexrt._runtime", 4, "_runtime"),
     ("codexrt._features", 5, "_features"),
     ("codexrt._serve", 7, "_serve"),
+    ("codexrt._acp", 7, "_acp"),  # the ACP front end, a sibling of _serve (STYLE.md point 10)
     ("codexrt.__main__", 9, "entry point"),
     ("codexrt_cli", 8, "codexrt_cli"),
     ("codexrt", 6, "public API"),  # __init__, blocking, aio, _payloads, loopback
 )
 
-#: Modules of the public layer that the CLI may import (plus ``codexrt._serve`` and the version).
+#: Modules of the public layer that the CLI may import (plus ``codexrt._serve``, ``codexrt._acp``
+#: and the version).
 PUBLIC_MODULES = ("codexrt", "codexrt.blocking", "codexrt.aio", "codexrt.loopback", "codexrt._version")
 
 #: Private modules the CLI may import besides ``codexrt._serve``: none (issue #20). What the CLI
@@ -178,7 +180,7 @@ def _cli_private_imports() -> set[tuple[str, str]]:
         if not module.startswith("codexrt_cli"):
             continue
         for target, _line in targets:
-            if target.startswith("codexrt_cli") or target.startswith("codexrt._serve"):
+            if target.startswith(("codexrt_cli", "codexrt._serve", "codexrt._acp")):
                 continue
             if target in PUBLIC_MODULES or target.startswith("codexrt.loopback"):
                 continue
@@ -187,7 +189,8 @@ def _cli_private_imports() -> set[tuple[str, str]]:
 
 
 def test_cli_uses_public_names_and_serve_only():
-    """``codexrt_cli`` imports the public API and ``codexrt._serve``; nothing else private."""
+    """``codexrt_cli`` imports the public API, ``codexrt._serve`` and ``codexrt._acp``; nothing
+    else private."""
     private = _cli_private_imports()
     new = sorted(private - CLI_PRIVATE_ALLOWED)
     gone = sorted(CLI_PRIVATE_ALLOWED - private)
@@ -251,3 +254,12 @@ def test_modules_and_classes_are_small_or_say_why():
                 if size > CLASS_LIMIT:
                     big.append(f"{path.relative_to(ROOT)}: class {node.name} is {size} lines")
     assert not big, "split these, or give a '# size: <reason>' line in the header:\n" + "\n".join(big)
+
+
+def test_the_two_front_ends_do_not_import_each_other():
+    """``codexrt._serve`` and ``codexrt._acp`` are siblings on the runtime (STYLE.md point 10):
+    what both need lives below them, never in one of them for the other."""
+    bad = [f"{m} -> {t}" for m, ts in EDGES.items() for t, _ in ts
+           if (m.startswith("codexrt._acp") and t.startswith("codexrt._serve"))
+           or (m.startswith("codexrt._serve") and t.startswith("codexrt._acp"))]
+    assert not bad, "\n".join(bad)
