@@ -287,7 +287,11 @@ class _Session:
             if isinstance(err, dict):  # a native error object: show its message, not a Python dict
                 err = err.get("message") or json.dumps(err, ensure_ascii=False)[:300]
             self.status.line(f"error: {err}")
-        elif ev.kind in ("runtimeFallback", "runtimeUnhealthy"):
+        elif ev.kind == "runtimeFallback":
+            failed = ev.payload.get("failed") or {}
+            self.status.line(f"warning: the Codex CLI {failed.get('candidate')} did not start "
+                             f"({str(failed.get('outcome'))[:300]}); trying {ev.payload.get('next')} instead")
+        elif ev.kind == "runtimeUnhealthy":
             self.status.line(f"{ev.kind}: {json.dumps(ev.payload)[:300]}")
 
     async def answer(self, inter: Interaction) -> None:

@@ -16,6 +16,7 @@ import trio
 from codexrt._connection import Connection, open_connection
 from codexrt._sansio._errors import (
     ChildExited,
+    CliOverrideInvalid,
     CliUnavailable,
     ClosedError,
     CodexError,
@@ -23,6 +24,7 @@ from codexrt._sansio._errors import (
     child_exited_message,
 )
 from codexrt._sansio._states import RuntimeEvent, RuntimeState
+from codexrt._io._cli_report import stderr_reason
 from codexrt._io._transport import Transport
 from codexrt._runtime._interactions import SUPPORTED_SERVER_REQUESTS
 from codexrt._runtime._operations import STATUS_FAILED, ChildHandle
@@ -127,6 +129,10 @@ class _Lifecycle:
         for index, (label, factory) in enumerate(candidates):
             if index > 0:
                 self._transition(RuntimeEvent.START, attempt=index + 1)
+                # Always visible (issue 33): a warning in the library's log as well as the event.
+                log.warning("the Codex CLI %s did not start (%s); trying the next one: %s (%d of %d)",
+                            attempts[-1]["candidate"], attempts[-1]["outcome"], self._redactor(label),
+                            index + 1, len(candidates))
                 self._publish(self._event("runtimeFallback", {
                     "failed": attempts[-1], "next": self._redactor(label), "attempt": index + 1,
                     "startupAttempts": len(candidates)}))
@@ -160,9 +166,12 @@ class _Lifecycle:
                 await conn.initialize()
             except CodexError as exc:
                 last_exc = exc
-                attempts.append({"candidate": self._redactor(label), "outcome": self._redactor(exc.message),
+                # What the CLI said on stderr as it stopped (already redacted by the connection).
+                reason = stderr_reason(exc.details.get("stderrTail") or conn.stderr_tail())
+                outcome = self._redactor(exc.message) + (f"; it said: {reason}" if reason else "")
+                attempts.append({"candidate": self._redactor(label), "outcome": outcome,
                                  "code": exc.code, "exitCode": getattr(exc, "returncode", None),
-                                 "signal": getattr(exc, "signal", None)})
+                                 "signal": getattr(exc, "signal", None), "reason": reason})
                 await conn.aclose()
                 continue
             except BaseException:
@@ -196,8 +205,10 @@ class _Lifecycle:
         from codexrt._io._discovery import Attempt, format_unavailable, update_hint
 
         if discovery is not None:
-            tried = [Attempt(cand, a["outcome"], a.get("exitCode"), a.get("signal"), a.get("code"))
+            tried = [Attempt(cand, a["outcome"], a.get("exitCode"), a.get("signal"), a.get("code"), a.get("reason"))
                      for cand, a in zip(discovery.candidates, attempts)]
+            if self.config.codex_bin and tried:
+                return self._override_error(tried, attempts, last_exc)
             message, diag = format_unavailable(discovery, tried)
         else:
             exited = [a for a in attempts if a.get("exitCode") is not None or a.get("signal") is not None]
@@ -212,6 +223,25 @@ class _Lifecycle:
         diag["codexCliUnavailable"]["attempts"] = attempts
         diag["cause"] = last_exc.to_dict()
         return CliUnavailable(self._redactor(message), details=diag)
+
+    def _override_error(self, tried: list[Any], attempts: list[dict[str, Any]],
+                        last_exc: CodexError) -> CliOverrideInvalid:
+        """The explicitly chosen CLI (``codex_bin=``, ``--codex-bin``) did not start: an error
+        naming it and why, with a hint fitting the cause. No other CLI was tried."""
+        from codexrt._io._discovery import cause_hint
+
+        last = tried[-1]
+        path = self.config.codex_bin
+        hint = (cause_hint(last) if last.reason else None) or (
+            "Fix or unset it (codex_bin= / --codex-bin): when a CLI is chosen explicitly codexrt tries no "
+            "other; `codexrt doctor` lists the ones it would find")
+        message = (f"the explicit CLI path names {path!r}, which cannot be used: {last.outcome}.\n"
+                   f"Hint: {hint.rstrip('.')}.")
+        diag: dict[str, Any] = {"codexCliUnavailable": {
+            "mode": "overrideInvalid", "source": "explicit", "path": path, "reason": last.outcome,
+            "candidates": [a.to_dict() for a in tried], "attempts": attempts, "hint": hint}}
+        diag["cause"] = last_exc.to_dict()
+        return CliOverrideInvalid(self._redactor(message), details=diag)
 
     def _start_cancelled(self) -> None:
         """A start left half-way (cancelled, or a bug): back to STOPPED, nothing running."""
