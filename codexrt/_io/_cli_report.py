@@ -61,18 +61,23 @@ _VERSION_CAUSE = re.compile(
     r"unrecognized subcommand|unexpected argument|unknown (sub)?command|no such (sub)?command|"
     r"unsupported protocol|requires a newer|newer version", re.I)
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_ERROR_LINE = re.compile(r"^(error|fatal)\b\s*[:\[]", re.I)  # ``Error: …`` (anyhow), ``error[E…]``, ``fatal: …``
+_FRAME = re.compile(r"^(\d+:\s|at\s|stack backtrace:?$|backtrace:?$)", re.I)
 _ERRORISH = re.compile(r"\b(error|fatal|failed|invalid|not supported|no longer supported|unknown|refused)\b", re.I)
 
 
 def stderr_reason(tail: Sequence[str] | None, limit: int = 300) -> str | None:
     """The line of a CLI's (already redacted) stderr tail that says why it stopped: the last
-    line that reads like an error, else the last non-empty line; ANSI colours removed, cut
-    at ``limit`` characters. None for an empty tail."""
+    ``Error: …`` line, else the last line that reads like an error, else the last non-empty
+    line — backtrace frames skipped, ANSI colours removed, cut at ``limit`` characters. None
+    for an empty tail."""
     lines = [_ANSI.sub("", str(ln)).strip() for ln in (tail or [])]
-    lines = [ln for ln in lines if ln]
+    # Backtrace frames (``6: <unknown>``, ``at src/main.rs:3``) and their heading say nothing.
+    lines = [ln for ln in lines if ln and not _FRAME.match(ln)]
     if not lines:
         return None
-    pick = next((ln for ln in reversed(lines) if _ERRORISH.search(ln)), lines[-1])
+    pick = (next((ln for ln in reversed(lines) if _ERROR_LINE.match(ln)), None)
+            or next((ln for ln in reversed(lines) if _ERRORISH.search(ln)), lines[-1]))
     return pick if len(pick) <= limit else pick[: limit - 1] + "…"
 
 

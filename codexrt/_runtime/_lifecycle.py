@@ -21,6 +21,9 @@ from codexrt._sansio._errors import (
     ClosedError,
     CodexError,
     LocalProtocolError,
+    NotLoggedIn,
+    RpcError,
+    RpcTimeout,
     child_exited_message,
 )
 from codexrt._sansio._states import RuntimeEvent, RuntimeState
@@ -31,6 +34,11 @@ from codexrt._runtime._operations import STATUS_FAILED, ChildHandle
 from codexrt._runtime._config import TransportFactory
 
 log = logging.getLogger("codexrt.runtime")
+
+#: Variables that give the CLI an API key without a stored login (``codexrt doctor`` counts them too).
+_API_KEY_VARS = ("CODEX_API_KEY", "OPENAI_API_KEY")
+#: How long the start waits for ``account/read`` (the answer is local: no network is involved).
+_ACCOUNT_READ_TIMEOUT = 10.0
 
 
 class _Lifecycle:
@@ -162,8 +170,10 @@ class _Lifecycle:
                 self._start_cancelled()
                 raise
             self._starting_conn = conn
+            login_error: NotLoggedIn | None = None
             try:
                 await conn.initialize()
+                login_error = await self._login_problem(conn)
             except CodexError as exc:
                 last_exc = exc
                 # What the CLI said on stderr as it stopped (already redacted by the connection).
@@ -182,6 +192,13 @@ class _Lifecycle:
                 raise
             finally:
                 self._starting_conn = None
+            if login_error is not None:
+                # Not the CLI's fault: no other candidate would do better. Nothing was sent but the
+                # account question; the child goes, and the first operation fails now.
+                await conn.aclose()
+                self._transition(RuntimeEvent.FAULT, reason="not logged in")
+                self.last_error = login_error
+                raise login_error
             self.conn = conn
             self.cli_path = label
             self._transition(RuntimeEvent.INITIALIZED, pid=conn.pid)
@@ -223,6 +240,37 @@ class _Lifecycle:
         diag["codexCliUnavailable"]["attempts"] = attempts
         diag["cause"] = last_exc.to_dict()
         return CliUnavailable(self._redactor(message), details=diag)
+
+    async def _login_problem(self, conn: Connection) -> NotLoggedIn | None:
+        """Ask the app-server for its account state before the first turn (``account/read``):
+        a :class:`NotLoggedIn` when it needs an OpenAI login and has none, so the first operation
+        fails within seconds instead of waiting out the server's network retries. Only for
+        ``cli_login`` access with a spawned child (managed access brings its own provider, an
+        attached server its own auth), and never when the child's environment carries an API key
+        variable. An old server without the method, a slow answer or an odd shape: no verdict
+        (None) — the turn then reports what it meets."""
+        cfg = self.config
+        if cfg.access_mode != "cli_login" or cfg.connect is not None or cfg.transports is not None:
+            return None
+        env = cfg.env if cfg.env is not None else os.environ
+        if any(env.get(name) for name in _API_KEY_VARS):
+            return None
+        try:
+            answer = await conn.call("account/read", {}, timeout=min(cfg.rpc_timeout, _ACCOUNT_READ_TIMEOUT))
+        except (RpcError, RpcTimeout) as exc:
+            log.debug("account/read gave no login verdict: %s", exc.message)
+            return None
+        if not isinstance(answer, dict) or answer.get("account") is not None or answer.get("requiresOpenaiAuth") is not True:
+            return None
+        home = env.get("CODEX_HOME") if cfg.codex_home is None else cfg.codex_home
+        where = f"CODEX_HOME {home}" if home else "CODEX_HOME (~/.codex)"
+        return NotLoggedIn(
+            f"the Codex CLI is not logged in ({where} has no login) and its model provider needs one. "
+            "Log in with `codex login` (ChatGPT) or `codex login --with-api-key` (an API key on stdin), "
+            "or choose managed access (RuntimeConfig(access_mode=\"managed\", ...)) or the bundled loopback "
+            "model (codexrt.loopback.open_loopback(), `codexrt run --loopback`)",
+            details={"account": None, "requiresOpenaiAuth": True, "codexHome": home},
+        )
 
     def _override_error(self, tried: list[Any], attempts: list[dict[str, Any]],
                         last_exc: CodexError) -> CliOverrideInvalid:

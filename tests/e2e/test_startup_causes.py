@@ -162,3 +162,50 @@ def test_run_says_a_fallback_in_words(tmp_path):
     assert "runtimeFallback: {" not in proc.stderr
     assert f"the Codex CLI {tmp_path / 'broken' / 'codex'} did not start" in proc.stderr
     assert f"trying {tmp_path / 'good' / 'codex'} instead" in proc.stderr
+
+
+def _fake_cli_script(bindir: Path, scenario: str, log: Path | None = None) -> Path:
+    bindir.mkdir(parents=True, exist_ok=True)
+    cli = bindir / "codex"
+    cmd = [sys.executable, "-m", "peer_fixtures.fake_app_server", scenario, *(["--log", str(log)] if log else [])]
+    cli.write_text(f"#!/bin/sh\ncd {shlex.quote(str(ROOT))}\nexec {shlex.join(cmd)}\n")
+    cli.chmod(0o755)
+    return cli
+
+
+async def test_not_logged_in_fails_the_first_operation_at_once_with_how_to_log_in(tmp_path, monkeypatch):
+    """A server with no login whose provider needs one: ``account/read`` is asked right after
+    the handshake and the first operation fails with ``NOT_LOGGED_IN`` saying how to log in —
+    no ``thread/start`` or ``turn/start`` is ever sent (nothing is waited out)."""
+    from peer_fixtures.fake_app_server import read_log
+
+    _no_home_candidates(monkeypatch, tmp_path)
+    log = tmp_path / "peer.log"
+    cli = _fake_cli_script(tmp_path / "bin", "not-logged-in", log)
+    env = {k: v for k, v in _env().items() if k not in ("OPENAI_API_KEY", "CODEX_API_KEY")}
+    async with codexrt.open_runtime(RuntimeConfig(codex_bin=str(cli), env=env)) as rt:
+        result = await rt.send("hello").wait()
+        with pytest.raises(codexrt.NotLoggedIn) as info:
+            await rt.ensure_started()
+    assert result.status == "failed" and result.error is not None and result.error.code == "NOT_LOGGED_IN"
+    msg = info.value.message
+    assert info.value.code == "NOT_LOGGED_IN" and "codex login" in msg and "managed" in msg and "loopback" in msg
+    methods = [m.get("method") for m in read_log(log)]
+    assert "account/read" in methods and "thread/start" not in methods and "turn/start" not in methods
+
+
+async def test_logged_in_or_an_api_key_variable_is_not_refused(tmp_path, monkeypatch):
+    """The check refuses only what it knows: ``handshake-ok`` (no login needed) runs its turn,
+    and with ``OPENAI_API_KEY`` in the child's environment nothing is asked at all."""
+    from peer_fixtures.fake_app_server import read_log
+
+    _no_home_candidates(monkeypatch, tmp_path)
+    ok = _fake_cli_script(tmp_path / "ok", "handshake-ok")
+    async with codexrt.open_runtime(RuntimeConfig(codex_bin=str(ok), env=_env())) as rt:
+        assert (await rt.send("hello").wait()).status == "completed"
+    log = tmp_path / "peer.log"
+    nl = _fake_cli_script(tmp_path / "nl", "not-logged-in", log)
+    env = {**_env(), "OPENAI_API_KEY": "sk-test-not-a-real-key-0123456789"}
+    async with codexrt.open_runtime(RuntimeConfig(codex_bin=str(nl), env=env)) as rt:
+        assert (await rt.send("hello").wait()).status == "completed"
+    assert "account/read" not in [m.get("method") for m in read_log(log)]
