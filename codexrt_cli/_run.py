@@ -138,6 +138,10 @@ def _main(args: argparse.Namespace) -> int:
             print(f"codexrt run: --skill needs NAME=PATH, got {spec!r}", file=sys.stderr)
             return 2
         skills.append({"name": name, "path": path})
+    if args.cwd and not os.path.isdir(args.cwd):
+        # Said before anything starts; the directory is never created (a typo must leave no trace).
+        print(f"codexrt run: --cwd {args.cwd!r} does not exist or is not a directory", file=sys.stderr)
+        return 2
     interactive = sys.stdin.isatty() and args.prompt not in (None, "-")
     approve = args.approve or ("ask" if interactive else "decline")
     if approve == "ask" and not sys.stdin.isatty():

@@ -216,6 +216,9 @@ def _main(args: argparse.Namespace) -> int:
             return 2
         from codexrt_cli._demo import loopback_environment
 
+        if args.cwd and not os.path.isdir(args.cwd):  # never created: a typo leaves no directory
+            print(f"codexrt serve: --cwd {args.cwd!r} does not exist or is not a directory", file=sys.stderr)
+            return 2
         with loopback_environment(codex_bin=args.codex_bin, cwd=args.cwd) as lb:
             print(f"codexrt serve: loopback model at {lb.model.base_url}, throw-away CODEX_HOME {lb.codex_home}",
                   file=sys.stderr)
