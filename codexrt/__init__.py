@@ -101,7 +101,7 @@ from codexrt._runtime._runtime import (
 )
 from codexrt._sansio._states import OpPhase, RuntimeState
 from codexrt._sansio._settings import Settings
-from codexrt._payloads import AGENT_TEXT, payload
+from codexrt._payloads import AGENT_TEXT, Decision, Event, EventKind, payload
 from codexrt._io._transport import ExitStatus, ProcessTransport, StreamTransport, spawn_process_transport
 
 from codexrt._sansio._redact import install_log_filter as _install_log_filter
@@ -352,5 +352,8 @@ __all__ = [
     "open_runtime",
     "payload",
     "AGENT_TEXT",
+    "Decision",
+    "Event",
+    "EventKind",
     "spawn_process_transport",
 ]

@@ -1,3 +1,4 @@
+# size: the public blocking facade (one module users import) with its approval bridge: the policies, the callback host that runs a callback where the caller waits, and the facade classes share the portal and ApprovalRequest; a split would move public names.
 """A blocking facade over the Trio runtime, for scripts, notebooks and asyncio code.
 
 Why it exists
@@ -73,7 +74,7 @@ import functools
 import logging
 import threading
 import weakref
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Mapping, TypedDict, Union, Unpack
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Literal, Mapping, TypedDict, Union, Unpack
 
 import attrs
 import trio
@@ -88,7 +89,8 @@ from codexrt._sansio._errors import (
     RpcTimeout,
     TurnTimeout,
 )
-from codexrt._runtime._events import CodexEvent
+from codexrt._runtime._event_types import Decision
+from codexrt._runtime._events import CodexEvent, Event
 from codexrt._runtime._runtime import Interaction, Operation, OperationResult, Runtime, RuntimeConfig, open_runtime
 from codexrt._runtime._options import RuntimeOptions
 from codexrt._sansio._methods import (
@@ -124,7 +126,9 @@ _CLOSE_MARGIN = 30.0
 #: JSON-RPC error code codexrt uses to refuse a server request that has no "decline" result.
 DECLINED_RPC_CODE = REFUSAL_CODE
 
-ApprovalPolicy = Union[str, Callable[["ApprovalRequest"], Any]]
+#: A named policy, or a callback returning the decision (a full result dict, or None: decline).
+ApprovalPolicy = Union[Decision, Literal["manual"],
+                       Callable[["ApprovalRequest"], Union[Decision, dict[str, Any], None]]]
 
 
 class SendOptions(TypedDict, total=False):
@@ -416,7 +420,7 @@ class BlockingOperation:
         """The terminal result, or None while running."""
         return self._portal.read(lambda: self._op.result)
 
-    def next_event(self, timeout: float | None = None) -> CodexEvent | None:
+    def next_event(self, timeout: float | None = None) -> Event | None:
         """The next event, or None once the operation ended and every event was read.
         ``timeout`` bounds this one wait (:class:`RpcTimeout`); no bound by default (see the
         module doc). KeyboardInterrupt stops the operation and re-raises."""
@@ -436,7 +440,7 @@ class BlockingOperation:
         finally:
             self._iter_lock.release()
 
-    def __iter__(self) -> Iterator[CodexEvent]:
+    def __iter__(self) -> Iterator[Event]:
         while True:
             ev = self.next_event()
             if ev is None:
@@ -663,7 +667,7 @@ class BlockingRuntime:
         return self._portal.run_sync(
             lambda: [ApprovalRequest.from_interaction(i) for i in self.runtime.pending_interactions()])
 
-    def respond(self, request: ApprovalRequest | CodexEvent, decision: Any) -> None:
+    def respond(self, request: ApprovalRequest | CodexEvent, decision: Decision | dict[str, Any] | None) -> None:
         """Answer an approval yourself (``"accept"``, ``"acceptForSession"``, ``"decline"``,
         ``"cancel"`` or a full result dict). Refused answers raise :class:`InteractionError`
         (R-INT-1). Bounded by the RPC budget."""
@@ -747,7 +751,7 @@ class BlockingRuntime:
     async def acall(self, method: str, params: Any = None, **kwargs: Any) -> Any:
         return await asyncio.to_thread(functools.partial(self.call, method, params, **kwargs))
 
-    async def astream(self, text: str, **kwargs: Unpack[SendOptions]) -> AsyncIterator[CodexEvent]:
+    async def astream(self, text: str, **kwargs: Unpack[SendOptions]) -> AsyncIterator[Event]:
         """``async for ev in rt.astream("…")`` from asyncio code."""
         op = await asyncio.to_thread(functools.partial(self.submit, text, **kwargs))
         while True:
@@ -773,7 +777,7 @@ async def _settle_from_asyncio(op: BlockingOperation) -> None:
             break
 
 
-def _bounded_iter(op: BlockingOperation, deadline: float | None) -> Iterator[CodexEvent]:
+def _bounded_iter(op: BlockingOperation, deadline: float | None) -> Iterator[Event]:
     while True:
         remaining = None if deadline is None else max(0.0, deadline - _now())
         try:

@@ -68,17 +68,25 @@ def find_codex_bin(explicit: str | None = None) -> str | None:
 
 def _checkout_pinned_cli() -> Path | None:
     """The native binary ``bash .ci/setup`` installed for the pinned version, when this module
-    runs from a source checkout; None otherwise (an installed wheel has no ``.ci`` beside it)."""
-    from codexrt._io._cli_find import _find_platform_binary, _norm_platform
+    runs from a source checkout; None otherwise (an installed wheel has no ``.ci`` beside it).
+    Judged by discovery itself (the npm launcher's platform binary), from the filesystem only."""
+    from codexrt import CodexError, discover_cli
 
     root = Path(__file__).resolve().parent.parent
     try:
         version = (root / ".ci" / "codex-version").read_text(encoding="utf-8").strip()
     except OSError:
         return None
-    package = root / ".cache" / f"codex-{version}" / "node_modules" / "@openai" / "codex"
-    native, _why = _find_platform_binary(package, _norm_platform(None), None)
-    return native if native is not None and os.access(native, os.X_OK) else None
+    launcher = root / ".cache" / f"codex-{version}" / "node_modules" / "@openai" / "codex" / "bin" / "codex.js"
+    if not launcher.is_file():
+        return None
+    try:
+        found = discover_cli(explicit=launcher, env={}, home=root, common_dirs=[], python_paths=[]).first
+    except CodexError:
+        return None
+    if found is None or not found.confirmed or found.native_path is None:
+        return None
+    return found.native_path if os.access(found.native_path, os.X_OK) else None
 
 
 @contextlib.contextmanager
