@@ -158,8 +158,10 @@ def format_unavailable(
     attempts: Sequence[Attempt] = (),
     *,
     platform: str | None = None,
+    hint: str | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """The R-CLI-6 failure text and its machine-readable diagnostic.
+    """The R-CLI-6 failure text and its machine-readable diagnostic (``hint`` replaces the one
+    chosen from the attempts).
 
     The message starts with the canonical ``codex app-server exited (code=…, signal=…)`` of
     the last attempt whose child really ran and exited, and only then; when nothing could be spawned it
@@ -190,7 +192,7 @@ def format_unavailable(
         cand_rows.append(a.to_dict() if a else {**c.to_dict(), "outcome": outcome})
     for r in result.rejected:
         lines.append(f"  - {r.path} [{r.source}, rejected]: {r.reason}")
-    hint = _hint(result, attempts, plat)
+    hint = hint or _hint(result, attempts, plat)
     lines.append(f"Hint: {hint}")
     mode = "notInstalled" if not result.candidates else "allCandidatesFailed"
     diag = {

@@ -225,7 +225,7 @@ class _Lifecycle:
             tried = [Attempt(cand, a["outcome"], a.get("exitCode"), a.get("signal"), a.get("code"), a.get("reason"))
                      for cand, a in zip(discovery.candidates, attempts)]
             if self.config.codex_bin and tried:
-                return self._override_error(tried, attempts, last_exc)
+                return self._override_error(discovery, tried, attempts, last_exc)
             message, diag = format_unavailable(discovery, tried)
         else:
             exited = [a for a in attempts if a.get("exitCode") is not None or a.get("signal") is not None]
@@ -272,22 +272,26 @@ class _Lifecycle:
             details={"account": None, "requiresOpenaiAuth": True, "codexHome": home},
         )
 
-    def _override_error(self, tried: list[Any], attempts: list[dict[str, Any]],
+    def _override_error(self, discovery: Any, tried: list[Any], attempts: list[dict[str, Any]],
                         last_exc: CodexError) -> CliOverrideInvalid:
-        """The explicitly chosen CLI (``codex_bin=``, ``--codex-bin``) did not start: an error
-        naming it and why, with a hint fitting the cause. No other CLI was tried."""
-        from codexrt._io._discovery import cause_hint
+        """The explicitly chosen CLI (``codex_bin=``, ``--codex-bin``) did not start: the R-CLI-6
+        report (canonical prefix, its line with what it did and said) as a
+        :class:`CliOverrideInvalid`, with a hint fitting the cause. No other CLI was tried."""
+        from codexrt._io._discovery import cause_hint, format_unavailable
 
         last = tried[-1]
         path = self.config.codex_bin
-        hint = (cause_hint(last) if last.reason else None) or (
-            "Fix or unset it (codex_bin= / --codex-bin): when a CLI is chosen explicitly codexrt tries no "
-            "other; `codexrt doctor` lists the ones it would find")
-        message = (f"the explicit CLI path names {path!r}, which cannot be used: {last.outcome}.\n"
-                   f"Hint: {hint.rstrip('.')}.")
-        diag: dict[str, Any] = {"codexCliUnavailable": {
-            "mode": "overrideInvalid", "source": "explicit", "path": path, "reason": last.outcome,
-            "candidates": [a.to_dict() for a in tried], "attempts": attempts, "hint": hint}}
+        said = f" It said why: {last.reason!r}." if last.reason else " It exited without saying why."
+        hint = cause_hint(last) if last.reason and "Update the Codex CLI" in (cause_hint(last) or "") else (
+            f"The CLI chosen explicitly ({path!r}) did not start as `codex app-server`.{said} Fix it, or choose "
+            "another (codex_bin= / --codex-bin), or leave it out to let codexrt search (`codexrt doctor` lists "
+            "what it would find): when a CLI is chosen, no other is tried.")
+        message, diag = format_unavailable(discovery, tried, hint=hint)
+        first, sep, rest = message.partition("\n")
+        head = first.split(": no usable Codex CLI", 1)[0]  # the canonical prefix (R-CLI-6) stays
+        message = f"{head}: the explicitly chosen CLI {path!r} cannot be used (no other is tried){sep}{rest}"
+        diag["codexCliUnavailable"].update(mode="overrideInvalid", source="explicit", path=path, reason=last.outcome,
+                                           attempts=attempts)
         diag["cause"] = last_exc.to_dict()
         return CliOverrideInvalid(self._redactor(message), details=diag)
 

@@ -71,7 +71,8 @@ async def test_r_cli_3_an_explicit_cli_is_the_only_one_tried(tmp_path, monkeypat
         result = await rt.send("hello").wait()
     err = info.value
     assert err.code == "CODEX_CLI_OVERRIDE_INVALID" and isinstance(err, CliUnavailable)
-    assert repr(unusable) in err.message and "codex app-server exited" in err.message
+    assert err.message.startswith("codex app-server exited")  # R-CLI-6's canonical prefix
+    assert f"the explicitly chosen CLI {unusable!r} cannot be used" in err.message
     assert err.details["codexCliUnavailable"]["mode"] == "overrideInvalid"
     assert err.details["codexCliUnavailable"]["path"] == unusable
     if unusable == "/bin/ls":  # ls says why it stopped: its own words are in the error
@@ -150,7 +151,7 @@ def test_run_with_an_unusable_codex_bin_names_it_and_runs_no_other_cli(tmp_path)
     _working_cli(tmp_path / "bin", marker)
     proc = _cli(["run", "--codex-bin", "/bin/true", "hello"], _env(tmp_path / "bin"))
     assert proc.returncode == 1, proc.stderr
-    assert "'/bin/true', which cannot be used" in proc.stderr
+    assert "the explicitly chosen CLI '/bin/true' cannot be used" in proc.stderr
     assert proc.stdout == "" and not marker.exists()
 
 
