@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import contextlib
 import logging
 import threading
 import time
-import contextlib
 from typing import Any, AsyncContextManager, Awaitable, Callable, Generic, Iterator, TypeVar
 
 import trio
