@@ -25,6 +25,19 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def proc_status_mb(pid: int, key: str) -> float | None:
+    """A memory figure of another process from ``/proc/PID/status`` (``VmRSS``, ``VmHWM``), MiB
+    (Linux); None when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        return None
+    return None
+
+
 def now() -> float:
     return time.perf_counter()
 

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench._common import ROOT, emit, env_with_root, now, peak_rss_mb
+from bench._common import ROOT, emit, env_with_root, flood_cli, now, peak_rss_mb
 
 GOLDEN = ROOT / "tests" / "data" / "rollouts" / "legacy.rollout.jsonl"
 
@@ -194,6 +194,197 @@ def count(items: int, pairs: int = 1) -> dict[str, Any]:
     return out
 
 
+def _proc_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of another process so far (``/proc/PID/stat``)."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class _RawPeer:
+    """A raw stdlib JSON-RPC client of one flood peer: ``write`` a request, read lines
+    (``bufsize=65536``) until its answer, decode with msgspec. The baseline of the paging rows."""
+
+    def __init__(self, items: int) -> None:
+        import msgspec
+
+        from peer_fixtures.flood_peer import argv
+
+        self.proc = subprocess.Popen(argv("--history-items", str(items)), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, cwd=ROOT, env=env_with_root(), bufsize=65536)
+        self.enc, self.dec = msgspec.json.encode, msgspec.json.decode
+        self.ids = iter(range(1, 1 << 30))
+        self.call("initialize", {"clientInfo": {"name": "raw", "version": "0"}, "capabilities": {"experimentalApi": True}})
+
+    def call(self, method: str, params: Any) -> Any:
+        i = next(self.ids)
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(self.enc({"id": i, "method": method, "params": params}) + b"\n")
+        self.proc.stdin.flush()
+        for line in self.proc.stdout:
+            msg = self.dec(line)
+            if msg.get("id") == i:
+                return msg["result"]
+        raise RuntimeError("peer ended")
+
+    def walk(self, method: str, params: dict[str, Any]) -> tuple[int, int, int]:
+        """(pages, entries, messages) of one cursor walk."""
+        cursor, pages, entries, messages = None, 0, 0, 0
+        while True:
+            res = self.call(method, {**params, **({"cursor": cursor} if cursor else {})})
+            pages += 1
+            for e in res["data"]:
+                entries += 1
+                if method == "thread/items/list":
+                    messages += e["item"]["type"] in ("userMessage", "agentMessage")
+                else:
+                    messages += sum(i["type"] in ("userMessage", "agentMessage") for i in e["items"])
+            cursor = res["nextCursor"]
+            if cursor is None:
+                return pages, entries, messages
+
+    def close(self) -> None:
+        assert self.proc.stdin
+        self.proc.stdin.close()
+        self.proc.wait(10)
+
+
+TID = "01a22d24-784b-70a1-b4d2-eee60df61981"
+
+
+def pages(items: int, pairs: int = 1, limit: int = 100) -> dict[str, Any]:
+    """``codex.readHistoryPage`` (scope ``items``) walked through ``codexrt serve`` vs the raw
+    ``thread/items/list`` loop, both at page size ``limit`` over the flood peer's thread of
+    ``items`` items, both warm (one untimed walk each), alternated pair by pair. The host
+    decodes every serve line; the per-walk CPU of the serve process is read from ``/proc``."""
+    import statistics
+
+    import msgspec
+
+    enc, dec = msgspec.json.encode, msgspec.json.decode
+    tmp = tempfile.mkdtemp(prefix="codexrt-pages-")
+    cmd = [sys.executable, "-m", "codexrt_cli", "serve", "--codex-bin", flood_cli(tmp, "--history-items", str(items)),
+           "--idle-timeout", "0"]
+    serve = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             cwd=ROOT, env=env_with_root(), bufsize=65536)
+    raw = _RawPeer(items)
+    ids = iter(range(1, 1 << 30))
+    assert serve.stdin and serve.stdout
+
+    def command(name: str, params: dict[str, Any]) -> Any:
+        rid = f"h{next(ids)}"
+        serve.stdin.write(enc({"id": rid, "command": name, "params": params}) + b"\n")  # type: ignore[union-attr]
+        serve.stdin.flush()  # type: ignore[union-attr]
+        for line in serve.stdout:  # type: ignore[union-attr]
+            msg = dec(line)
+            if msg.get("type") == "response" and msg.get("id") == rid:
+                if not msg["ok"]:
+                    raise RuntimeError(f"{name} failed: {msg['error']}")
+                return msg["result"]
+        raise RuntimeError("serve ended")
+
+    def serve_walk() -> tuple[int, int, int, int]:
+        cursor, n_pages, entries, messages, records = None, 0, 0, 0, 0
+        while True:
+            res = command("codex.readHistoryPage", {"channelId": "h", "threadId": TID, "scope": "items",
+                                                    "limit": limit, **({"cursor": cursor} if cursor else {})})
+            n_pages += 1
+            entries += len(res["data"])
+            messages += sum(e["item"]["type"] in ("userMessage", "agentMessage") for e in res["data"])
+            records += len(res["records"])
+            cursor = res["nextCursor"]
+            if cursor is None:
+                return n_pages, entries, messages, records
+
+    serve_s: list[float] = []
+    raw_s: list[float] = []
+    serve_cpu: list[float] = []
+    out: dict[str, Any] = {"items": items, "limit": limit, "pairs": pairs}
+    try:
+        for k in range(pairs + 1):  # round 0: warm-up (serve's first command loads its handlers)
+            t0 = now()
+            got_raw = raw.walk("thread/items/list", {"threadId": TID, "limit": limit})
+            t_raw = now() - t0
+            c0 = _proc_cpu_s(serve.pid)
+            t0 = now()
+            got = serve_walk()
+            t_serve = now() - t0
+            c_serve = _proc_cpu_s(serve.pid) - c0
+            if got[:3] != got_raw or got[3] != got[2]:  # pages, entries, messages; one record per message
+                out["mismatches"] = out.get("mismatches", 0) + 1
+            out.update(pages=got[0], entries=got[1], messages=got[2], records=got[3])
+            if k:
+                raw_s.append(t_raw)
+                serve_s.append(t_serve)
+                serve_cpu.append(c_serve)
+    finally:
+        raw.close()
+        serve.stdin.close()
+        serve.wait(30)
+        shutil.rmtree(tmp, ignore_errors=True)
+    out.update(codexrt_s=statistics.median(serve_s), baseline_s=statistics.median(raw_s),
+               ratio=statistics.median(a / b for a, b in zip(serve_s, raw_s)),
+               serve_cpu_s=statistics.median(serve_cpu))
+    return out
+
+
+def read_thread(items: int, pairs: int = 1, limit: int = 100) -> dict[str, Any]:
+    """The library's ``HistoryReader.read_thread`` (``thread/read``, then the ``thread/turns/list``
+    walk ascending and the ``thread/items/list`` walk, projected into one transcript) at page
+    size ``limit`` vs a raw loop making the same requests (decode and count only), both warm,
+    alternated; the raw loop runs inside this Trio run (it blocks the loop, whose tasks are idle
+    meanwhile)."""
+    import statistics
+
+    import trio
+
+    from codexrt import RuntimeConfig, open_history_reader, open_runtime
+    from codexrt._io._transport import spawn_process_transport
+    from peer_fixtures.flood_peer import argv
+
+    peer = argv("--history-items", str(items))
+
+    async def factory() -> Any:
+        return await spawn_process_transport(peer, cwd=ROOT, env=env_with_root())
+
+    raw = _RawPeer(items)
+    lib_s: list[float] = []
+    raw_s: list[float] = []
+    out: dict[str, Any] = {"items": items, "limit": limit, "pairs": pairs}
+
+    def raw_read() -> tuple[int, int]:
+        raw.call("thread/read", {"threadId": TID})
+        turns = raw.walk("thread/turns/list", {"threadId": TID, "sortDirection": "asc", "limit": limit})
+        entries = raw.walk("thread/items/list", {"threadId": TID, "limit": limit})
+        return turns[0] + entries[0], entries[2]
+
+    async def main() -> None:
+        async with open_runtime(RuntimeConfig(transports=[factory])) as rt:
+            async with open_history_reader(rt, page_limit=limit) as reader:
+                for k in range(pairs + 1):
+                    t0 = now()
+                    pages_n, messages = raw_read()
+                    t_raw = now() - t0
+                    t0 = now()
+                    tr = await reader.read_thread(TID, allow_legacy=False)
+                    t_lib = now() - t0
+                    recs = sum(len(g.records) for g in tr.turns)
+                    if recs != messages or not tr.complete:
+                        out["mismatches"] = out.get("mismatches", 0) + 1
+                    out.update(pages=pages_n, messages=messages, records=recs, complete=tr.complete)
+                    if k:
+                        raw_s.append(t_raw)
+                        lib_s.append(t_lib)
+
+    try:
+        trio.run(main)
+    finally:
+        raw.close()
+    out.update(codexrt_s=statistics.median(lib_s), baseline_s=statistics.median(raw_s),
+               ratio=statistics.median(a / b for a, b in zip(lib_s, raw_s)))
+    return out
+
+
 def _wrapper_rollout(path: Path, n: int) -> None:
     import importlib.util
 
@@ -248,7 +439,8 @@ def _pair_arg(a: str) -> tuple[int, int]:
 
 
 WORKERS = {"legacy": lambda a: legacy(*_pair_arg(a)), "legacy_lib": legacy_lib, "legacy_raw": legacy_raw,
-           "count": lambda a: count(*_pair_arg(a)), "wrappers": lambda a: wrappers(int(a))}
+           "count": lambda a: count(*_pair_arg(a)), "wrappers": lambda a: wrappers(int(a)),
+           "pages": lambda a: pages(*_pair_arg(a)), "read_thread": lambda a: read_thread(*_pair_arg(a))}
 
 if __name__ == "__main__":
     emit(WORKERS[sys.argv[1]](sys.argv[2]))

@@ -115,11 +115,20 @@ def main(argv: list[str] | None = None) -> int:
     def stream(name: str) -> dict[str, Any]:
         return worker("bench.stream", name, str(n))
 
+    def optional(label: str, module: str, *args: str) -> dict[str, Any] | None:
+        """A long worker (up to an hour) whose failure (no real binary, say) is a skipped row."""
+        try:
+            return worker(module, *args, timeout=3600)
+        except RuntimeError as exc:
+            t.add(label, "skipped", "", "", "", str(exc).splitlines()[0][:120])
+            return None
+
     print(f"machine: {machine()}", file=sys.stderr)
     def rounds(names: list[str], count: int) -> dict[str, list[dict[str, Any]]]:
-        """``count`` rounds of the peer's ceiling, the naive loop and each of ``names``, one
-        after another in every round (so drift hits all of them alike)."""
-        out: dict[str, list[dict[str, Any]]] = {k: [] for k in ("ceiling", "raw_msgspec", *names)}
+        """``count`` rounds of the peer's ceiling, the naive loop (default 8 KiB buffer), the
+        buffered naive loop (``bufsize=65536``, the baseline of every target) and each of
+        ``names``, one after another in every round (so drift hits all of them alike)."""
+        out: dict[str, list[dict[str, Any]]] = {k: [] for k in ("ceiling", "raw_msgspec", "raw_msgspec_buf", *names)}
         for _ in range(count):
             for k in out:
                 out[k].append(stream(k))
@@ -136,26 +145,30 @@ def main(argv: list[str] | None = None) -> int:
         """The client's own CPU time per delta (process time while the turn streamed): on a
         shared machine a steadier measure of the client's cost than the wall-clock rate."""
         return (f"client CPU {med(rows[key], 'cpu_s') / n * 1e6:.2f} µs/delta "
-                f"(naive {med(rows['raw_msgspec'], 'cpu_s') / n * 1e6:.2f})")
+                f"(buffered naive {med(rows['raw_msgspec_buf'], 'cpu_s') / n * 1e6:.2f})")
 
     def ceiling_note(rows: dict[str, list[dict[str, Any]]]) -> str:
         return (f"peer ceiling (os.read + count) {med(rows['ceiling'], 'rate'):,.0f}/s; "
-                f"naive = {per_round(rows, 'raw_msgspec', 'ceiling'):.2f}× ceiling")
+                f"buffered naive = {per_round(rows, 'raw_msgspec_buf', 'ceiling'):.2f}× ceiling, "
+                f"8 KiB naive {med(rows['raw_msgspec'], 'rate'):,.0f}/s = "
+                f"{per_round(rows, 'raw_msgspec', 'ceiling'):.2f}× ceiling")
+
+    def unbuf_note(rows: dict[str, list[dict[str, Any]]], key: str) -> str:
+        return f"{per_round(rows, key, 'raw_msgspec'):.2f}× the 8 KiB naive loop"
 
     if want("stream"):
         g = rounds(["lib", "blocking", "aio"], repeat)
         t.raw["stream"] = g
-        r_raw = med(g["raw_msgspec"], "rate")
-        naive = f"naive loop {r_raw:,.0f}/s"
+        naive = f"buffered naive loop {med(g['raw_msgspec_buf'], 'rate'):,.0f}/s"
         t.add(f"1. stream, {n:,} deltas: library API (open_runtime → send → op.events()), warm thread",
               f"{med(g['lib'], 'rate'):,.0f}/s, peak RSS {med(g['lib'], 'rss_mb'):.0f} MB", naive,
-              f"{per_round(g, 'lib', 'raw_msgspec'):.2f}×", "≥ 1.0× naive, RSS ≤ 60 MB",
-              f"{exact(g['lib'] + g['raw_msgspec'] + g['ceiling'])}; {ceiling_note(g)}; {cpu_note(g, 'lib')}; "
-              f"{med(g['lib'], 'events'):.0f} consumer events")
+              f"{per_round(g, 'lib', 'raw_msgspec_buf'):.2f}×", "≥ 1.0× buffered naive, RSS ≤ 60 MB",
+              f"{exact(g['lib'] + g['raw_msgspec'] + g['raw_msgspec_buf'] + g['ceiling'])}; {unbuf_note(g, 'lib')}; "
+              f"{ceiling_note(g)}; {cpu_note(g, 'lib')}; {med(g['lib'], 'events'):.0f} consumer events")
         for key, label in (("blocking", "blocking facade `for ev in rt.stream(...)`"),
                            ("aio", "codexrt.aio under asyncio.run")):
             t.add(f"   {label}", f"{med(g[key], 'rate'):,.0f}/s, peak RSS {med(g[key], 'rss_mb'):.0f} MB", naive,
-                  f"{per_round(g, key, 'raw_msgspec'):.2f}× naive, {per_round(g, key, 'lib'):.2f}× library",
+                  f"{per_round(g, key, 'raw_msgspec_buf'):.2f}× buffered naive, {per_round(g, key, 'lib'):.2f}× library",
                   "≥ 0.8× library", f"{exact(g[key])}; {cpu_note(g, key)}; {med(g[key], 'events'):.0f} consumer events")
         if "raw_json" not in g:
             js = [stream("raw_json") for _ in range(1 if ns.quick else 2)]
@@ -167,16 +180,21 @@ def main(argv: list[str] | None = None) -> int:
         t.raw["serve"] = g
         t.add(f"2. through `codexrt serve`, {n:,} deltas, warm, host decodes every line",
               f"{med(g['serve'], 'rate'):,.0f}/s, serve peak RSS {med(g['serve'], 'rss_mb'):.0f} MB",
-              f"naive loop {med(g['raw_msgspec'], 'rate'):,.0f}/s", f"{per_round(g, 'serve', 'raw_msgspec'):.2f}×",
-              "≥ 0.8× naive", f"{exact(g['serve'])}; {med(g['serve'], 'lines'):.0f} stdout lines; {ceiling_note(g)}")
+              f"buffered naive loop {med(g['raw_msgspec_buf'], 'rate'):,.0f}/s",
+              f"{per_round(g, 'serve', 'raw_msgspec_buf'):.2f}×", "≥ 0.8× buffered naive",
+              f"{exact(g['serve'] + g['raw_msgspec_buf'])}; {unbuf_note(g, 'serve')}; "
+              f"{med(g['serve'], 'lines'):.0f} stdout lines; {ceiling_note(g)}; serve process CPU "
+              f"{med(g['serve'], 'serve_cpu_s') / n * 1e6:.2f} µs/delta, host "
+              f"{med(g['serve'], 'host_cpu_s') / n * 1e6:.2f} (buffered naive "
+              f"{med(g['raw_msgspec_buf'], 'cpu_s') / n * 1e6:.2f})")
         m = max(1, repeat // 2)
         g8 = rounds(["serve8"], m)
         t.raw["serve8"] = g8
         s8 = g8["serve8"]
         t.add(f"   8 channels at once through one serve, {n:,} deltas each",
               f"aggregate {med(s8, 'rate'):,.0f}/s, serve peak RSS {med(s8, 'rss_mb'):.0f} MB",
-              f"naive loop (one peer) {med(g8['raw_msgspec'], 'rate'):,.0f}/s",
-              f"{per_round(g8, 'serve8', 'raw_msgspec'):.2f}× aggregate; fastest/slowest channel "
+              f"buffered naive loop (one peer) {med(g8['raw_msgspec_buf'], 'rate'):,.0f}/s",
+              f"{per_round(g8, 'serve8', 'raw_msgspec_buf'):.2f}× aggregate; fastest/slowest channel "
               f"{med(s8, 'fairness'):.2f}×", "fairness ≤ 2×",
               f"{exact(s8)}; channel rates {med(s8, 'min_rate'):,.0f}–{med(s8, 'max_rate'):,.0f}/s")
     if want("slow"):
@@ -230,10 +248,31 @@ def main(argv: list[str] | None = None) -> int:
                   f"loop's {c['baseline_cpu_s'] * 1000:.0f} ms ({c['cpu_ratio']:.2f}×)")
         else:
             t.add("   count messages, native thread", "n/a", "", "", "", c.get("reason", ""))
+        # Issue 34: paging a thread's history through serve and through the library.
+        hist_items, page_pairs = (2000, 3) if ns.quick else (2000, 9)
+        for kind, label, base, ok_note, what in (
+                ("pages", "`codex.readHistoryPage` walk through serve", "raw `thread/items/list` loop",
+                 "pages, entries, messages equal; one record per message", "host decodes every line"),
+                ("read_thread", "library `read_thread`", "raw loop, same requests", "records == messages, complete",
+                 "thread/read + turns walk + items walk on both sides")):
+            r = worker("bench.history", kind, f"{hist_items}:{page_pairs}")
+            t.raw[f"history_{kind}"] = r
+            cpu = f"; serve CPU {r['serve_cpu_s'] * 1000:.0f} ms per walk" if "serve_cpu_s" in r else ""
+            t.add(f"   {label}, {r['items']:,} items, page size {r['limit']}",
+                  f"{r['codexrt_s'] * 1000:.0f} ms ({r['pages']} pages, {r['records']:,} records)",
+                  f"{base} {r['baseline_s'] * 1000:.0f} ms", f"{r['ratio']:.2f}× time", "≤ 1.5× raw",
+                  f"{ok_note if not r.get('mismatches') else 'MISMATCH (pages, counts or records differ)'}; "
+                  f"median of {page_pairs} alternated pairs{cpu}; {what}")
     if want("startup"):
+        r = worker("bench.startup", "serve_first")
+        t.raw["startup_serve_first"] = r
+        t.add("6. `codexrt serve` spawned → first reply to `status`", f"{r['codexrt_s'] * 1000:.1f} ms",
+              f"`python -c \"import trio, msgspec\"` {r['deps_s'] * 1000:.1f} ms", f"{r['ratio']:.2f}×",
+              "≤ 1.3× import trio, msgspec",
+              f"median of {r['pairs']} alternated pairs (ratio: median of per-pair ratios); bytecode cached; "
+              f"bare interpreter {r['baseline_s'] * 1000:.0f} ms")
         for name, label in (("import", "`import codexrt`"), ("help", "`codexrt --help`"),
-                            ("version", "`codexrt --version`"), ("serve_first", "`codexrt serve` first reply"),
-                            ("discovery", "discovery over 50 candidates")):
+                            ("version", "`codexrt --version`"), ("discovery", "discovery over 50 candidates")):
             r = worker("bench.startup", name)
             t.raw[f"startup_{name}"] = r
             t.add(f"6. {label}", f"{r['codexrt_s'] * 1000:.1f} ms", f"{r['baseline_s'] * 1000:.1f} ms",
@@ -241,7 +280,6 @@ def main(argv: list[str] | None = None) -> int:
                       "import": f"baseline: import trio, msgspec, attrs; bare interpreter {r.get('bare_s', 0) * 1000:.0f} ms",
                       "help": f"baseline: python -c pass; import trio, msgspec {r.get('deps_s', 0) * 1000:.0f} ms",
                       "version": f"baseline: python -c pass; import trio, msgspec {r.get('deps_s', 0) * 1000:.0f} ms",
-                      "serve_first": f"baseline: python -c pass; import trio, msgspec {r.get('deps_s', 0) * 1000:.0f} ms",
                       "discovery": "baseline: os.access over the same 50 paths"}[name])
         if not ns.no_real:
             try:
@@ -257,16 +295,38 @@ def main(argv: list[str] | None = None) -> int:
                       f"{r['warm_turn_s'] * 1000:.0f} ms", "", "", "", "200 mock deltas, loopback mock model")
             except RuntimeError as exc:
                 t.add("6. spawn → READY, real codex", "skipped", "", "", "", str(exc).splitlines()[0][:120])
+    if want("bounds"):
+        # 8. Linear under a chatty peer (issue 35).
+        b = worker("bench.bounds", "burst", f"{80_000}:{1 if ns.quick else 5}")
+        t.raw["bounds_burst"] = b
+        t.add(f"8. chatter burst, {b['large']:,} vs {b['small']:,} mixed notifications",
+              f"{b['large_s'] * 1000:.0f} ms at {b['large']:,}", f"{b['small_s'] * 1000:.0f} ms at {b['small']:,}",
+              f"{b['ratio']:.2f}×", "≤ 6× (linear 4×)",
+              f"{'every kept event delivered' if b['kept_ok'] else 'MISMATCH (kept events lost)'}; "
+              f"EventStream in process, nobody reading; median of {b['pairs']} alternated pairs")
+        r = worker("bench.bounds", "redact", "1" if ns.quick else "5")
+        t.raw["bounds_redact"] = r
+        t.add("   serve error reply, 300 vs 1 registered keys", f"{r['many_ms'] * 1000:.0f} µs with 300 keys",
+              f"{r['one_ms'] * 1000:.0f} µs with 1 key", f"{r['ratio']:.2f}×", "≤ 5×",
+              f"one-pass matcher (radix trie of prefixes); its rebuild after the set changed "
+              f"{r['rebuild_ms']:.1f} ms, once; median of {r['pairs']} alternated pairs")
+        lines = 12_000 if ns.quick else 120_000
+        f = worker("bench.bounds", "fuzz_rss", str(lines), timeout=3600)
+        t.raw["bounds_fuzz_rss"] = f
+        growth = f["growth_mb"]
+        t.add(f"   serve RSS over {lines:,} hostile lines", f"{f['rss_start_mb']:.1f} → {f['rss_end_mb']:.1f} MiB "
+              f"(+{growth:.1f} MiB)" if growth is not None else "n/a", "", "", "≤ 20 MiB growth",
+              f"{f['replies']:,} replies to {f['lines']:,} lines"
+              f"{'' if f['complete'] and f['replies'] == f['lines'] else ' MISMATCH (replies missing)'}; "
+              f"a new managed configureLaunch key every 3rd line; {f['seconds']:.0f} s; exit {f['exit']}")
     if want("soak"):
         # 7. A sidecar that runs for days (issue 17): many turns through one `codexrt serve`.
         plans = [("fake", 200 if ns.quick else 1000, "fake app-server (handshake-ok)")]
         if not ns.no_real:
             plans.append(("real", 50 if ns.quick else 200, f"real codex {_pinned()}, loopback mock model"))
         for kind, turns, label in plans:
-            try:
-                r = worker("bench.soak", kind, str(turns), timeout=3600)
-            except RuntimeError as exc:
-                t.add(f"7. soak through `codexrt serve`, {label}", "skipped", "", "", "", str(exc).splitlines()[0][:120])
+            r = optional(f"7. soak through `codexrt serve`, {label}", "bench.soak", kind, str(turns))
+            if r is None:
                 continue
             t.raw[f"soak_{kind}"] = r
             done = r["statuses"].get("completed", 0)
@@ -275,6 +335,26 @@ def main(argv: list[str] | None = None) -> int:
                   f"fds {r['fds_at_50']} → {r['fds_last']}", "", "≤ 5 MB growth, fds flat, no leaked process",
                   f"{done}/{turns} completed, {len(r['leaked_processes'])} leaked of {r['children_seen']} children, "
                   f"{r['turns_per_s']:.0f} turns/s, exit {r['exit']}")
+    if want("turns") and not ns.no_real:
+        # 8. Issue 34: what a user waits on per turn, on the real binary.
+        plans = [("one", 100 if ns.quick else 300, "1 channel", "overhead ≤ 2 ms p50, p99 ≤ 1.1× raw"),
+                 ("eight", 10 if ns.quick else 40, "8 channels at once", "p99 ≤ 1.2× raw")]
+        for kind, turns, label, target in plans:
+            r = optional(f"8. per-turn latency, {label}", "bench.turns", kind, str(turns))
+            if r is None:
+                continue
+            t.raw[f"turns_{kind}"] = r
+            raw = r["raw"]
+            for side, name in (("lib", "library (`rt.send` → events → `op.wait()`)"),
+                               ("serve", "`codexrt serve` (`codex.send` → reply)")):
+                x = r[side]
+                t.add(f"8. per-turn latency, real codex {_pinned()}, {label}, {x['n']} turns: {name}",
+                      f"p50 {x['p50_ms']:.1f} / p95 {x['p95_ms']:.1f} / p99 {x['p99_ms']:.1f} ms",
+                      f"raw stdlib client p50 {raw['p50_ms']:.1f} / p95 {raw['p95_ms']:.1f} / p99 {raw['p99_ms']:.1f} ms",
+                      f"{x['overhead_p50_ms']:+.1f} ms p50; {x['ratio_p95']:.2f}× p95; {x['ratio_p99']:.2f}× p99",
+                      target, f"{'final text exact in every turn' if r['text_ok'] else 'MISMATCH (a final text differs)'}; "
+                      f"alternated {'turn by turn' if kind == 'one' else 'in blocks of 2 turns per channel'}; "
+                      f"loopback mock model")
     print(f"\nmachine: {machine()}\n")
     print(t.render())
     if ns.json:

@@ -25,20 +25,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench._common import ROOT, emit, env_with_root, now
+from bench._common import ROOT, emit, env_with_root, now, proc_status_mb
 
 CHECKPOINT = 50
 
 
-def _proc_status(pid: int, key: str) -> float | None:
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            for line in fh:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        return None
-    return None
+_proc_status = proc_status_mb
 
 
 def _fds(pid: int) -> int:

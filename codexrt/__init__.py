@@ -88,28 +88,54 @@ from codexrt._sansio._errors import (
     WriterConflict,
 )
 
-from codexrt._connection import ClientInfo, Connection, open_connection
-from codexrt._runtime._events import CodexEvent, EventStream
-from codexrt._runtime._runtime import (
-    ChildHandle,
-    Interaction,
-    Operation,
-    OperationResult,
-    Runtime,
-    RuntimeConfig,
-    open_runtime,
-)
-from codexrt._sansio._states import OpPhase, RuntimeState
-from codexrt._sansio._settings import Settings
-from codexrt._payloads import AGENT_TEXT, Decision, Event, EventKind, payload
-from codexrt._io._transport import ExitStatus, ProcessTransport, StreamTransport, spawn_process_transport
-
 from codexrt._sansio._redact import install_log_filter as _install_log_filter
 from codexrt._version import __version__
 
 _install_log_filter()  # every codexrt logger redacts its records (docs/security.md)
 
 if TYPE_CHECKING:  # the lazy names, for type checkers (``X as X``: explicitly re-exported)
+    from codexrt._sansio._wire import (
+        ClientInfo as ClientInfo,
+    )
+    from codexrt._connection import (
+        Connection as Connection,
+        open_connection as open_connection,
+    )
+    from codexrt._runtime._events import (
+        CodexEvent as CodexEvent,
+        EventStream as EventStream,
+    )
+    from codexrt._runtime._runtime import (
+        ChildHandle as ChildHandle,
+        Interaction as Interaction,
+        Operation as Operation,
+        OperationResult as OperationResult,
+        Runtime as Runtime,
+        open_runtime as open_runtime,
+    )
+    from codexrt._runtime._config import (
+        RuntimeConfig as RuntimeConfig,
+    )
+    from codexrt._sansio._states import (
+        OpPhase as OpPhase,
+        RuntimeState as RuntimeState,
+    )
+    from codexrt._sansio._settings import (
+        Settings as Settings,
+    )
+    from codexrt._payloads import (
+        AGENT_TEXT as AGENT_TEXT,
+        Decision as Decision,
+        Event as Event,
+        EventKind as EventKind,
+        payload as payload,
+    )
+    from codexrt._io._transport import (
+        ExitStatus as ExitStatus,
+        ProcessTransport as ProcessTransport,
+        StreamTransport as StreamTransport,
+        spawn_process_transport as spawn_process_transport,
+    )
     from codexrt._io._discovery import (
         discover_cli as discover_cli,
         DiscoveryResult as DiscoveryResult,
@@ -193,6 +219,36 @@ if TYPE_CHECKING:  # the lazy names, for type checkers (``X as X``: explicitly r
         blocking as blocking,
     )
 
+#: The runtime, its connection and transports: public names like the rest, loaded on first use
+#: too, so ``import codexrt`` (and a ``codexrt serve`` answering its first ``status``, issue 34)
+#: does not pay for them; ``from codexrt import Runtime`` imports the runtime then, once.
+_CORE = {  # in ``__all__``'s order
+    "ChildHandle": "codexrt._runtime._runtime",
+    "ClientInfo": "codexrt._sansio._wire",
+    "CodexEvent": "codexrt._runtime._events",
+    "Connection": "codexrt._connection",
+    "EventStream": "codexrt._runtime._events",
+    "ExitStatus": "codexrt._io._transport",
+    "Interaction": "codexrt._runtime._runtime",
+    "OpPhase": "codexrt._sansio._states",
+    "Operation": "codexrt._runtime._runtime",
+    "OperationResult": "codexrt._runtime._runtime",
+    "ProcessTransport": "codexrt._io._transport",
+    "Runtime": "codexrt._runtime._runtime",
+    "RuntimeConfig": "codexrt._runtime._config",
+    "RuntimeState": "codexrt._sansio._states",
+    "Settings": "codexrt._sansio._settings",
+    "StreamTransport": "codexrt._io._transport",
+    "open_connection": "codexrt._connection",
+    "open_runtime": "codexrt._runtime._runtime",
+    "payload": "codexrt._payloads",
+    "AGENT_TEXT": "codexrt._payloads",
+    "Decision": "codexrt._payloads",
+    "Event": "codexrt._payloads",
+    "EventKind": "codexrt._payloads",
+    "spawn_process_transport": "codexrt._io._transport",
+}
+
 #: Heavier parts of the public API load on first use, so ``import codexrt`` stays quick.
 _LAZY = {
     # finding the CLI (docs/discovery.md)
@@ -238,7 +294,7 @@ def __getattr__(name: str) -> object:
         import importlib
 
         return importlib.import_module(f"codexrt.{name}")
-    module = _LAZY.get(name)
+    module = _CORE.get(name) or _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'codexrt' has no attribute {name!r}")
     import importlib
@@ -332,28 +388,5 @@ __all__ = [
     "UnknownSlashCommand",
     "WriterConflict",
     *sorted(_LAZY),
-    "ChildHandle",
-    "ClientInfo",
-    "CodexEvent",
-    "Connection",
-    "EventStream",
-    "ExitStatus",
-    "Interaction",
-    "OpPhase",
-    "Operation",
-    "OperationResult",
-    "ProcessTransport",
-    "Runtime",
-    "RuntimeConfig",
-    "RuntimeState",
-    "Settings",
-    "StreamTransport",
-    "open_connection",
-    "open_runtime",
-    "payload",
-    "AGENT_TEXT",
-    "Decision",
-    "Event",
-    "EventKind",
-    "spawn_process_transport",
+    *_CORE,
 ]

@@ -43,9 +43,11 @@ import select
 from typing import Any, AsyncIterator, Callable, Container, Deque, Union
 
 import attrs
+import msgspec
 import trio
 
-from codexrt._version import __version__
+from codexrt._sansio._errors import DEFAULT_RPC_TIMEOUT
+from codexrt._sansio._wire import ClientInfo
 from codexrt._sansio._errors import (
     ChildExited,
     ClosedError,
@@ -61,6 +63,7 @@ from codexrt._sansio._framing import DEFAULT_MAX_LINE, LineBuffer, OversizedLine
 from codexrt._sansio._redact import LineRedactor, Redactor
 from codexrt._sansio._rpc import (
     SERVER_OVERLOADED,
+    CallBroken,
     CallFailed,
     CallSucceeded,
     LateResponse,
@@ -93,26 +96,10 @@ __all__ = [
 
 log = logging.getLogger("codexrt.connection")
 
-DEFAULT_RPC_TIMEOUT = 30.0
 #: POSIX guarantees that a pipe write of at most PIPE_BUF bytes (512 at least, 4096 on Linux)
 #: is never split; the direct write of a line (``Connection._write_now``) stays within it.
 _PIPE_BUF: int = getattr(select, "PIPE_BUF", 512)
 STARTUP_FAILURE_MARKER = "codex app-server failed to start"
-
-
-@attrs.frozen
-class ClientInfo:
-    """``initialize.clientInfo`` (the real server uses ``name`` as its user-agent prefix)."""
-
-    name: str = "codexrt"
-    title: str | None = "codexrt"
-    version: str = __version__
-
-    def to_wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "version": self.version}
-        if self.title is not None:
-            out["title"] = self.title
-        return out
 
 
 @attrs.frozen
@@ -372,6 +359,8 @@ class Connection:
                     if type(frame) is Notification:
                         try:
                             sink(frame)
+                        except msgspec.DecodeError as exc:
+                            self._unreadable_params(frame, exc)
                         except Exception:  # the sink must not raise; never let it kill the reader
                             log.exception("connection sink raised on a notification")
                         continue
@@ -430,6 +419,8 @@ class Connection:
                 # The common case (a delta flood is all notifications): straight to the sink.
                 try:
                     self._sink(ev)
+                except msgspec.DecodeError as exc:
+                    self._unreadable_params(ev, exc)
                 except Exception:  # the sink must not raise; never let it kill the reader
                     log.exception("connection sink raised on a notification")
                 continue
@@ -437,6 +428,14 @@ class Connection:
                 waiter = self._waiters.pop(ev.call.id, None)
                 if waiter is not None:
                     waiter.outcome = ev
+                    waiter.event.set()
+                continue
+            if isinstance(ev, CallBroken):  # unreadable reply: fail the call now (issue 35)
+                waiter = self._waiters.pop(ev.call.id, None)
+                if waiter is not None:
+                    waiter.outcome = RemoteProtocolError(
+                        f"{ev.call.method}: the app-server's reply could not be read: {ev.reason}",
+                        phase=Phase.ANSWERED.value, details={"method": ev.call.method, "reason": ev.reason})
                     waiter.event.set()
                 continue
             if isinstance(ev, Notification) and ev.method == "serverRequest/resolved":
@@ -448,6 +447,14 @@ class Connection:
             elif isinstance(ev, UnsupportedServerRequest):
                 log.info("answered unsupported server request %s with -32601", ev.method)
             self._emit(ev)
+
+    def _unreadable_params(self, ev: Notification, exc: Exception) -> None:
+        """A notification whose params cannot be decoded (not UTF-8, bad JSON inside): a
+        ``protocolError`` for that line, reading goes on (R-WIRE-5, issue 35) — not a
+        traceback."""
+        reason = f"notification {ev.method} has unreadable params: {exc}"
+        log.warning("protocol violation from app-server: %s", self._redact(reason))
+        self._emit(ProtocolViolation(reason, bytes(ev.params_raw)[:200]))
 
     def _emit(self, ev: ConnectionEvent) -> None:
         try:

@@ -47,7 +47,8 @@ whose reader blocks cannot — which is what the slow-consumer test checks.
 
 **History**: with ``--history-items N``, ``thread/read`` answers a (not loaded) thread and
 ``thread/items/list`` pages through N synthetic items (userMessage/agentMessage pairs, cursor =
-offset), for the message-counting benchmark.
+offset) and ``thread/turns/list`` through the same items as turns of two, for the history
+benchmarks.
 
 stdin EOF exits 0 at once (like the real server); SIGTERM exits 0.
 """
@@ -213,6 +214,8 @@ class FloodPeer:
                                                      "path": None, "cwd": "/", "turns": []}}))
         elif method == "thread/items/list":
             self.write(self.respond(rid, self.items_page(params)))
+        elif method == "thread/turns/list":
+            self.write(self.respond(rid, self.turns_page(params)))
         elif method == "turn/start":
             if self.flooding_turn is not None:
                 self.write(self.error(rid, "a turn is already running"))
@@ -228,6 +231,17 @@ class FloodPeer:
 
     # -- history --------------------------------------------------------------------------
 
+    @staticmethod
+    def history_item(i: int) -> dict[str, Any]:
+        """Item ``i`` of the synthetic thread: even a userMessage, odd an agentMessage."""
+        if i % 2 == 0:
+            return {"type": "userMessage", "id": f"u-{i}", "clientId": None,
+                    "content": [{"type": "text", "text": f"question {i}", "text_elements": []}],
+                    "startedAtMs": 1764400000000 + i, "completedAtMs": 1764400000000 + i}
+        return {"type": "agentMessage", "id": f"m-{i}", "text": f"answer {i}", "phase": None,
+                "moderation": None, "memoryCitation": None, "delivery": None, "questions": None,
+                "startedAtMs": 1764400000000 + i, "completedAtMs": 1764400000000 + i}
+
     def items_page(self, params: dict[str, Any]) -> dict[str, Any]:
         """``thread/items/list`` over a synthetic thread of ``--history-items`` items: turns of
         a userMessage and an agentMessage, ascending, ``limit`` per page, cursor = offset."""
@@ -236,18 +250,27 @@ class FloodPeer:
         end = min(self.history_items, start + limit)
         data = []
         for i in range(start, end):
-            turn_id = f"turn-{i // 2:08d}"
-            if i % 2 == 0:
-                item = {"type": "userMessage", "id": f"u-{i}", "clientId": None,
-                        "content": [{"type": "text", "text": f"question {i}", "text_elements": []}],
-                        "startedAtMs": 1764400000000 + i, "completedAtMs": 1764400000000 + i}
-            else:
-                item = {"type": "agentMessage", "id": f"m-{i}", "text": f"answer {i}", "phase": None,
-                        "moderation": None, "memoryCitation": None, "delivery": None, "questions": None,
-                        "startedAtMs": 1764400000000 + i, "completedAtMs": 1764400000000 + i}
-            data.append({"turnId": turn_id, "item": item, "startedAtMs": item["startedAtMs"],
+            item = self.history_item(i)
+            data.append({"turnId": f"turn-{i // 2:08d}", "item": item, "startedAtMs": item["startedAtMs"],
                          "completedAtMs": item["completedAtMs"]})
         return {"data": data, "nextCursor": str(end) if end < self.history_items else None}
+
+    def turns_page(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``thread/turns/list`` over the same thread: turn ``k`` holds items ``2k`` and
+        ``2k+1``; ascending (``sortDirection`` ``asc``) or descending (the default), ``limit``
+        turns per page, cursor = offset in that order."""
+        turns = (self.history_items + 1) // 2
+        limit = max(1, min(int(params.get("limit") or 50), 500))
+        start = int(params.get("cursor") or 0)
+        end = min(turns, start + limit)
+        asc = params.get("sortDirection") == "asc"
+        data = []
+        for pos in range(start, end):
+            k = pos if asc else turns - 1 - pos
+            items = [self.history_item(i) for i in (2 * k, 2 * k + 1) if i < self.history_items]
+            data.append({"id": f"turn-{k:08d}", "items": items, "status": "completed", "error": None,
+                         "startedAt": 1764400000 + k, "completedAt": 1764400000 + k, "durationMs": 1})
+        return {"data": data, "nextCursor": str(end) if end < turns else None}
 
     # -- a turn ---------------------------------------------------------------------------
 

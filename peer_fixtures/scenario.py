@@ -548,7 +548,7 @@ class ScenarioPeer:
                 self._server_request(rid, self._t(a["request"]), self._t(a.get("params", {})))
             self._repeat_n = 0
         elif "raw" in a:
-            self._out.append(Write(self._t(a["raw"], as_json=True).encode("utf-8")))
+            self._out.append(Write(self._t(a["raw"], as_json=True).encode("utf-8", "surrogateescape")))
         elif "blob" in a:
             # one big write without templates: prefix + fill * count + suffix (a 100 MB line)
             fill = str(a.get("fill", "")).encode("utf-8") * int(a.get("count", 0))

@@ -84,6 +84,10 @@ MAX_PAGES = 400
 MAX_LIVE_ITEMS = 10_000
 #: Threads whose live file changes / start metadata are kept (oldest forgotten first).
 MAX_TRACKED_THREADS = 1024
+#: Ledgers kept in memory (issue 35: a host asking about 40,000 threads held them all). The
+#: least recently used one that no task is using is dropped; asked again, it is rebuilt from
+#: the thread's history and the workspace's edit store (undos, reviews and tickets live there).
+MAX_LEDGERS = 256
 
 
 class _Caller(Protocol):
@@ -346,39 +350,65 @@ class LiveEdits:
         if self._closed:
             raise ClosedError("the edit ledgers of this runtime are closed")
         lock = self._locks.setdefault(thread_id, trio.Lock())
-        async with lock:
-            if self._closed:
-                raise ClosedError("the edit ledgers of this runtime are closed")
-            te = self._threads.get(thread_id)
-            # The feeder (start=False) never retries a failed history read: only a request does.
-            if te is not None and (te.history_loaded or not self.load_history or not start):
-                return te
-            conn = await self._conn(start=start)
-            meta: ThreadMeta | None = None
-            turns: list[dict[str, Any]] = []
-            error: CodexError | None = None
-            if conn is not None:
-                try:
-                    meta = await read_thread_meta(conn, thread_id)
-                    if self.load_history and not meta.ephemeral:
-                        turns = await read_thread_turns(conn, thread_id)
-                except CodexError as exc:
-                    if start:  # a request: tell the caller; an existing ledger stays as it was
-                        raise
-                    error = exc
-            if meta is None:
-                meta = self._started_meta.get(thread_id) or ThreadMeta(
-                    thread_id, self.default_cwd, thread_id, None)
-                error = error or HistoryReadFailed("no connection to read the history")
-                log.warning("edits of thread %s: history not read (%s); live items only", thread_id, error.message)
-            led = EditLedger(session_id=meta.session_id, provider=meta.provider, store=self._store(meta.cwd))
-            if error is None:
-                led.record_history(thread_id, turns, cwd=meta.cwd)
-            for li in self._live.get(thread_id, ()):
-                led.record_item(li.item, thread_id=thread_id, turn_id=li.turn_id, cwd=li.cwd or meta.cwd)
-            te = ThreadEdits(meta, led, history_loaded=error is None, history_error=error)
-            self._threads[thread_id] = te
+        try:
+            async with lock:
+                return await self._ledger_locked(thread_id, start)
+        finally:
+            # A thread whose ledger could not be built keeps no lock either (issue 35).
+            if (thread_id not in self._threads and self._locks.get(thread_id) is lock and not lock.locked()
+                    and not lock.statistics().tasks_waiting):
+                del self._locks[thread_id]
+
+    async def _ledger_locked(self, thread_id: str, start: bool) -> ThreadEdits:
+        if self._closed:
+            raise ClosedError("the edit ledgers of this runtime are closed")
+        te = self._threads.get(thread_id)
+        # The feeder (start=False) never retries a failed history read: only a request does.
+        if te is not None and (te.history_loaded or not self.load_history or not start):
+            self._threads[thread_id] = self._threads.pop(thread_id)  # most recently used last
             return te
+        conn = await self._conn(start=start)
+        meta: ThreadMeta | None = None
+        turns: list[dict[str, Any]] = []
+        error: CodexError | None = None
+        if conn is not None:
+            try:
+                meta = await read_thread_meta(conn, thread_id)
+                if self.load_history and not meta.ephemeral:
+                    turns = await read_thread_turns(conn, thread_id)
+            except CodexError as exc:
+                if start:  # a request: tell the caller; an existing ledger stays as it was
+                    raise
+                error = exc
+        if meta is None:
+            meta = self._started_meta.get(thread_id) or ThreadMeta(
+                thread_id, self.default_cwd, thread_id, None)
+            error = error or HistoryReadFailed("no connection to read the history")
+            log.warning("edits of thread %s: history not read (%s); live items only", thread_id, error.message)
+        led = EditLedger(session_id=meta.session_id, provider=meta.provider, store=self._store(meta.cwd))
+        if error is None:
+            led.record_history(thread_id, turns, cwd=meta.cwd)
+        for li in self._live.get(thread_id, ()):
+            led.record_item(li.item, thread_id=thread_id, turn_id=li.turn_id, cwd=li.cwd or meta.cwd)
+        te = ThreadEdits(meta, led, history_loaded=error is None, history_error=error)
+        self._threads.pop(thread_id, None)
+        self._threads[thread_id] = te
+        self._forget_ledgers()
+        return te
+
+    def _forget_ledgers(self) -> None:
+        """Keep at most :data:`MAX_LEDGERS` ledgers (and their locks): drop the least recently
+        used ones whose lock nobody holds or waits for."""
+        excess = len(self._threads) - MAX_LEDGERS
+        for tid in list(self._threads):
+            if excess <= 0:
+                break
+            lock = self._locks.get(tid)
+            if lock is not None and (lock.locked() or lock.statistics().tasks_waiting):
+                continue
+            del self._threads[tid]
+            self._locks.pop(tid, None)
+            excess -= 1
 
     def _submission_cwd(self, op_id: str | None) -> str | None:
         if not op_id:

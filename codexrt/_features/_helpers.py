@@ -70,6 +70,7 @@ from codexrt._sansio._methods import SUPPORTED_SERVER_REQUESTS, refusal
 from codexrt._sansio._redact import Redactor
 from codexrt._sansio._states import RuntimeState
 from codexrt._sansio._wire import Notification, ServerRequest
+from codexrt._io._fanout import HELPERS
 from codexrt._io._transport import ExitStatus
 from codexrt._io._util import unwrap_single_group
 
@@ -260,11 +261,35 @@ async def run_helper(config: RuntimeConfig, prompt: str, *, kind: str = "helper"
     (``HELPER_TIMEOUT``, ``HELPER_FAILED``, ``HELPER_INTERRUPTED``, ``HELPER_EMPTY``),
     ``ConfigError`` (``ACCESS_INACTIVE``: nothing spawned) or ``CliUnavailable``.
     Cancelling it stops the helper; the child is closed and reaped on every path.
+
+    At most 2 helper children per channel (``config.channel_id``) and 4 in all run at once
+    (issue 35, ``codexrt._io._fanout.HELPERS``); others wait in a FIFO queue within
+    ``timeout`` (``HELPER_TIMEOUT`` with ``details.queued`` when it ends there) and past 8
+    waiting per channel or 32 in all are refused at once with :class:`~codexrt.QueueFull`.
     """
     if timeout <= 0:
         raise ConfigError("helper timeout must be > 0")
     candidates = config.candidate_factories()  # ACCESS_INACTIVE / CliUnavailable before any spawn
     started = trio.current_time()
+    # Issue 35: a slot first (codexrt._io._fanout). Only this wait is under the deadline here;
+    # the run bounds itself inside, where the connection's own tasks are not cancelled by it.
+    key, acquired = config.channel_id.split("#", 1)[0], False
+    with trio.move_on_at(started + timeout):
+        await HELPERS.acquire(key)
+        acquired = True
+    if not acquired:
+        raise _fail(kind, f"no helper slot within {timeout:g} s: other helper runs held every slot", HelperTimeout,
+                    timeoutSeconds=timeout, queued=True)
+    try:
+        return await _run_helper_now(config, prompt, candidates, started, kind=kind, timeout=timeout, cwd=cwd,
+                                     instructions=instructions, model=model)
+    finally:
+        HELPERS.release(key)
+
+
+async def _run_helper_now(config: RuntimeConfig, prompt: str, candidates: list[tuple[str, Any]], started: float, *,
+                          kind: str, timeout: float, cwd: str | os.PathLike[str] | None, instructions: str | None,
+                          model: str | None) -> HelperResult:
     model = model if model is not None else config.settings.model
     cwd_s = os.fspath(cwd) if cwd is not None else (config.settings.cwd or config.cwd)
     redactor = Redactor(config.secret_values())

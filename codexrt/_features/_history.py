@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import operator
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
@@ -542,9 +543,36 @@ def _camel(s: str) -> str:
     return head + "".join(w[:1].upper() + w[1:] for w in rest)
 
 
+#: Per type: its attrs fields' camelCase names and one getter of all their values (in field
+#: order), or None for a type that is not an attrs class. A history page turns thousands of
+#: records into JSON (``codex.readHistoryPage``); asking attrs, camel-casing and recursing into
+#: every field of every record was most of its time (issue 34).
+_FIELDS: dict[type, tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]] | None] = {}
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _fields_of(t: type) -> tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]] | None:
+    if not attrs.has(t):
+        return None
+    names = [f.name for f in attrs.fields(t)]
+    if len(names) < 2:  # attrgetter of one name returns the value, not a tuple
+        return tuple(_camel(n) for n in names), lambda v: tuple(getattr(v, n) for n in names)
+    return tuple(_camel(n) for n in names), operator.attrgetter(*names)
+
+
 def _jsonable(v: Any) -> Any:
-    if attrs.has(type(v)):
-        return {_camel(f.name): _jsonable(getattr(v, f.name)) for f in attrs.fields(type(v))}
+    t = type(v)
+    if t in _SCALARS:
+        return v
+    try:
+        fields = _FIELDS[t]
+    except KeyError:
+        fields = _FIELDS[t] = _fields_of(t)
+    if fields is not None:
+        camels, values = fields
+        return {c: (x if type(x) in _SCALARS else _jsonable(x)) for c, x in zip(camels, values(v))}
+    if t is tuple and not v:
+        return []
     if isinstance(v, (list, tuple)):
         return [_jsonable(x) for x in v]
     if isinstance(v, dict):

@@ -417,7 +417,11 @@ def _split_path(value: str | None, win: bool) -> list[Path]:
 
 def _override(ctx: _Ctx, value: str, source: str) -> None:
     p = Path(os.path.expanduser(value))
-    if p.is_dir():
+    try:
+        is_dir = p.is_dir()
+    except (OSError, ValueError) as exc:  # a name too long (issue 35), a NUL: not a usable path
+        _raise_override(source, value, f"not a usable path ({getattr(exc, 'strerror', None) or exc})")
+    if is_dir:
         found = False
         for d in (p, p / "bin"):
             for name in _names(ctx):

@@ -47,6 +47,8 @@ import ipaddress
 import logging
 import os
 import random
+import socket
+import struct
 import unicodedata
 import urllib.parse
 from typing import Any, Awaitable, Callable, Mapping
@@ -499,10 +501,43 @@ async def check_ready(endpoint: Endpoint, *, timeout: float = 5.0) -> bool:
     return status_line[1] == b"200"
 
 
+def _socket_owner_uid(endpoint: Endpoint, stream: trio.abc.Stream) -> int | None:
+    """Who runs the server behind a connected Unix socket: the peer's uid (``SO_PEERCRED``,
+    Linux), else the socket file's owner; None when neither can be read (a non-POSIX system)."""
+    sock = getattr(stream, "socket", None)
+    peercred = getattr(socket, "SO_PEERCRED", None)
+    if sock is not None and peercred is not None:
+        try:
+            _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, peercred, struct.calcsize("3i")))
+            return int(uid)
+        except OSError:
+            pass
+    try:
+        return os.stat(endpoint.path).st_uid
+    except OSError:
+        return None
+
+
+def _check_socket_owner(endpoint: Endpoint, stream: trio.abc.Stream) -> None:
+    """The token goes only to a Unix socket served by this user (issue 35): another user's
+    socket at the configured path could collect it. Raises :class:`EndpointRejected` (not
+    retried) naming both uids; nothing was sent."""
+    getuid = getattr(os, "getuid", None)
+    if getuid is None:
+        return  # no POSIX users (Windows): nothing to compare
+    owner, me = _socket_owner_uid(endpoint, stream), getuid()
+    if owner is not None and owner != me:
+        raise EndpointRejected(
+            f"{endpoint.url} is served by another user (uid {owner}, this process runs as uid {me}); "
+            "the token was not sent", details={"reason": "socketOwner", "ownerUid": owner, "uid": me})
+
+
 async def connect_endpoint(endpoint: Endpoint, *, token: Secret | None = None, timeout: float = 10.0,
                            probe_ready: bool = True) -> WebSocketTransport:
     """Connect and upgrade to a WebSocket (one try). ``probe_ready`` first asks ``/readyz``
-    (ws only). Raises :class:`EndpointRejected` when the server refuses the upgrade (401/403),
+    (ws only). With a token, a ``unix://`` socket must be served by this user (else
+    :class:`EndpointRejected`, before anything is sent). Raises :class:`EndpointRejected` when
+    the server refuses the upgrade (401/403),
     :class:`EndpointUnavailable` for everything else (refused, not ready, timeout, bad HTTP).
     Cancelling it closes the half-open socket."""
     if probe_ready and not await check_ready(endpoint, timeout=timeout):
@@ -510,6 +545,8 @@ async def connect_endpoint(endpoint: Endpoint, *, token: Secret | None = None, t
     stream = await _open_stream(endpoint)
     ok = False
     try:
+        if token is not None and endpoint.scheme == "unix":
+            _check_socket_owner(endpoint, stream)
         with trio.move_on_after(timeout) as cs:
             ws = WSConnection(ConnectionType.CLIENT)
             headers: list[tuple[bytes, bytes]] = []

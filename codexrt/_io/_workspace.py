@@ -76,6 +76,7 @@ import attrs
 import trio
 
 from codexrt._sansio._redact import Redactor
+from codexrt._io._fanout import WORKSPACE_DIFFS
 
 __all__ = [
     "DiffStatus",
@@ -457,6 +458,7 @@ async def read_workspace_diff(
     max_untracked_files: int = DEFAULT_MAX_UNTRACKED_FILES,
     git: str = "git",
     env: Mapping[str, str] | None = None,
+    channel_id: str = "",
 ) -> WorkspaceDiff:
     """Read staged, unstaged and untracked changes of ``cwd``'s repository (R-DIFF-1).
 
@@ -469,9 +471,35 @@ async def read_workspace_diff(
 
     Cancelling it kills and reaps the running ``git`` child, then ``trio.Cancelled``
     propagates; nothing is left running.
+
+    At most 2 diffs of one ``channel_id`` and 4 in all run at once (issue 35,
+    ``codexrt._io._fanout.WORKSPACE_DIFFS``); the others wait in a bounded FIFO queue — the wait
+    counts in ``timeout`` (status ``timeout`` when it ends there) — and past the queue's bound
+    (16 per channel, 64 in all) the read is refused with :class:`~codexrt.QueueFull` before
+    any ``git`` runs.
     """
     if max_bytes < 0 or max_stderr_bytes < 0 or timeout <= 0 or max_untracked_files < 0:
         raise ValueError("read_workspace_diff limits must be non-negative and timeout > 0")
+    started, acquired = trio.current_time(), False
+    with trio.move_on_after(timeout):
+        await WORKSPACE_DIFFS.acquire(channel_id)
+        acquired = True
+    if not acquired:
+        return WorkspaceDiff(session_id=session_id, cwd=os.fspath(cwd), status=DiffStatus.TIMEOUT, read_at=_now_iso(),
+                             elapsed=trio.current_time() - started,
+                             message=f"no workspace-diff slot within {timeout:g} s: other diffs held every slot")
+    try:
+        return await _read_workspace_diff(cwd, session_id, max_bytes, max_stderr_bytes, timeout, max_untracked_files,
+                                          git, env, started + timeout)
+    finally:
+        WORKSPACE_DIFFS.release(channel_id)
+
+
+async def _read_workspace_diff(cwd: str | os.PathLike[str], session_id: str, max_bytes: int, max_stderr_bytes: int,
+                               timeout: float, max_untracked_files: int, git: str, env: Mapping[str, str] | None,
+                               deadline: float) -> WorkspaceDiff:
+    """The read itself, once a slot is held (see :func:`read_workspace_diff`); ``deadline``
+    (Trio time) is the caller's, queue time included."""
     cwd_s = os.fspath(cwd)
     started = trio.current_time()
     read_at = _now_iso()
@@ -509,7 +537,7 @@ async def read_workspace_diff(
 
     reader: _Reader | None = None
     root: str | None = None
-    with trio.move_on_after(timeout) as scope:
+    with trio.move_on_at(deadline) as scope:
         try:
             probe = _Reader(git_path, cwd_s, genv, 64 * 1024, max_stderr_bytes, redact)
             try:

@@ -10,10 +10,10 @@ from typing import Any, Awaitable, Callable, Sequence
 import attrs
 import trio
 
-from codexrt._connection import ClientInfo, DEFAULT_RPC_TIMEOUT
-from codexrt._sansio._errors import AccessInactive, BadEndpoint, BadProvider, CodexError, ConfigError
+from codexrt._sansio._errors import DEFAULT_RPC_TIMEOUT, AccessInactive, BadEndpoint, BadProvider, CodexError, ConfigError
 from codexrt._sansio._redact import looks_secret_name, secret_env_values
 from codexrt._sansio._settings import Settings
+from codexrt._sansio._wire import ClientInfo
 from codexrt._io._transport import Transport, spawn_process_transport
 
 
@@ -70,9 +70,9 @@ class RuntimeConfig:
     def secret_values(self) -> list[str]:
         """What this runtime masks wherever it occurs (R-WIRE-9, ``docs/security.md``):
         ``secrets``, a managed provider's API key and header values, plus the values of the
-        child's environment variables whose names look secret (``*_KEY``, ``*TOKEN*``,
-        ``*SECRET*``, ``*PASSWORD*``, ``*CREDENTIAL*``, ``*_PAT``, an ``AUTH`` word). An
-        attached runtime's token is added when it is read."""
+        child's environment variables whose names look secret (``looks_secret_name``:
+        ``OPENAI_API_KEY``, ``GH_TOKEN``, ``*SECRET``, ``*PASSWORD*``, ``*CREDENTIAL*``,
+        ``*_PAT``, an ``AUTH`` word). An attached runtime's token is added when it is read."""
         env = self.env if self.env is not None else os.environ
         managed = [self.api_key] if self.api_key else []
         if isinstance(self.provider, dict) and isinstance(self.provider.get("headers"), dict):

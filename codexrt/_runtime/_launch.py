@@ -48,7 +48,7 @@ from codexrt._io._cli_find import _norm_platform
 from codexrt._io._cli_spawn import _run_bounded
 from codexrt._io._codex_home import resolve_codex_home
 from codexrt._sansio._errors import AccessInactive, ConfigError
-from codexrt._sansio._redact import register_process_secrets
+from codexrt._sansio._redact import hold_process_secrets_while
 
 __all__ = [
     "AccessMode",
@@ -66,9 +66,10 @@ __all__ = [
 
 log = logging.getLogger("codexrt.launch")
 
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_PROVIDER_ID = re.compile(r"^[A-Za-z0-9_-]+$")
-_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+# \Z, not $: "$" also matches before a final newline ("FOO\n" was a valid name; issue 35).
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_PROVIDER_ID = re.compile(r"[A-Za-z0-9_-]+\Z")
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
 _FINGERPRINT_VERSION = 2
 
 
@@ -327,8 +328,9 @@ def build_launch_env(
     if config.codex_home:
         env["CODEX_HOME"] = str(Path(os.path.expanduser(config.codex_home)))
     if config.access is AccessMode.MANAGED:
-        # The credential and header values are secrets of this process from now on (R-WIRE-9).
-        register_process_secrets([config.credential, *config.headers.values()])
+        # The credential and header values are secrets of this process while this configuration
+        # exists (R-WIRE-9; issue 35: a replaced configuration's secrets leave the registry).
+        hold_process_secrets_while(config, [config.credential, *config.headers.values()])
         if config.credential is not None:
             env[config.env_key] = config.credential
         for i, name in enumerate(config.header_names):

@@ -131,6 +131,8 @@ class _Lifecycle:
         except CodexError as exc:
             self.last_error = exc
             raise
+        # This child runs with this configuration: a replaced one's secrets are let go (issue 35).
+        self._redactor.set_secrets(self.config.secret_values())
         attempts: list[dict[str, Any]] = []
         self._transition(RuntimeEvent.START, attempt=1)
         last_exc: CodexError | None = None
@@ -464,3 +466,6 @@ class _Lifecycle:
                     await self._retire("closed")
             for sub in self._subscribers:
                 sub.close()
+            # The child is reaped: this runtime's secrets leave the process registry unless
+            # another holder still holds them (issue 35).
+            self._redactor.release()

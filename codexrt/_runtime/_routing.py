@@ -35,6 +35,19 @@ _NATIVE_TERMINALS = {STATUS_COMPLETED, STATUS_FAILED, STATUS_INTERRUPTED}
 
 
 _STATUS_METHODS = frozenset({"thread/status/changed", "turn/started", "turn/completed"})
+#: Longest thread/turn/item id accepted from the app-server (native ids are 36-character UUIDs).
+#: The runtime keeps such ids in its tables (threads, finished turns, relations), which are
+#: capped by count; this caps their bytes (issue 35). A notification with a longer one is a
+#: ``protocolError`` and is not routed.
+MAX_NATIVE_ID_CHARS = 1024
+
+
+def _oversized_id(*values: Any) -> int | None:
+    """The length of the first string in ``values`` longer than :data:`MAX_NATIVE_ID_CHARS`."""
+    for v in values:
+        if type(v) is str and len(v) > MAX_NATIVE_ID_CHARS:
+            return len(v)
+    return None
 
 
 class _Routing:
@@ -192,6 +205,14 @@ class _Routing:
         turn_id = params.get("turnId") or (turn or {}).get("id")
         item = params.get("item") if isinstance(params.get("item"), dict) else None
         item_id = params.get("itemId") or (item or {}).get("id")
+        started = params.get("thread") if method == "thread/started" and isinstance(params.get("thread"), dict) else {}
+        receivers = (item or {}).get("receiverThreadIds") if method == "item/completed" else None
+        size = _oversized_id(thread_id, turn_id, item_id, started.get("id"),
+                             *(receivers if isinstance(receivers, list) else ()))
+        if size is not None:
+            self._publish(self._event("protocolError", {"reason": f"{method}: an id of {size} characters (at most "
+                                                                  f"{MAX_NATIVE_ID_CHARS}); not routed"}))
+            return
 
         if thread_id and method in _STATUS_METHODS:
             self._track_status(method, thread_id, params, turn_id)

@@ -242,6 +242,13 @@ class ServerOverloaded(RpcError):
     code = "SERVER_OVERLOADED"
 
 
+#: The default budget (seconds) of one short JSON-RPC request before it fails with
+#: :class:`RpcTimeout` (``Connection``'s and ``RuntimeConfig``'s ``rpc_timeout``). It lives here,
+#: not in ``_connection``, so the runtime's configuration is importable without the connection
+#: (``codexrt serve`` answers its first ``status`` without it, issue 34).
+DEFAULT_RPC_TIMEOUT = 30.0
+
+
 class RpcTimeout(CodexError):
     """A client-side wait ran out (R-WIRE-4). The native operation may still be running:
     ``phase`` tells whether the request was ever written (``notWritten``) or written but

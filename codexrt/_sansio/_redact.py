@@ -10,18 +10,23 @@ What is masked (replaced by ``[REDACTED]``):
   are *not* masked wherever they occur: masking ``"abc"`` or ``"false"`` everywhere would
   destroy ordinary output. Such a value is still masked where it is named (``NAME=value``).
 * **named values** — ``NAME=value``, ``NAME: value``, ``"name": "value"`` for names that look
-  secret (``*KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``/``PASSWD``/``PASSPHRASE``,
-  ``*CREDENTIAL*``, ``*_PAT``, an ``AUTH`` word), and the whole value of ``Authorization``,
-  ``Proxy-Authorization``, ``Cookie``, ``Set-Cookie`` and ``X-Api-Key`` headers.
+  secret word by word (:func:`looks_secret_name`: ``OPENAI_API_KEY``, ``accessToken``,
+  ``PGPASSWORD``, ``client_secret``, ``GITHUB_PAT``, an ``AUTH`` word — not ``KeyError`` or
+  ``monkey``), and the whole value of ``Authorization``, ``Proxy-Authorization``, ``Cookie``,
+  ``Set-Cookie`` and ``X-Api-Key`` headers.
 * **schemes and shapes** — ``Bearer …``/``Basic …`` credentials, URL userinfo
   (``https://user:pass@host`` → ``https://[REDACTED]@host``), and well-known key shapes:
   OpenAI/Anthropic ``sk-…``/``sk-proj-…``, GitHub ``ghp_…``/``gho_…``/``ghu_…``/``ghs_…``/
   ``ghr_…``/``github_pat_…``, GitLab ``glpat-…``, Slack ``xox?-…``, AWS ``AKIA…``/``ASIA…``,
-  Google ``AIza…``, Hugging Face ``hf_…`` and JWTs (``eyJ….eyJ….…``).
+  Google ``AIza…``, Hugging Face ``hf_…`` and JWTs (``eyJ….eyJ….…``); the long shapes also
+  glued to the letters before them (``xxxsk-proj-…``).
 
 Known values registered anywhere in the process are also masked by every other
 :class:`Redactor` and by the log filter (:class:`RedactingFilter`): masking more is never a
-leak. Redaction is idempotent. Run it **before** any truncation: cutting first can leave a
+leak. A value is registered for as long as an owner holds it (a redactor, a launch
+configuration, a named owner such as serve's default configuration); the last one to let go
+removes it (issue 35: the registry does not grow with every key ever configured). All held
+values are matched in one pass whatever their number (:class:`_Matcher`). Redaction is idempotent. Run it **before** any truncation: cutting first can leave a
 key's prefix that no rule recognises any more.
 
 What is not masked: a secret of unknown shape that was never registered and is not named; a
@@ -32,12 +37,14 @@ next).
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import re
 import threading
 import urllib.parse
-from typing import Any, Iterable, Mapping
+import weakref
+from typing import Any, Hashable, Iterable, Mapping
 
 __all__ = [
     "Redactor",
@@ -49,6 +56,9 @@ __all__ = [
     "looks_secret_name",
     "secret_env_values",
     "register_process_secrets",
+    "hold_process_secrets",
+    "hold_process_secrets_while",
+    "release_process_secrets",
     "process_redactor",
     "install_log_filter",
 ]
@@ -60,23 +70,49 @@ MIN_KNOWN_LENGTH = 8
 
 # -- names ---------------------------------------------------------------------------------
 
-_NAME_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL")
+#: Words whose presence anywhere in a name marks it secret (also glued: ``PGPASSWORD``).
+_ANYWHERE = ("PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL")
+#: Words that mark a name secret only as its last word (``OPENAI_API_KEY``, ``accessToken``;
+#: not ``KeyError``, ``tokenUsage``, ``max_tokens``) or glued after one of
+#: :data:`_GLUED_BEFORE` (``apikey``, ``authtoken``; not ``monkey``, ``turkey``).
+_LAST = ("KEY", "KEYS", "TOKEN", "PAT")  # not TOKENS: ``max_tokens``, ``inputTokens`` are counts
+_GLUED_BEFORE = ("API", "ACCESS", "AUTH", "REFRESH", "SESSION", "SECRET", "PRIVATE", "SIGNING", "MASTER",
+                 "CLIENT", "BEARER", "ID", "ENCRYPTION", "LICENSE", "GH", "GITHUB", "GITLAB", "NPM", "PYPI")
 #: Names that match the words but never hold a secret (paths to sockets and the like).
 _NOT_SECRET_NAMES = frozenset({"SSH_AUTH_SOCK", "GPG_AGENT_INFO", "KEYBOARD", "XKB_DEFAULT_LAYOUT"})
+_WORD_SPLIT = re.compile(r"[_\-. ]+|(?<=[A-Za-z])(?=[0-9])|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
 def looks_secret_name(name: str) -> bool:
-    """True for an environment variable or field name whose value is treated as secret:
-    it contains ``KEY``, ``TOKEN``, ``SECRET``, ``PASSWORD``, ``PASSWD``, ``PASSPHRASE`` or
-    ``CREDENTIAL``, ends in ``_PAT``, or has ``AUTH``/``AUTHORIZATION`` as one of its
-    ``_``/``-`` separated words (``GIT_AUTHOR_NAME`` does not). Case-insensitive."""
-    upper = name.upper()
-    if upper in _NOT_SECRET_NAMES:
+    """True for an environment variable or field name whose value is treated as secret.
+    The name is split into words (``_``, ``-``, ``.``, camelCase): it is secret when a word
+    contains ``PASSWORD``, ``PASSWD``, ``PASSPHRASE`` or ``CREDENTIAL`` or ends in ``SECRET``; when its
+    last word (digits after it ignored) is ``KEY``, ``TOKEN`` or ``PAT`` (``OPENAI_API_KEY``,
+    ``GH_TOKEN``, ``GITHUB_PAT``) or ends in ``KEY``/``TOKEN`` glued to a known word
+    (``apikey``, ``authtoken``); or when a word is ``AUTH``/``AUTHORIZATION``. Ordinary words
+    that merely contain the letters are not secret names (issue 35): ``KeyError``,
+    ``monkey``, ``keyboard``, ``tokenUsage``, ``max_tokens``, ``GIT_AUTHOR_NAME``.
+    Case-insensitive."""
+    if name.upper() in _NOT_SECRET_NAMES:
         return False
-    if any(w in upper for w in _NAME_WORDS):
+    words = [w.upper() for w in _WORD_SPLIT.split(name) if w]
+    if not words:
+        return False
+    if any(a in w for w in words for a in _ANYWHERE):
         return True
-    words = re.split(r"[_\-.]", upper)
-    return words[-1] == "PAT" and len(words) > 1 or any(w in ("AUTH", "AUTHORIZATION") for w in words)
+    if any(w.endswith(("SECRET", "SECRETS")) for w in words):  # client_secret, clientsecret; not secretary
+        return True
+    if any(w in ("AUTH", "AUTHORIZATION") for w in words):
+        return True
+    while len(words) > 1 and words[-1].isdigit():
+        words.pop()
+    last = words[-1]
+    if last in _LAST:
+        return last not in ("PAT", "KEYS") or len(words) > 1  # "keys: 3" is a count
+    for tail in ("KEY", "TOKEN"):
+        if last.endswith(tail) and last[: -len(tail)] in _GLUED_BEFORE:
+            return True
+    return False
 
 
 def secret_env_values(env: Mapping[str, str]) -> list[str]:
@@ -98,15 +134,19 @@ _NAMED = re.compile(r"(\"?(" + _NAME_RUN + r")\"?)(\s*+[:=]\s*+)(" + _QUOTED + r
 _URL_USERINFO = re.compile(r"(?i)((?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]*+://)([^\s/@\"'<>]++)(?=@)")
 # Credentials after an auth scheme; an all-lowercase word of prose ("bearer token") is kept.
 _SCHEME = re.compile(r"(?i)\b(bearer|basic)(\s++)([A-Za-z0-9\-._~+/]++=*+)")
+# Well-known key shapes. A shape with a long, distinctive body is also found glued to the
+# letters before it (``xxxsk-proj-…``, issue 35); ``sk-`` glued needs 20 body characters with a
+# digit in them, so ``task-manager`` and ``disk-usage`` stay prose.
 _SHAPES = re.compile(
-    r"\b(?:sk-[A-Za-z0-9_\-]{6,}+"
+    r"\bsk-[A-Za-z0-9_\-]{6,}+"
+    r"|(?<=[A-Za-z0-9_])sk-(?=[A-Za-z_\-]{0,200}+[0-9])[A-Za-z0-9_\-]{20,}+"
     r"|gh[pousr]_[A-Za-z0-9]{16,}+|github_pat_[A-Za-z0-9_]{16,}+"
     r"|glpat-[A-Za-z0-9_\-]{16,}+"
-    r"|xox[abposr]-[A-Za-z0-9\-]{8,}+"
-    r"|(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Z])"
+    r"|\bxox[abposr]-[A-Za-z0-9\-]{8,}+"
+    r"|(?<![0-9A-Z])(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Z])"
     r"|AIza[0-9A-Za-z_\-]{30,}+"
-    r"|hf_[A-Za-z0-9]{20,}+"
-    r"|eyJ[A-Za-z0-9_\-]{4,}+\.eyJ[A-Za-z0-9_\-]{4,}+\.[A-Za-z0-9_\-]*+)"
+    r"|\bhf_[A-Za-z0-9]{20,}+"
+    r"|eyJ[A-Za-z0-9_\-]{4,}+\.eyJ[A-Za-z0-9_\-]{4,}+\.[A-Za-z0-9_\-]*+"
 )
 # A line that ends with a secret-looking name and its separator: the value is on the next line.
 _DANGLING_NAME = re.compile(r"\"?(" + _NAME_RUN + r")\"?\s*+[:=]\s*+$")
@@ -165,73 +205,225 @@ def _variants(value: str) -> set[str]:
     return {v for v in out if len(v) >= MIN_KNOWN_LENGTH}
 
 
-class _KnownValues:
-    """A set of exact values with one compiled alternation (longest first)."""
+#: Known values are found by their first ``_ANCHOR`` characters (one compiled pattern, a
+#: radix trie of those prefixes), then checked whole with ``str.startswith``.
+_ANCHOR = 20
 
-    def __init__(self) -> None:
-        self._values: set[str] = set()
-        self._regex: re.Pattern[str] | None = None
-        self._lock = threading.Lock()  # the log filter may run on any thread
 
-    def add(self, value: object) -> bool:
-        if not isinstance(value, str) or len(value.strip()) < MIN_KNOWN_LENGTH:
-            return False
-        new = _variants(value) - self._values
-        if new:
-            with self._lock:
-                self._values |= new
-                self._regex = None
-        return True
+def _trie_pattern(words: Iterable[str]) -> str:
+    """One regex matching any of ``words``, built as a radix trie: alternatives at a node
+    start with distinct characters (the regex engine rejects each on its first character) and
+    continuing is preferred to stopping, so the longest word at a position wins. The cost per
+    text position is bounded by the alphabet, not by the number of words."""
+    root: dict[str, Any] = {}
+    for w in words:
+        node = root
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = True
 
-    def __len__(self) -> int:
-        return len(self._values)
+    def emit(node: dict[str, Any]) -> str:
+        alts = []
+        for ch in sorted(k for k in node if k):
+            run, child = ch, node[ch]
+            while "" not in child and len(child) == 1:
+                (nxt, child), = child.items()
+                run += nxt
+            alts.append(re.escape(run) + emit(child))
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 and "" not in node else "(?:" + "|".join(alts) + ")"
+        return body + "?" if "" in node else body
+
+    return emit(root)
+
+
+class _Matcher:
+    """The compiled form of a set of known values (see :func:`_trie_pattern`)."""
+
+    def __init__(self, values: Iterable[str]) -> None:
+        by_anchor: dict[str, list[str]] = {}
+        for v in values:
+            by_anchor.setdefault(v[:_ANCHOR], []).append(v)
+        for group in by_anchor.values():
+            group.sort(key=len, reverse=True)
+        self._by_anchor = by_anchor
+        self._regex = re.compile(_trie_pattern(by_anchor))
 
     def sub(self, text: str) -> str:
-        if not self._values:
+        search, by_anchor = self._regex.search, self._by_anchor
+        out: list[str] = []
+        pos = done = 0
+        while (m := search(text, pos)) is not None:
+            start = m.start()
+            hit = next((v for v in by_anchor[m.group()] if text.startswith(v, start)), None)
+            if hit is None:
+                # A long value whose prefix matched but not the rest: a shorter whole value
+                # (shorter than the anchor) may still start here.
+                shorter = range(min(len(m.group()), _ANCHOR) - 1, MIN_KNOWN_LENGTH - 1, -1)
+                hit = next((text[start:start + n] for n in shorter if text[start:start + n] in by_anchor), None)
+            if hit is None:
+                pos = start + 1
+                continue
+            out.append(text[done:start])
+            out.append(REDACTED)
+            pos = done = start + len(hit)
+        if not out:
             return text
-        regex = self._regex
-        if regex is None:
+        out.append(text[done:])
+        return "".join(out)
+
+
+class _KnownValues:
+    """Exact values to mask, each held by owners (refcounted): a value leaves the set when the
+    last owner that holds it lets go (issue 35). ``owner=None`` holds a value for the life of
+    the process. Matching is one pass over the text whatever the number of values; the
+    matcher is rebuilt lazily, on the first use after the set changed."""
+
+    def __init__(self) -> None:
+        self._refs: dict[str, int] = {}
+        self._owned: dict[Hashable, frozenset[str]] = {}
+        self._permanent: set[str] = set()
+        self._matcher: _Matcher | None = None
+        self._lock = threading.Lock()  # the log filter may run on any thread
+
+    def _incref(self, variants: Iterable[str]) -> None:
+        refs = self._refs
+        for v in variants:
+            if v in refs:
+                refs[v] += 1
+            else:
+                refs[v] = 1
+                self._matcher = None
+
+    def _decref(self, variants: Iterable[str]) -> None:
+        refs = self._refs
+        for v in variants:
+            n = refs[v] - 1
+            if n:
+                refs[v] = n
+            else:
+                del refs[v]
+                self._matcher = None
+
+    def add(self, value: object, owner: Hashable = None) -> bool:
+        """Hold ``value`` for ``owner`` (in addition to what it holds). False when the value is
+        not a string or shorter than :data:`MIN_KNOWN_LENGTH` (nothing is held)."""
+        if not isinstance(value, str) or len(value.strip()) < MIN_KNOWN_LENGTH:
+            return False
+        variants = _variants(value)
+        with self._lock:
+            if owner is None:
+                new = variants - self._permanent
+                self._permanent |= new
+            else:
+                held = self._owned.get(owner, frozenset())
+                new = variants - held
+                self._owned[owner] = held | new
+            self._incref(new)
+        return True
+
+    def replace(self, owner: Hashable, values: Iterable[object]) -> None:
+        """Make ``owner`` hold exactly ``values`` (new ones first, so a value held before and
+        after is never unmasked in between)."""
+        variants: set[str] = set()
+        for value in values:
+            if isinstance(value, str) and len(value.strip()) >= MIN_KNOWN_LENGTH:
+                variants |= _variants(value)
+        with self._lock:
+            held = self._owned.pop(owner, frozenset())
+            self._incref(variants - held)
+            self._decref(held - variants)
+            if variants:
+                self._owned[owner] = frozenset(variants)
+
+    def release(self, owner: Hashable) -> None:
+        self.replace(owner, ())
+
+    def __len__(self) -> int:
+        return len(self._refs)
+
+    def sub(self, text: str) -> str:
+        if not self._refs:
+            return text
+        matcher = self._matcher
+        if matcher is None:
             with self._lock:
-                ordered = sorted(self._values, key=len, reverse=True)
-                regex = self._regex = re.compile("|".join(map(re.escape, ordered)))
-        return regex.sub(REDACTED, text)
+                matcher = self._matcher = _Matcher(list(self._refs))
+        return matcher.sub(text)
 
 
 _PROCESS = _KnownValues()
+_REDACTOR_IDS = itertools.count(1)
 
 
-def register_process_secrets(values: Iterable[object]) -> None:
-    """Make ``values`` known to every :class:`Redactor` and to the log filter of this process."""
+def register_process_secrets(values: Iterable[object], *, owner: Hashable = None) -> None:
+    """Make ``values`` known to every :class:`Redactor` and to the log filter of this process
+    — for the life of the process, or, with ``owner``, until :func:`release_process_secrets`
+    (``owner``) or :func:`hold_process_secrets` (``owner``, ...) lets go of them."""
     for v in values:
-        _PROCESS.add(v)
+        _PROCESS.add(v, owner)
+
+
+def hold_process_secrets(owner: Hashable, values: Iterable[object]) -> None:
+    """``owner`` now holds exactly ``values`` process-wide: a launch configuration that is
+    replaced drops the secrets only it carried (issue 35)."""
+    _PROCESS.replace(owner, values)
+
+
+def hold_process_secrets_while(obj: object, values: Iterable[object]) -> None:
+    """Hold ``values`` process-wide for as long as ``obj`` lives (it must support weak
+    references): e.g. a launch configuration's credential while that configuration exists."""
+    owner = ("object", id(obj))
+    _PROCESS.replace(owner, values)
+    weakref.finalize(obj, _PROCESS.release, owner)
+
+
+def release_process_secrets(owner: Hashable) -> None:
+    """``owner`` holds no secret any more; values no other owner holds stop being masked."""
+    _PROCESS.release(owner)
 
 
 class Redactor:
     """Masks secrets in text (see the module doc). ``known_secrets`` are exact values to mask
-    wherever they occur; they are also registered process-wide (:func:`register_process_secrets`),
-    so a log record or an error that passes through another redactor is masked too
-    (``shared=False`` keeps them to this redactor: for tests)."""
+    wherever they occur; they are also held process-wide for as long as this redactor holds
+    them (:func:`register_process_secrets`), so a log record or an error that passes through
+    another redactor is masked too. :meth:`set_secrets` replaces what it holds (a runtime
+    whose launch configuration changed), :meth:`release` lets go of everything, and so does
+    the redactor's collection (``shared=False`` keeps the values to this redactor: for
+    tests)."""
 
     def __init__(self, known_secrets: Iterable[object] = (), *, shared: bool = True) -> None:
         self._known = _KnownValues()
         self._shared = shared
+        self._owner = ("redactor", next(_REDACTOR_IDS))
+        if shared:
+            weakref.finalize(self, _PROCESS.release, self._owner)
         for s in known_secrets:
             self.add_secret(s)
 
     def add_secret(self, value: object) -> None:
         """Register one more exact value (ignored when shorter than :data:`MIN_KNOWN_LENGTH`)."""
-        if self._known.add(value) and self._shared:
-            _PROCESS.add(value)
+        (_PROCESS if self._shared else self._known).add(value, self._owner)
 
     def add_env(self, env: Mapping[str, str]) -> None:
         """Register the values of ``env``'s secret-looking variables."""
         for v in secret_env_values(env):
             self.add_secret(v)
 
+    def set_secrets(self, values: Iterable[object]) -> None:
+        """Hold exactly ``values`` from now on: values only this redactor held stop being
+        masked process-wide (issue 35: the registry does not only grow)."""
+        (_PROCESS if self._shared else self._known).replace(self._owner, values)
+
+    def release(self) -> None:
+        """Hold nothing any more (the runtime closed)."""
+        self.set_secrets(())
+
     def __call__(self, text: str) -> str:
         if not text:
             return text
-        text = _PROCESS.sub(self._known.sub(text))
+        text = _PROCESS.sub(text if self._shared else self._known.sub(text))
         text = _HEADER_LINE.sub(_mask, text)
         text = _NAMED.sub(_mask_named, text)
         text = _URL_USERINFO.sub(_mask_userinfo, text)
@@ -260,7 +452,7 @@ class Redactor:
         return value
 
     def __repr__(self) -> str:  # never show the secrets themselves
-        return f"<Redactor known={len(self._known)}>"
+        return f"<Redactor {self._owner[1]}>"
 
 
 class LineRedactor:

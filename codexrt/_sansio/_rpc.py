@@ -34,6 +34,7 @@ from codexrt._sansio._errors import LocalProtocolError
 from codexrt._sansio._framing import OversizedLine
 from codexrt._sansio._states import Phase  # how far a request got (R-WIRE-4): the one phase enum
 from codexrt._sansio._wire import (
+    BadReply,
     ErrorObject,
     ErrorResponse,
     Notification,
@@ -50,6 +51,7 @@ __all__ = [
     "OutboundCall",
     "CallSucceeded",
     "CallFailed",
+    "CallBroken",
     "LateResponse",
     "ProtocolViolation",
     "UnsupportedServerRequest",
@@ -85,6 +87,15 @@ class CallFailed:
 
 
 @attrs.frozen
+class CallBroken:
+    """The peer answered ``call`` with a reply that cannot be read (bytes that are not UTF-8):
+    the call fails at once as a protocol error instead of waiting for its timeout (issue 35)."""
+
+    call: OutboundCall
+    reason: str
+
+
+@attrs.frozen
 class LateResponse:
     """A response to a request we had given up on (R-WIRE-4); ``phase`` is the phase the
     request had when its wait failed."""
@@ -117,6 +128,7 @@ Event = Union[
     ServerRequest,
     CallSucceeded,
     CallFailed,
+    CallBroken,
     LateResponse,
     ProtocolViolation,
     UnsupportedServerRequest,
@@ -248,6 +260,14 @@ class RpcCore:
             return self._on_response(env.id, env.result_raw, None, line)
         if isinstance(env, ErrorResponse):
             return self._on_response(env.id, None, env.error, line)
+        if isinstance(env, BadReply):
+            call = self.outbound.pop(env.id, None) if type(env.id) is int else None  # type: ignore[arg-type]
+            if call is not None:
+                call.phase = Phase.ANSWERED
+                return [CallBroken(call, env.reason), ProtocolViolation(env.reason, env.excerpt)]
+            if type(env.id) is int:
+                self._late.pop(env.id, None)  # type: ignore[arg-type]
+            return [ProtocolViolation(env.reason, env.excerpt)]
         assert isinstance(env, Violation)
         return [ProtocolViolation(env.reason, env.excerpt)]
 

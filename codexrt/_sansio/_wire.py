@@ -37,7 +37,10 @@ import attrs
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
+from codexrt._version import __version__
+
 __all__ = [
+    "ClientInfo",
     "RequestId",
     "Notification",
     "DeltaParams",
@@ -45,6 +48,7 @@ __all__ = [
     "Response",
     "ErrorResponse",
     "Violation",
+    "BadReply",
     "Envelope",
     "decode_envelope",
     "decode_delta_line",
@@ -63,6 +67,23 @@ __all__ = [
 MAX_JSON_DEPTH = 128
 
 RequestId = Union[int, str]
+
+
+# Public as ``codexrt.ClientInfo``; defined with the wire, not the connection, so a
+# ``RuntimeConfig`` is made without importing the connection (issue 34: serve's first reply).
+@attrs.frozen
+class ClientInfo:
+    """``initialize.clientInfo`` (the real server uses ``name`` as its user-agent prefix)."""
+
+    name: str = "codexrt"
+    title: str | None = "codexrt"
+    version: str = __version__
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "version": self.version}
+        if self.title is not None:
+            out["title"] = self.title
+        return out
 
 
 class ErrorObject(msgspec.Struct):
@@ -289,7 +310,17 @@ class Violation:
     excerpt: bytes = attrs.field(repr=False, default=b"")
 
 
-Envelope = Union[Notification, ServerRequest, Response, ErrorResponse, Violation]
+@attrs.frozen
+class BadReply:
+    """A response or error response whose id is readable but whose bytes are not valid UTF-8
+    (issue 35): the call it answers fails at once as a protocol error."""
+
+    id: RequestId | None
+    reason: str
+    excerpt: bytes = attrs.field(repr=False, default=b"")
+
+
+Envelope = Union[Notification, ServerRequest, Response, ErrorResponse, BadReply, Violation]
 
 
 def _excerpt(line: bytes) -> bytes:
@@ -449,6 +480,11 @@ def decode_envelope(line: bytes) -> Envelope:
         return Notification(env.method, env.params, emitted)  # type: ignore[arg-type]
     if not has_id:
         return Violation("message has neither id nor method", _excerpt(line))
+    try:  # a reply is rare next to notifications: checking its bytes costs little
+        line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        reason = f"reply is not valid UTF-8 (byte {exc.start})"
+        return BadReply(env.id, reason, _excerpt(line))  # type: ignore[arg-type]
     has_result = len(env.result) > 0
     has_error = len(env.error) > 0
     if has_result and has_error:

@@ -5,15 +5,17 @@ whether the command a task handles has been answered (the fault barrier's, see
 from __future__ import annotations
 
 import contextvars
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import trio
 
-from codexrt._features._edits_live import LiveEdits
-from codexrt._features._helpers import TitleManager
-from codexrt._runtime._runtime import Operation, Runtime
 from codexrt._sansio._states import RuntimeState
 from codexrt._serve._codec import RequestId
+
+if TYPE_CHECKING:  # the runtime loads with the first channel (issue 34: a quick first ``status``)
+    from codexrt._features._edits_live import LiveEdits
+    from codexrt._features._helpers import TitleManager
+    from codexrt._runtime._runtime import Operation, Runtime
 
 __all__ = ["Answer", "answering", "Channel", "inflight_release"]
 

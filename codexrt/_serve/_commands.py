@@ -44,8 +44,27 @@ __all__ = [
 
 # -- shared field types ---------------------------------------------------------------------
 
+#: Longest identifier a host may send (thread, turn, item, ticket, session, operation and
+#: channel ids, interaction keys, dialog tokens): the sidecar keeps such strings in tables, so
+#: they are refused at the edge instead of being kept (issue 35; native ids are 36-character
+#: UUIDs). Paths (cwd, codexHome, codexBin, file paths) are at most PATH_MAX, secrets 16 KiB.
+MAX_ID_CHARS = 1024
+MAX_PATH_CHARS = 4096
+MAX_SECRET_CHARS = 16 * 1024
+#: The end of the string in both Python's ``re.search`` and ECMAScript (``$`` also matches
+#: before a final newline in Python: ``"FOO\n"`` passed as an env name, issue 35).
+_END = r"(?![\s\S])"
+
 NonEmpty = Annotated[str, Meta(min_length=1)]
-ChannelId = Annotated[str, Meta(min_length=1, description="One runtime (one app-server child) per channel.")]
+Id = Annotated[str, Meta(min_length=1, max_length=MAX_ID_CHARS)]
+OptId = Annotated[str, Meta(max_length=MAX_ID_CHARS)]
+PathStr = Annotated[str, Meta(min_length=1, max_length=MAX_PATH_CHARS)]
+OptPath = Annotated[str, Meta(max_length=MAX_PATH_CHARS)]
+ChannelId = Annotated[str, Meta(min_length=1, max_length=MAX_ID_CHARS,
+                                description="One runtime (one app-server child) per channel.")]
+EnvName = Annotated[str, Meta(pattern=r"^[A-Za-z_][A-Za-z0-9_]*" + _END, max_length=256)]
+HeaderName = Annotated[str, Meta(pattern=r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+" + _END, max_length=256)]
+SecretValue = Annotated[str, Meta(max_length=MAX_SECRET_CHARS)]
 PageSize = Annotated[int, Meta(ge=1, le=10_000, description="Page size, 1 … 10000.")]
 MaxPages = Annotated[int, Meta(ge=1, le=100_000, description="At most this many pages are walked (1 … 100000).")]
 Seconds = Annotated[float, Meta(gt=0, le=3600, description="Seconds, > 0 and at most 3600.")]
@@ -74,7 +93,7 @@ class TurnSettings(_Params):
     sandbox: SandboxMode | None = None
     sandbox_mode: SandboxMode | None = None
     developer_instructions: str | None = None
-    cwd: str | None = None
+    cwd: OptPath | None = None
     summary: str | None = None
     personality: str | None = None
     collaboration_mode: dict[str, Any] | None = None
@@ -110,7 +129,7 @@ class ReferencedFile(_Params):
 
 class Terminal(_Params):
     name: str
-    cwd: str | None = None
+    cwd: OptPath | None = None
     output: str | None = None
 
 
@@ -128,17 +147,17 @@ class EditorState(_Params):
 class SkillRef(_Params):
     name: NonEmpty
     path: NonEmpty
-    cwd: str | None = None
+    cwd: OptPath | None = None
 
 
 class EditKey(_Params):
     """Operation identity of one file's change (R-EDIT-1). In params threadId may be left out
     (the command's threadId); path is the native path of the change (absolute in practice)."""
 
-    turn_id: str
-    item_id: str
-    path: NonEmpty
-    thread_id: NonEmpty | UnsetType = UNSET
+    turn_id: OptId
+    item_id: OptId
+    path: PathStr
+    thread_id: Id | UnsetType = UNSET
 
 
 class RpcError(_Params):
@@ -147,12 +166,12 @@ class RpcError(_Params):
 
 
 class Provider(_Params):
-    id: Annotated[str, Meta(pattern=r"^[A-Za-z0-9_-]+$")]
-    base_url: NonEmpty
-    env_key: Annotated[str, Meta(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+    id: Annotated[str, Meta(pattern=r"^[A-Za-z0-9_-]+" + _END, max_length=256)]
+    base_url: PathStr
+    env_key: EnvName
     name: str | UnsetType = UNSET
     wire_api: NonEmpty | UnsetType = UNSET
-    headers: Annotated[dict[str, str], Meta(
+    headers: Annotated[dict[HeaderName, SecretValue], Meta(
         description="HTTP headers; values are secret (sent to the child by environment, never on its command "
                     "line)")] | UnsetType = UNSET
     query_params: Annotated[dict[str, str], Meta(
@@ -180,10 +199,10 @@ def check_context(value: dict[str, Any]) -> None:
 class SendParams(_Params):
     channel_id: ChannelId
     message: str
-    thread_id: str | None = None
-    client_message_id: str | None = None
+    thread_id: OptId | None = None
+    client_message_id: OptId | None = None
     images: list[NonEmpty] = []
-    cwd: str | None = None
+    cwd: OptPath | None = None
     settings: TurnSettings | None = None
     # additionalContext fragments or an editor state (see check_context; schema: SCHEMA_EXTRA_DEFS)
     context: dict[str, Any] | None = None
@@ -197,18 +216,18 @@ class SendParams(_Params):
 
 class CompactParams(_Params):
     channel_id: ChannelId
-    thread_id: NonEmpty
+    thread_id: Id
 
 
 class ReviewParams(_Params):
     channel_id: ChannelId
-    thread_id: NonEmpty
+    thread_id: Id
     target: dict[str, Any] | None = None
 
 
 class PreconnectParams(_Params):
     channel_id: ChannelId
-    thread_id: str | None = None
+    thread_id: OptId | None = None
 
 
 class UpdateSettingsParams(_Params):
@@ -217,29 +236,29 @@ class UpdateSettingsParams(_Params):
 
 
 class RespondInteractionParams(_Params):
-    interaction_key: NonEmpty
-    dialog_token: NonEmpty
+    interaction_key: Id
+    dialog_token: Id
     result: Any
     channel_id: ChannelId | UnsetType = UNSET
 
 
 class RespondInteractionErrorParams(_Params):
-    interaction_key: NonEmpty
-    dialog_token: NonEmpty
+    interaction_key: Id
+    dialog_token: Id
     error: RpcError
     channel_id: ChannelId | UnsetType = UNSET
 
 
 class AbortTurnParams(_Params):
     channel_id: ChannelId
-    client_operation_id: str | None = None
+    client_operation_id: OptId | None = None
 
 
 class ThreadParams(_Params):
     """``codex.releaseThread``."""
 
     channel_id: ChannelId
-    thread_id: NonEmpty
+    thread_id: Id
 
 
 class ChannelParams(_Params):
@@ -259,13 +278,13 @@ class ListThreadsParams(_OpenParams):
 
 class ReadThreadParams(_OpenParams):
     channel_id: ChannelId
-    thread_id: NonEmpty
+    thread_id: Id
     display: bool = False
 
 
 class ReadHistoryPageParams(_OpenParams):
     channel_id: ChannelId
-    thread_id: NonEmpty
+    thread_id: Id
     limit: PageSize | None = None
     sort_direction: str | None = None
     scope: Literal["turns", "items"] = "turns"
@@ -273,7 +292,7 @@ class ReadHistoryPageParams(_OpenParams):
 
 class CountThreadMessagesParams(_Params):
     channel_id: ChannelId
-    thread_id: NonEmpty
+    thread_id: Id
     updated_at: Annotated[str | int | None, Meta(
         description="The thread's updatedAt as the host's list showed it; a count made for another metadata "
                     "version comes back with stale: true (R-H-7).")] = None
@@ -281,8 +300,8 @@ class CountThreadMessagesParams(_Params):
 
 class ReadSubagentParams(_Params):
     channel_id: ChannelId
-    thread_id: NonEmpty
-    parent_thread_id: str | None = None
+    thread_id: Id
+    parent_thread_id: OptId | None = None
 
 
 class ListModelsParams(_OpenParams):
@@ -298,7 +317,7 @@ class ListModelsParams(_OpenParams):
 class ListSkillsParams(_OpenParams):
     channel_id: ChannelId
     cwds: list[str] | None = None
-    cwd: str | None = None
+    cwd: OptPath | None = None
     force_reload: bool = False
     selected: Annotated[list[SkillRef], Meta(
         description="The host's selected skills, checked against this refresh: kept ones come back in selected, "
@@ -309,14 +328,14 @@ class GetMcpStatusParams(_OpenParams):
     channel_id: ChannelId
     limit: PageSize | None = None
     max_pages: MaxPages | UnsetType = UNSET
-    thread_id: str | None = None
+    thread_id: OptId | None = None
     server_name: str | None = None
 
 
 class ReadWorkspaceDiffParams(_Params):
-    cwd: NonEmpty
+    cwd: PathStr
     channel_id: ChannelId | UnsetType = UNSET
-    session_id: str | None = None
+    session_id: OptId | None = None
     max_bytes: Annotated[int, Meta(ge=1, le=2**30)] | None = None
     timeout: Seconds | None = None
 
@@ -324,31 +343,31 @@ class ReadWorkspaceDiffParams(_Params):
 class GenerateTitleParams(_Params):
     channel_id: ChannelId
     message: NonEmpty
-    thread_id: str | None = None
+    thread_id: OptId | None = None
     save: bool = True
-    cwd: str | None = None
+    cwd: OptPath | None = None
     timeout: Seconds | None = None
 
 
 class EnhancePromptParams(_Params):
     channel_id: ChannelId
     prompt: NonEmpty
-    cwd: str | None = None
+    cwd: OptPath | None = None
     timeout: Seconds | None = None
 
 
 class GenerateCommitMessageParams(_Params):
     channel_id: ChannelId
     diff: str | None = None
-    cwd: str | None = None
-    session_id: str | None = None
+    cwd: OptPath | None = None
+    session_id: OptId | None = None
     timeout: Seconds | None = None
 
 
 class ListEditsParams(_Params):
     channel_id: ChannelId
-    thread_id: NonEmpty
-    path: NonEmpty | UnsetType = UNSET
+    thread_id: Id
+    path: PathStr | UnsetType = UNSET
     pending_only: bool = False
 
 
@@ -363,10 +382,10 @@ class OpenReviewParams(_Params):
     refused (REVIEW_NO_SESSION)."""
 
     channel_id: ChannelId
-    thread_id: NonEmpty
-    path: NonEmpty | UnsetType = UNSET
-    keys: list[EditKey] | UnsetType = UNSET
-    session_id: str | None | UnsetType = UNSET
+    thread_id: Id
+    path: PathStr | UnsetType = UNSET
+    keys: Annotated[list[EditKey], Meta(min_length=1, max_length=1000)] | UnsetType = UNSET
+    session_id: OptId | None | UnsetType = UNSET
     provider: str | None = None
 
     def __post_init__(self) -> None:
@@ -377,8 +396,8 @@ class TicketParams(_Params):
     """``codex.acceptReview`` / ``codex.rejectReview``."""
 
     channel_id: ChannelId
-    thread_id: NonEmpty
-    ticket_id: NonEmpty
+    thread_id: Id
+    ticket_id: Id
 
 
 class UndoFileParams(_Params):
@@ -386,8 +405,8 @@ class UndoFileParams(_Params):
     paths are relative to the thread's recorded cwd); key: exactly one change."""
 
     channel_id: ChannelId
-    thread_id: NonEmpty
-    path: NonEmpty | UnsetType = UNSET
+    thread_id: Id
+    path: PathStr | UnsetType = UNSET
     key: EditKey | UnsetType = UNSET
     dry_run: bool = False
     allow_outside_workspace: bool = False
@@ -412,8 +431,8 @@ class ExecutePlanParams(_Params):
     requestType/requestId/threadId."""
 
     channel_id: ChannelId
-    thread_id: NonEmpty
-    plan_item_id: NonEmpty
+    thread_id: Id
+    plan_item_id: Id
     model: NonEmpty | UnsetType = UNSET
 
 
@@ -425,13 +444,13 @@ class ConfigureLaunchParams(_Params):
     access_mode: Literal["cli_login", "managed", "inactive"]
     channel_id: ChannelId | UnsetType = UNSET
     provider: Provider | UnsetType = UNSET
-    api_key: Annotated[str, Meta(min_length=1, extra_json_schema={
+    api_key: Annotated[str, Meta(min_length=1, max_length=MAX_SECRET_CHARS, extra_json_schema={
         "writeOnly": True, "x-secret": True,
         "description": "SECRET. The provider's API key: only in the child's environment (provider.envKey); never "
                        "echoed, logged or written."})] | UnsetType = UNSET
     model: str | None = None
-    codex_home: str | None | UnsetType = UNSET
-    codex_bin: str | None | UnsetType = UNSET
+    codex_home: OptPath | None | UnsetType = UNSET
+    codex_bin: OptPath | None | UnsetType = UNSET
 
 
 # -- the table ------------------------------------------------------------------------------

@@ -10,23 +10,26 @@ import contextlib
 import logging
 import os
 import traceback
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import attrs
 import trio
 
-from codexrt._features._history import MessageCounter
-from codexrt._features._helpers import open_title_manager
-from codexrt._runtime._events import CodexEvent, EventStream
-from codexrt._runtime._runtime import RuntimeConfig, open_runtime
+from codexrt._runtime._config import RuntimeConfig
 from codexrt._sansio._errors import ClosedError, CodexError, TooManyChannels
 from codexrt._sansio._framing import DEFAULT_MAX_LINE
 from codexrt._sansio._redact import process_redactor
+from codexrt._sansio._wire import json_depth_exceeds
 from codexrt._serve._channel import Answer, Channel, answering
-from codexrt._serve._codec import Command, RequestId, encode_line, error_reply, response_error, response_ok
+from codexrt._serve._codec import (MAX_COMMAND_DEPTH, Command, RequestId, encode_line, error_reply, response_error,
+                                  response_ok)
+
+if TYPE_CHECKING:
+    from codexrt._features._history import MessageCounter
+    from codexrt._runtime._events import CodexEvent, EventStream
 
 __all__ = ["PROTOCOL_VERSION", "DONE_EVENT_GRACE", "DEFAULT_DRAIN_TIMEOUT", "DEFAULT_MAX_CHANNELS", "DaemonConfig",
-           "DaemonCore"]
+           "DaemonCore", "shallow_line"]
 
 log = logging.getLogger("codexrt.daemon")
 
@@ -68,6 +71,25 @@ class DaemonConfig:
     max_channels: int = DEFAULT_MAX_CHANNELS
 
 
+def shallow_line(obj: Any) -> dict[str, Any]:
+    """What ``serve`` writes instead of a line nested deeper than :data:`MAX_COMMAND_DEPTH`
+    (issue 35: the app-server may nest 128 levels; a host must not need to accept more than
+    serve accepts from it). A result → a ``PROTOCOL_ERROR`` reply to the same id; an event →
+    a ``protocolError`` event of the same channel, thread and turn naming the event it stands
+    for; an error reply → the same code and message without its details."""
+    reason = f"the app-server's data nests deeper than {MAX_COMMAND_DEPTH} levels; not forwarded"
+    if isinstance(obj, dict) and obj.get("type") == "response":
+        if obj.get("ok"):
+            return response_error(obj.get("id"), "PROTOCOL_ERROR", reason, {"maxDepth": MAX_COMMAND_DEPTH})
+        err = obj.get("error") or {}
+        return response_error(obj.get("id"), err.get("code", "PROTOCOL_ERROR"), err.get("message", reason),
+                              {"maxDepth": MAX_COMMAND_DEPTH, "detailsDropped": True})
+    if isinstance(obj, dict) and obj.get("type") == "daemon":
+        return {**obj, "kind": "protocolError",
+                "payload": {"reason": reason, "kind": obj.get("kind"), "maxDepth": MAX_COMMAND_DEPTH}}
+    return obj  # (unreachable: serve writes only responses and events)
+
+
 class DaemonCore:
     """The daemon's state and services, for the loop (:class:`codexrt._serve._daemon.Daemon`)
     and the handlers. Handlers are ``async def handler(d, cmd, *args)`` run by :meth:`spawn`
@@ -96,8 +118,12 @@ class DaemonCore:
 
     async def write(self, obj: Any) -> None:
         """Write one protocol line, whole, in FIFO order. A broken stdout (the host went away)
-        stops reading — which drains — and later lines are dropped."""
+        stops reading — which drains — and later lines are dropped. A line nested deeper than
+        serve accepts on its own input (:data:`MAX_COMMAND_DEPTH`) is not forwarded as it is
+        (:func:`shallow_line`)."""
         data = encode_line(obj)
+        if json_depth_exceeds(data, MAX_COMMAND_DEPTH):
+            data = encode_line(shallow_line(obj))
         async with self._write_lock:
             if self.stdout_broken:
                 return
@@ -215,6 +241,11 @@ class DaemonCore:
             await victim.closed.wait()
 
     async def _run_channel(self, channel_id: str, task_status: trio.TaskStatus[Channel] = trio.TASK_STATUS_IGNORED) -> None:
+        # The runtime and the helpers load with the first channel, not at start: a host's
+        # first ``status`` is answered without them (issue 34, bench/RESULTS.md).
+        from codexrt._features._helpers import open_title_manager
+        from codexrt._runtime._runtime import open_runtime
+
         cfg = attrs.evolve(self.config.runtime, channel_id=channel_id)
         ch: Channel | None = None
         try:

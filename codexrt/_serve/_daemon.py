@@ -83,12 +83,9 @@ from typing import Any
 
 import trio
 
-from codexrt._features._history import LEGACY_HISTORY_COMMANDS
-from codexrt._sansio._methods import safe_negative_reply
 from codexrt._sansio._errors import AccessInactive, CodexError
 from codexrt._sansio._framing import LineBuffer, OversizedLine
 from codexrt._sansio._redact import register_process_secrets
-from codexrt._serve import _handlers_control, _handlers_ops, _handlers_reads
 from codexrt._serve._channel import Answer, answering
 from codexrt._serve._codec import BadCommand, Command, parse_command, response_error
 from codexrt._serve._commands import COMMANDS, Lane
@@ -109,6 +106,8 @@ log = logging.getLogger("codexrt.daemon")
 
 async def _no_host_policy(inter: Any) -> Any:
     """After stdin EOF: every server request gets its safe negative reply (never an approval)."""
+    from codexrt._sansio._methods import safe_negative_reply
+
     return safe_negative_reply(inter.method, inter.params)
 
 
@@ -205,13 +204,21 @@ class Daemon(DaemonCore):
         lane, p = COMMANDS[cmd.name].lane, cmd.params
         if lane is Lane.STATUS:
             await self.reply(cmd.id, self.status(p.get("channelId")))
-        elif lane is Lane.CONTROL:
+            return
+        # The handlers, and with them the runtime, the connection and every feature, load with
+        # the first command that needs them: a host's first ``status`` is answered without
+        # (issue 34, bench/RESULTS.md). Later this import is a dictionary look-up.
+        from codexrt._serve import _handlers_control, _handlers_ops, _handlers_reads
+
+        if lane is Lane.CONTROL:
             await _handlers_control.control(self, cmd)
         elif lane is Lane.LAUNCH:  # before the inactive check: it may leave inactive mode
             await _handlers_control.configure_launch(self, cmd)
         elif lane is Lane.WORKSPACE:
             self.spawn(_handlers_reads.workspace_diff, cmd)
         elif self.config.inactive:
+            from codexrt._features._history import LEGACY_HISTORY_COMMANDS
+
             if cmd.name not in LEGACY_HISTORY_COMMANDS:
                 raise AccessInactive("runtime access is inactive: codexrt starts no Codex process in this mode (R-LC-3)",
                                      details={"command": cmd.name})

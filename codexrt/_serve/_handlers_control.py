@@ -15,7 +15,7 @@ from msgspec import UNSET, UnsetType
 from codexrt._runtime._launch import launch_fingerprint
 from codexrt._runtime._runtime import Operation
 from codexrt._sansio._errors import CodexError, InteractionUnknown
-from codexrt._sansio._redact import register_process_secrets
+from codexrt._sansio._redact import hold_process_secrets
 from codexrt._sansio._settings import Settings
 from codexrt._sansio._states import RuntimeState
 from codexrt._serve._channel import Channel
@@ -82,7 +82,9 @@ async def configure_launch(d: DaemonCore, cmd: Command) -> None:
     are registered as secrets before anything else happens."""
     p = cmd.params
     provider = p.get("provider")
-    register_process_secrets([p.get("apiKey"), *((provider or {}).get("headers") or {}).values()])
+    # Held until the next configureLaunch (its errors are masked); the runtimes and the default
+    # configuration hold what they keep, and let go when it is replaced (issue 35).
+    hold_process_secrets("serve.configureLaunch", [p.get("apiKey"), *((provider or {}).get("headers") or {}).values()])
     changes: dict[str, Any] = {"access_mode": p["accessMode"], "provider": provider, "api_key": p.get("apiKey")}
     if "codexHome" in p:
         changes["codex_home"] = p["codexHome"]
@@ -105,6 +107,7 @@ async def configure_launch(d: DaemonCore, cmd: Command) -> None:
     if cid is None:
         before = launch_fingerprint(d.config.runtime.launch_config())
         d.config.runtime = template
+        hold_process_secrets("serve.defaultLaunch", template.secret_values())
         d.config.inactive = p["accessMode"] == "inactive"
         if before != fingerprint and not targets:
             rebuilds["*"] = "immediate"  # nothing running: channels created later use it

@@ -9,6 +9,7 @@ import os
 from typing import Any
 
 import attrs
+from msgspec import UNSET
 
 from codexrt._features._catalog import run_catalog_command
 from codexrt._features._edits_live import LiveEdits, run_edit_command
@@ -120,7 +121,7 @@ async def helper(d: DaemonCore, cmd: Command) -> None:
                 cwd = a.cwd or cfg.cwd
                 if not cwd:
                     raise ConfigError("codex.generateCommitMessage needs a diff or a cwd")
-                wd = await read_workspace_diff(cwd, session_id=a.session_id or "")
+                wd = await read_workspace_diff(cwd, session_id=a.session_id or "", channel_id=a.channel_id)
                 diff_status = wd.status.value
                 if wd.status not in (DiffStatus.OK, DiffStatus.TRUNCATED):
                     raise DiffUnavailable(f"cannot read the workspace diff of {cwd}: {wd.status.value}",
@@ -158,6 +159,8 @@ async def workspace_diff(d: DaemonCore, cmd: Command) -> None:
     if a.timeout is not None:
         kwargs["timeout"] = a.timeout
     try:
+        if a.channel_id is not UNSET:
+            kwargs["channel_id"] = a.channel_id  # the fan-out cap counts per channel (issue 35)
         diff = await read_workspace_diff(a.cwd, session_id=a.session_id or "", **kwargs)
         await d.reply(cmd.id, diff.to_dict())
     except CodexError as exc:

@@ -1,0 +1,430 @@
+"""Per-turn latency on the real binary (issue 34): the library and ``codexrt serve`` vs a raw
+minimal stdlib JSON-RPC client, each with its own pinned ``codex app-server`` child, one
+loopback mock model process shared by all.
+
+``python -m bench.turns one N`` — one channel: N timed turns per side, alternated turn by turn
+(raw, library, serve, raw, …). ``python -m bench.turns eight N`` — 8 channels at once per
+side: blocks of 8 × ``BLOCK`` concurrent turns, alternated block by block (raw, library,
+serve), until each side has N turns per channel. Run it inside a loopback-only network
+namespace (``unshare -rn sh -c 'ip link set lo up && exec "$0" "$@"' .venv/bin/python -m
+bench.turns one 200``), as CI runs the real binary.
+
+What is timed, on every side, is one turn on an existing thread: from writing ``turn/start``
+(raw) / ``rt.send`` (library: ``async for ev in op.events()`` then ``await op.wait()``) /
+writing ``codex.send`` (serve, the host decoding every line) until ``turn/completed`` / the
+operation's result / the command's reply. Every side starts a new thread every
+``THREAD_EVERY`` turns; the first turn of a thread (which carries the thread's start on the
+library and serve sides) is run but not counted, on every side. Each turn's final text is
+checked against the mock's reply (a turn that lost its text fails the row).
+
+The raw client is stdlib only (``subprocess`` + ``json``): write a request line, read lines
+until its answer (``bufsize=65536``). The serve host uses the same ``json`` module.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import selectors
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+from bench._common import ROOT, emit, env_with_root, now
+
+THREAD_EVERY = 10
+BLOCK = 2  # turns per channel per side in one 8-channel block (small: load spikes hit every side)
+CHANNELS = 8
+
+
+def _pct(values: list[float], q: float) -> float:
+    v = sorted(values)
+    return v[min(len(v) - 1, int(q * len(v)))]
+
+
+def _stats(ms: list[float]) -> dict[str, float]:
+    return {"n": len(ms), "p50_ms": statistics.median(ms), "p95_ms": _pct(ms, 0.95), "p99_ms": _pct(ms, 0.99),
+            "mean_ms": statistics.fmean(ms)}
+
+
+class Setup:
+    """The pinned binary, a loopback mock model in its own process, a throw-away CODEX_HOME."""
+
+    def __init__(self) -> None:
+        from peer_fixtures.codex_bin import native_binary
+        from peer_fixtures.codex_home import codex_env, make_codex_home
+
+        binary = native_binary()
+        if binary is None:
+            raise RuntimeError("the pinned real codex binary is not installed (run .ci/setup)")
+        self.binary = str(binary)
+        self.tmp = Path(tempfile.mkdtemp(prefix="codexrt-turns-"))
+        self.mock = subprocess.Popen([sys.executable, "-m", "codexrt.loopback"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT, env=env_with_root())
+        assert self.mock.stdout
+        base_url = self.mock.stdout.readline().decode().strip()
+        if not base_url.startswith("http://127.0.0.1:"):
+            raise RuntimeError(f"the loopback model did not start ({base_url!r})")
+        self.env = codex_env(make_codex_home(self.tmp / "home", base_url))
+        self.cwd = self.tmp / "ws"
+        self.cwd.mkdir()
+
+    def close(self) -> None:
+        _end(self.mock, 10)  # the mock stops on stdin EOF
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _end(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    """Close ``proc``'s stdin (every child here exits on EOF) and reap it; kill it past ``timeout``."""
+    assert proc.stdin
+    proc.stdin.close()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+class RawClient:
+    """The baseline: ``codex app-server`` driven with ``subprocess``, ``os.read`` (64 KiB) and
+    ``json`` only. :meth:`turn` is the blocking form (one channel); :func:`_raw_block` drives 8
+    of them from one thread with ``selectors`` (no GIL hand-over between client threads)."""
+
+    def __init__(self, s: Setup) -> None:
+        self.proc = subprocess.Popen([s.binary, "app-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, env=s.env, cwd=s.cwd, bufsize=0)
+        assert self.proc.stdout
+        self.fd = self.proc.stdout.fileno()
+        self.tail = b""
+        self.queue: collections.deque[bytes] = collections.deque()
+        self.next_id = 0
+        self.request("initialize", {"clientInfo": {"name": "raw", "version": "0"},
+                                    "capabilities": {"experimentalApi": True}})
+        self.write({"method": "initialized"})
+        self.thread_id: str | None = None
+        # the 8-channel state machine's: the turn being waited for
+        self.turn_no = 0
+        self.waiting: tuple[str, int] | None = None  # ("thread" | "turn", request id)
+        self.t0 = 0.0
+        self.final = ""
+
+    def write(self, obj: Any) -> None:
+        assert self.proc.stdin
+        self.proc.stdin.write(json.dumps(obj).encode() + b"\n")
+
+    def read(self) -> None:
+        """One ``os.read``: its complete lines join the queue."""
+        data = os.read(self.fd, 65536)
+        if not data:
+            raise RuntimeError("codex app-server exited")
+        *whole, self.tail = (self.tail + data).split(b"\n")
+        self.queue.extend(whole)
+
+    def next_message(self) -> Any | None:
+        """The next queued message that is not a server request (answered -32601), or None."""
+        while self.queue:
+            msg = json.loads(self.queue.popleft())
+            if "id" in msg and "method" in msg:  # a server request: this bench's turns make none
+                self.write({"id": msg["id"], "error": {"code": -32601, "message": "not supported"}})
+                continue
+            return msg
+        return None
+
+    def lines(self) -> Any:
+        while True:
+            msg = self.next_message()
+            if msg is None:
+                self.read()
+            else:
+                yield msg
+
+    def request(self, method: str, params: Any) -> Any:
+        self.next_id += 1
+        rid = self.next_id
+        self.write({"id": rid, "method": method, "params": params})
+        for msg in self.lines():
+            if msg.get("id") == rid:
+                if "error" in msg:
+                    raise RuntimeError(f"{method}: {msg['error']}")
+                return msg["result"]
+
+    def turn(self, text: str, new_thread: bool) -> tuple[float, str]:
+        if new_thread or self.thread_id is None:
+            self.thread_id = self.request("thread/start", {"cwd": None})["thread"]["id"]
+        self.next_id += 1
+        t0 = now()
+        self.write({"id": self.next_id, "method": "turn/start",
+                    "params": {"threadId": self.thread_id, "input": [{"type": "text", "text": text}]}})
+        final = ""
+        for msg in self.lines():
+            method = msg.get("method")
+            if method == "item/completed" and msg["params"]["item"].get("type") == "agentMessage":
+                final = msg["params"]["item"].get("text", "")
+            elif method == "turn/completed" and msg["params"].get("threadId") == self.thread_id:
+                return now() - t0, final
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        _end(self.proc, 10)
+
+
+class ServeHost:
+    """``codexrt serve`` (``--idle-timeout 0``) as a host runs it; one channel per name."""
+
+    def __init__(self, s: Setup) -> None:
+        cmd = [sys.executable, "-m", "codexrt_cli", "serve", "--codex-bin", s.binary, "--idle-timeout", "0",
+               "--cwd", str(s.cwd)]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     cwd=ROOT, env={**env_with_root(), **s.env}, bufsize=65536)
+        self.next_id = 0
+        self.threads: dict[str, str] = {}
+        self.sent: dict[str, tuple[str, float]] = {}  # request id -> (channel, time written)
+
+    def send(self, channel: str, text: str, new_thread: bool) -> None:
+        assert self.proc.stdin
+        self.next_id += 1
+        rid = f"r{self.next_id}"
+        params: dict[str, Any] = {"channelId": channel, "message": text}
+        if not new_thread and channel in self.threads:
+            params["threadId"] = self.threads[channel]
+        self.sent[rid] = (channel, now())
+        self.proc.stdin.write(json.dumps({"id": rid, "command": "codex.send", "params": params}).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def reply(self) -> tuple[str, float, str]:
+        """The next ``codex.send`` reply: (channel, seconds since it was sent, final text)."""
+        assert self.proc.stdout
+        for line in self.proc.stdout:
+            msg = json.loads(line)
+            if msg.get("type") == "response" and msg.get("id") in self.sent:
+                channel, t0 = self.sent.pop(msg["id"])
+                elapsed = now() - t0
+                if not msg["ok"]:
+                    raise RuntimeError(f"codex.send failed: {msg['error']}")
+                self.threads[channel] = msg["result"]["threadId"]
+                return channel, elapsed, msg["result"].get("finalText") or ""
+        raise RuntimeError("codexrt serve exited")
+
+    def close(self) -> None:
+        _end(self.proc, 60)
+
+
+class Tally:
+    """Per side: the counted turn times (ms) and whether every final text was the mock's."""
+
+    def __init__(self) -> None:
+        self.ms: dict[str, list[float]] = {"raw": [], "lib": [], "serve": []}
+        self.bad: dict[str, int] = {"raw": 0, "lib": 0, "serve": 0}
+
+    def add(self, side: str, seconds: float, text: str, counted: bool) -> None:
+        from codexrt.loopback._model import DEFAULT_TEXT
+
+        if text != DEFAULT_TEXT:
+            self.bad[side] += 1
+        if counted:
+            self.ms[side].append(seconds * 1000)
+
+    def result(self) -> dict[str, Any]:
+        out: dict[str, Any] = {side: _stats(v) for side, v in self.ms.items()}
+        raw = out["raw"]
+        for side in ("lib", "serve"):
+            out[side]["overhead_p50_ms"] = out[side]["p50_ms"] - raw["p50_ms"]
+            out[side]["ratio_p50"] = out[side]["p50_ms"] / raw["p50_ms"]
+            out[side]["ratio_p95"] = out[side]["p95_ms"] / raw["p95_ms"]
+            out[side]["ratio_p99"] = out[side]["p99_ms"] / raw["p99_ms"]
+        out["text_ok"] = not any(self.bad.values())
+        out["bad_texts"] = self.bad
+        return out
+
+
+def one(turns: int) -> dict[str, Any]:
+    """One channel per side, alternated turn by turn."""
+    import trio
+
+    from codexrt import RuntimeConfig, open_runtime
+
+    s = Setup()
+    tally = Tally()
+    raw = RawClient(s)
+    serve = ServeHost(s)
+    try:
+        async def main() -> None:
+            async with open_runtime(RuntimeConfig(codex_bin=s.binary, env=s.env, cwd=str(s.cwd))) as rt:
+                tid: str | None = None
+                total = turns + -(-turns // (THREAD_EVERY - 1))  # plus the uncounted first turns
+                for i in range(total):
+                    new = i % THREAD_EVERY == 0
+                    text = f"turn {i}"
+                    secs, final = raw.turn(text, new)
+                    tally.add("raw", secs, final, not new)
+                    t0 = now()
+                    op = rt.send(text, thread_id=None if new else tid)
+                    async for _ev in op.events():
+                        pass
+                    res = await op.wait()
+                    tally.add("lib", now() - t0, res.final_text or "", not new and res.status == "completed")
+                    tid = res.thread_id
+                    serve.send("c", text, new)
+                    _c, secs, final = serve.reply()
+                    tally.add("serve", secs, final, not new)
+
+        trio.run(main)
+    finally:
+        raw.close()
+        serve.close()
+        s.close()
+    return {"channels": 1, "turns": turns, **tally.result()}
+
+
+def _raw_block(raws: list[RawClient], first: int, n: int, tally: Tally) -> None:
+    """Turns ``first`` … ``first + n - 1`` on every raw client at once, from this thread: a
+    ``selectors`` loop over their stdout, each client a small state machine (``thread/start``
+    when a new thread is due, then ``turn/start`` … ``turn/completed``)."""
+
+    def begin(c: RawClient) -> None:
+        c.next_id += 1
+        if c.turn_no % THREAD_EVERY == 0 or c.thread_id is None:
+            c.waiting = ("thread", c.next_id)
+            c.write({"id": c.next_id, "method": "thread/start", "params": {"cwd": None}})
+        else:
+            start_turn(c)
+
+    def start_turn(c: RawClient) -> None:
+        c.waiting, c.final, c.t0 = ("turn", c.next_id), "", now()
+        c.write({"id": c.next_id, "method": "turn/start",
+                 "params": {"threadId": c.thread_id, "input": [{"type": "text", "text": f"turn {c.turn_no}"}]}})
+
+    sel = selectors.DefaultSelector()
+    left = {id(c): n for c in raws}
+    for c in raws:
+        c.turn_no = first
+        sel.register(c.fd, selectors.EVENT_READ, c)
+        begin(c)
+    running = len(raws)
+    try:
+        while running:
+            for key, _ in sel.select():
+                c = key.data
+                c.read()
+                while (msg := c.next_message()) is not None:
+                    kind, rid = c.waiting or ("", -1)
+                    if kind == "thread" and msg.get("id") == rid:
+                        c.thread_id = msg["result"]["thread"]["id"]
+                        c.next_id += 1
+                        start_turn(c)
+                    elif kind == "turn" and msg.get("method") == "item/completed":
+                        if msg["params"]["item"].get("type") == "agentMessage":
+                            c.final = msg["params"]["item"].get("text", "")
+                    elif (kind == "turn" and msg.get("method") == "turn/completed"
+                          and msg["params"].get("threadId") == c.thread_id):
+                        tally.add("raw", now() - c.t0, c.final, c.turn_no % THREAD_EVERY != 0)
+                        c.waiting = None
+                        c.turn_no += 1
+                        left[id(c)] -= 1
+                        if left[id(c)]:
+                            begin(c)
+                        else:
+                            running -= 1
+    finally:
+        sel.close()
+
+
+def eight(turns: int, channels: int = CHANNELS) -> dict[str, Any]:
+    """``channels`` channels per side at once, alternated block by block."""
+    import trio
+
+    from codexrt import RuntimeConfig, open_runtime
+
+    s = Setup()
+    tally = Tally()
+    names = [f"c{k}" for k in range(channels)]
+    raws = [RawClient(s) for _ in names]
+    serve = ServeHost(s)
+    done = {"raw": 0, "lib": 0, "serve": 0}  # turns run per channel, per side
+
+    def raw_block(n: int) -> None:
+        _raw_block(raws, done["raw"], n, tally)
+        done["raw"] += n
+
+    def serve_block(n: int) -> None:
+        left = {c: n for c in names}
+
+        def turn_of(c: str) -> None:
+            i = done["serve"] + n - left[c]
+            serve.send(c, f"turn {i}", i % THREAD_EVERY == 0)
+
+        for c in names:
+            turn_of(c)
+        running = len(names)
+        while running:
+            c, secs, final = serve.reply()
+            i = done["serve"] + n - left[c]
+            tally.add("serve", secs, final, i % THREAD_EVERY != 0)
+            left[c] -= 1
+            if left[c]:
+                turn_of(c)
+            else:
+                running -= 1
+        done["serve"] += n
+
+    try:
+        async def main() -> None:
+            cfg = RuntimeConfig(codex_bin=s.binary, env=s.env, cwd=str(s.cwd))
+            async with trio.open_nursery() as keep:
+                rts: list[Any] = []
+                ready = trio.Event()
+                close = trio.Event()
+
+                async def hold() -> None:
+                    async with open_runtime(cfg) as rt:
+                        rts.append(rt)
+                        if len(rts) == channels:
+                            ready.set()
+                        await close.wait()
+
+                for _ in names:
+                    keep.start_soon(hold)
+                await ready.wait()
+                tids: list[str | None] = [None] * channels
+
+                async def lib_channel(k: int, n: int) -> None:
+                    for j in range(n):
+                        i = done["lib"] + j
+                        new = i % THREAD_EVERY == 0
+                        t0 = now()
+                        op = rts[k].send(f"turn {i}", thread_id=None if new else tids[k])
+                        async for _ev in op.events():
+                            pass
+                        res = await op.wait()
+                        tally.add("lib", now() - t0, res.final_text or "", not new and res.status == "completed")
+                        tids[k] = res.thread_id
+
+                while done["raw"] < turns:
+                    n = min(BLOCK, turns - done["raw"])
+                    raw_block(n)
+                    async with trio.open_nursery() as block:
+                        for k in range(channels):
+                            block.start_soon(lib_channel, k, n)
+                    done["lib"] += n
+                    serve_block(n)
+                close.set()
+
+        trio.run(main)
+    finally:
+        for c in raws:
+            c.close()
+        serve.close()
+        s.close()
+    return {"channels": channels, "turns_per_channel": turns, **tally.result()}
+
+
+WORKERS: dict[str, Callable[[int], dict[str, Any]]] = {"one": one, "eight": eight}
+
+if __name__ == "__main__":
+    emit(WORKERS[sys.argv[1]](int(sys.argv[2])))
+    os._exit(0)

@@ -1,0 +1,49 @@
+"""``serve`` never writes a line nested deeper than it accepts on its own input (issue 35):
+the app-server may nest 128 levels (R-WIRE-5's bound); a host must not have to accept more than
+the 64 levels serve accepts from it. A deep notification is forwarded as a ``protocolError``
+event naming the event it stands for; a deep answer to a read is a ``PROTOCOL_ERROR`` reply
+to the same id. Every line the host sees fits the shipped schema (the ``Wire`` harness checks).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from codexrt import RuntimeConfig
+from codexrt._serve._codec import MAX_COMMAND_DEPTH
+from codexrt._serve._daemon import DaemonConfig
+from codexrt._sansio._wire import json_depth_exceeds
+from tests._support import MemoryPeers
+from tests.trio.test_serve_bounds import Wire
+
+
+def _nested(n: int) -> str:
+    return "[" * n + "]" * n
+
+
+DEEP_NOTE = '{"method":"x/deep","params":{"v":' + _nested(100) + '}}\n'
+SCENARIO = {"name": "deep-to-host", "defaults": True, "rules": [
+    {"match": {"method": "model/list"}, "actions": [{"raw": DEEP_NOTE}, {"default": True}]},
+    {"match": {"method": "thread/read"},
+     "actions": [{"raw": '{"id":$id,"result":{"thread":{"id":"t","turns":' + _nested(100) + '}}}\n'}]},
+]}
+
+
+async def test_issue_35_serve_forwards_nothing_deeper_than_it_accepts(nursery: Any) -> None:
+    peers = MemoryPeers(nursery)
+    wire = await Wire(DaemonConfig(runtime=RuntimeConfig(transports=[peers.factory(SCENARIO)]),
+                                   idle_timeout=None)).start(nursery)
+    seen: list[dict[str, Any]] = []
+    mid = await wire.send("codex.listModels", {"channelId": "c"})
+    reply = await wire.wait_for(lambda l: seen.append(l) or (l.get("type") == "response" and l["id"] == mid))
+    assert reply["ok"], reply
+    rid = await wire.send("codex.readThread", {"channelId": "c", "threadId": "t"})
+    deep_reply = await wire.wait_for(lambda l: seen.append(l) or (l.get("type") == "response" and l["id"] == rid))
+    assert deep_reply["ok"] is False and deep_reply["error"]["code"] == "PROTOCOL_ERROR"
+    assert deep_reply["error"]["details"]["maxDepth"] == MAX_COMMAND_DEPTH
+    await wire.to_send.aclose()
+    lines = seen + await wire.read_to_end()
+    stand_ins = [l for l in lines if l.get("kind") == "protocolError" and l["payload"].get("kind") == "nativeNotification"]
+    assert stand_ins and "deeper than 64" in stand_ins[0]["payload"]["reason"]
+    assert not any(json_depth_exceeds(json.dumps(l).encode(), MAX_COMMAND_DEPTH) for l in lines)
