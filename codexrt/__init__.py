@@ -54,6 +54,7 @@ from codexrt._sansio._errors import (
     InvalidParams,
     InvalidTextElements,
     LocalProtocolError,
+    NotLoggedIn,
     NotARegularFile,
     NotApplied,
     NotStarted,
@@ -126,6 +127,9 @@ if TYPE_CHECKING:  # the lazy names, for type checkers (``X as X``: explicitly r
     )
     from codexrt._payloads import (
         AGENT_TEXT as AGENT_TEXT,
+        Decision as Decision,
+        Event as Event,
+        EventKind as EventKind,
         payload as payload,
     )
     from codexrt._io._transport import (
@@ -241,6 +245,9 @@ _CORE = {  # in ``__all__``'s order
     "open_runtime": "codexrt._runtime._runtime",
     "payload": "codexrt._payloads",
     "AGENT_TEXT": "codexrt._payloads",
+    "Decision": "codexrt._payloads",
+    "Event": "codexrt._payloads",
+    "EventKind": "codexrt._payloads",
     "spawn_process_transport": "codexrt._io._transport",
 }
 
@@ -351,6 +358,7 @@ __all__ = [
     "InvalidTextElements",
     "LocalProtocolError",
     "NotARegularFile",
+    "NotLoggedIn",
     "NotApplied",
     "NotStarted",
     "OperationCancelled",

@@ -25,16 +25,17 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import contextlib
 import logging
 import threading
 import time
-from typing import Any, AsyncContextManager, Awaitable, Callable, Generic, TypeVar
+from typing import Any, AsyncContextManager, Awaitable, Callable, Generic, Iterator, TypeVar
 
 import trio
 
 from codexrt._sansio._errors import BusyResourceError, ClosedError, RpcTimeout
 
-__all__ = ["Portal", "StreamPump", "WAIT_SLICE"]
+__all__ = ["CallerHost", "Portal", "StreamPump", "WAIT_SLICE"]
 
 log = logging.getLogger("codexrt.blocking")
 
@@ -192,13 +193,24 @@ class Portal(Generic[R]):
             except ClosedError:
                 pass
 
-    def wait(self, fut: concurrent.futures.Future, timeout: float | None) -> Any:
+    def wait(self, fut: concurrent.futures.Future, timeout: float | None, host: "CallerHost | None" = None) -> Any:
         """Wait for ``fut`` in :data:`WAIT_SLICE` slices (so KeyboardInterrupt is delivered
-        promptly). Raises :class:`TimeoutError` (builtin) when ``timeout`` runs out."""
+        promptly). Raises :class:`TimeoutError` (builtin) when ``timeout`` runs out. With
+        ``host``, the jobs posted to it meanwhile run here, in the waiting thread."""
+        if host is None:
+            return self._wait(fut, timeout, None)
+        fut.add_done_callback(lambda _f: host.wake())
+        with host.waiting():
+            return self._wait(fut, timeout, host)
+
+    def _wait(self, fut: concurrent.futures.Future, timeout: float | None, host: "CallerHost | None") -> Any:
         deadline = None if timeout is None else _now() + timeout
         while True:
             slice_ = WAIT_SLICE if deadline is None else max(0.0, min(WAIT_SLICE, deadline - _now()))
-            concurrent.futures.wait([fut], timeout=slice_)
+            if host is None:
+                concurrent.futures.wait([fut], timeout=slice_)
+            else:
+                host.wait_and_run(slice_)
             if fut.done():
                 return fut.result()
             if deadline is not None and _now() >= deadline:
@@ -304,12 +316,33 @@ class StreamPump:
                     self._error = ClosedError("the blocking runtime was closed")
                     self._cond.notify()
 
-    def get(self, deadline: float | None) -> Any:
+    def get(self, deadline: float | None, host: "CallerHost | None" = None) -> Any:
         """The next event, None at the end; waits in :data:`WAIT_SLICE` slices (so
         KeyboardInterrupt is delivered promptly). Raises :class:`TimeoutError` (builtin) at
-        ``deadline``, :class:`ClosedError` when the Trio thread is gone."""
+        ``deadline``, :class:`ClosedError` when the Trio thread is gone. With ``host``, the jobs
+        posted to it meanwhile run here, in the waiting thread (outside the lock)."""
+        if host is None:
+            return self._get(deadline)
+        notify = self._notify
+        with host.waiting(notify):
+            while True:
+                host.run_pending()
+                try:
+                    return self._get(min(deadline, _now() + WAIT_SLICE) if deadline is not None else
+                                     _now() + WAIT_SLICE, wake=host)
+                except TimeoutError:
+                    if deadline is not None and _now() >= deadline:
+                        raise
+
+    def _notify(self) -> None:
+        with self._cond:
+            self._cond.notify()
+
+    def _get(self, deadline: float | None, wake: "CallerHost | None" = None) -> Any:
         with self._cond:
             while not self._q:
+                if wake is not None and wake.pending():
+                    raise TimeoutError  # not the end: the caller runs its host's jobs, then asks again
                 if self._ended:
                     if self._error is not None:
                         raise self._error
@@ -328,3 +361,65 @@ class StreamPump:
                 except ClosedError:
                     pass
             return ev
+
+
+class CallerHost:
+    """Runs jobs from the Trio thread *in a caller's thread* while that caller waits in
+    :meth:`Portal.wait` or :meth:`StreamPump.get` — so what a job does happens where the caller
+    is: an approval callback's ``print()`` reaches the notebook cell that runs the turn, its
+    ``input()`` is asked there, and context variables of the caller are set. :meth:`post`
+    returns False when nobody waits (the job is then the poster's to run elsewhere)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._jobs: collections.deque[Callable[[], None]] = collections.deque()
+        self._event = threading.Event()
+        self._waiters = 0
+        self._notifiers: list[Callable[[], None]] = []
+
+    @contextlib.contextmanager
+    def waiting(self, notify: Callable[[], None] | None = None) -> Iterator[None]:
+        with self._lock:
+            self._waiters += 1
+            if notify is not None:
+                self._notifiers.append(notify)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._waiters -= 1
+                if notify is not None:
+                    self._notifiers.remove(notify)
+
+    def post(self, job: Callable[[], None]) -> bool:
+        """Queue ``job`` for the waiting caller (any thread); False when nobody waits."""
+        with self._lock:
+            if not self._waiters:
+                return False
+            self._jobs.append(job)
+            notifiers = list(self._notifiers)
+        self.wake()
+        for notify in notifiers:
+            notify()
+        return True
+
+    def pending(self) -> bool:
+        with self._lock:
+            return bool(self._jobs)
+
+    def wake(self) -> None:
+        self._event.set()
+
+    def wait_and_run(self, timeout: float) -> None:
+        """Wait up to ``timeout`` for a job or a :meth:`wake`, then run the queued jobs."""
+        self._event.wait(timeout)
+        self._event.clear()
+        self.run_pending()
+
+    def run_pending(self) -> None:
+        while True:
+            with self._lock:
+                if not self._jobs:
+                    return
+                job = self._jobs.popleft()
+            job()

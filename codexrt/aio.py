@@ -38,7 +38,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Sequence, TypeVar, U
 import trio
 
 from codexrt._sansio._errors import ClosedError, ConfigError
-from codexrt._runtime._events import CodexEvent, EventStream
+from codexrt._runtime._events import CodexEvent, Event, EventStream
 from codexrt._runtime._options import RuntimeOptions
 from codexrt._runtime._runtime import Interaction, Operation, OperationResult, Runtime, RuntimeConfig
 from codexrt._runtime._runtime import open_runtime as _trio_open_runtime
@@ -254,7 +254,7 @@ class AioEventStream:
     def __aiter__(self) -> "AioEventStream":
         return self
 
-    async def __anext__(self) -> CodexEvent:
+    async def __anext__(self) -> Event:
         if not self._started:
             self._started = True
             stream = await asyncio.shield(self._stream_fut)
@@ -270,7 +270,7 @@ class AioEventStream:
                 await self._waiter
             finally:
                 self._waiter = None
-        ev = self._buf.popleft()
+        ev: Event = self._buf.popleft()  # type: ignore[assignment]  # Event is CodexEvent at run time
         room = self._room
         if room is not None and len(self._buf) <= _HIGH_WATER // 2:
             self._room = None

@@ -1,3 +1,4 @@
+# size: the public blocking facade (one module users import) with its approval bridge: the policies, the callback host that runs a callback where the caller waits, and the facade classes share the portal and ApprovalRequest; a split would move public names.
 """A blocking facade over the Trio runtime, for scripts, notebooks and asyncio code.
 
 Why it exists
@@ -28,6 +29,8 @@ Waits and interrupts
 --------------------
 * Waiting on a future happens in slices of :data:`codexrt._portal.WAIT_SLICE` seconds, so ``Ctrl+C`` (a
   notebook's *interrupt kernel*) is delivered promptly on every platform.
+* Cancelling an awaited ``asend()`` (a timeout around it, a cancelled task, a notebook's
+  *interrupt*) stops the turn the same way before the cancellation goes on.
 * A ``KeyboardInterrupt`` while waiting for a turn (``send``, iterating ``stream``, ``wait``)
   stops that turn (R-OP-5: ``turn/interrupt``, or a local cancel when it never started), waits
   for its terminal within the runtime's stop budget, and re-raises. A second one during that
@@ -46,9 +49,13 @@ overridable per send, and run as the runtime's own interaction policy
 (``Runtime.set_interaction_policy``; replies are validated and sent by the runtime): ``"decline"`` (the default — approvals are never granted by default),
 ``"cancel"``, ``"accept"`` / ``"acceptForSession"`` (explicit opt-ins), ``"manual"`` (leave the
 request pending: answer it yourself with :meth:`BlockingRuntime.respond`, e.g. while iterating a
-stream), or a **callable** ``(ApprovalRequest) -> decision`` that runs in its own worker thread,
-so it may block on ``input()`` without stalling the runtime; a request resolved meanwhile (turn
-interrupted, answered elsewhere) abandons it. A callback that raises declines. The decisions
+stream), or a **callable** ``(ApprovalRequest) -> decision``. The callable runs where the turn's
+caller is: in the thread blocked in ``send()``/``wait()``/iterating the operation, or on the
+asyncio loop awaiting ``asend()`` (with that task's context) — so in a notebook its ``print()``
+and ``input()`` belong to the cell that runs the turn, even for a runtime made in an earlier
+cell — and in a worker thread when nobody waits. It may block on ``input()`` without stalling
+the runtime (the reader never waits for it); a request resolved meanwhile (turn interrupted,
+answered elsewhere) abandons it. A callback that raises declines. The decisions
 are the runtime's own vocabulary (``Interaction.answer``, ``codexrt.DECISIONS``).
 
 Closing
@@ -62,16 +69,17 @@ reference to the facade object, so dropping the last reference is enough.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import logging
 import threading
 import weakref
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Mapping, TypedDict, Union, Unpack
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Literal, Mapping, TypedDict, Union, Unpack
 
 import attrs
 import trio
 
-from codexrt._portal import Portal, StreamPump, _now
+from codexrt._portal import CallerHost, Portal, StreamPump, _now
 from codexrt._sansio._errors import (
     BusyResourceError,
     ClosedError,
@@ -81,7 +89,8 @@ from codexrt._sansio._errors import (
     RpcTimeout,
     TurnTimeout,
 )
-from codexrt._runtime._events import CodexEvent
+from codexrt._runtime._event_types import Decision
+from codexrt._runtime._events import CodexEvent, Event
 from codexrt._runtime._runtime import Interaction, Operation, OperationResult, Runtime, RuntimeConfig, open_runtime
 from codexrt._runtime._options import RuntimeOptions
 from codexrt._sansio._methods import (
@@ -117,7 +126,9 @@ _CLOSE_MARGIN = 30.0
 #: JSON-RPC error code codexrt uses to refuse a server request that has no "decline" result.
 DECLINED_RPC_CODE = REFUSAL_CODE
 
-ApprovalPolicy = Union[str, Callable[["ApprovalRequest"], Any]]
+#: A named policy, or a callback returning the decision (a full result dict, or None: decline).
+ApprovalPolicy = Union[Decision, Literal["manual"],
+                       Callable[["ApprovalRequest"], Union[Decision, dict[str, Any], None]]]
 
 
 class SendOptions(TypedDict, total=False):
@@ -231,22 +242,25 @@ class _Approvals:
 
     def __init__(self, default: ApprovalPolicy) -> None:
         self.default = default
-        self._per_op: dict[str, tuple[Operation, ApprovalPolicy]] = {}
+        self._per_op: dict[str, tuple[Operation, ApprovalPolicy | None, CallerHost | None]] = {}
 
-    def set_for(self, op: Operation, policy: ApprovalPolicy) -> None:
-        """Use ``policy`` for the interactions of ``op`` (forgotten once it has ended)."""
-        for op_id in [k for k, (o, _) in self._per_op.items() if o.terminal]:
+    def set_for(self, op: Operation, policy: ApprovalPolicy | None, host: CallerHost | None = None) -> None:
+        """Use ``policy`` (None: the default) for the interactions of ``op``, and run a
+        callback on ``host`` (the thread or loop that waits for ``op``) when it can; forgotten
+        once ``op`` has ended."""
+        for op_id in [k for k, (o, _p, _h) in self._per_op.items() if o.terminal]:
             del self._per_op[op_id]
-        self._per_op[op.id] = (op, policy)
+        self._per_op[op.id] = (op, policy, host)
 
     async def __call__(self, inter: Interaction) -> Any:
         entry = self._per_op.get(inter.operation_id or "")
-        policy = entry[1] if entry is not None else self.default
+        policy = entry[1] if entry is not None and entry[1] is not None else self.default
+        host = entry[2] if entry is not None else None
         if policy == "manual":
             return None  # left pending for BlockingRuntime.respond
         decision: Any = policy
         if callable(policy):
-            box = await _ask(policy, inter)
+            box = await _ask(policy, inter, host)
             if not box:
                 return None  # resolved, expired or answered meanwhile
             decision = box[0]
@@ -266,15 +280,21 @@ class _Approvals:
         return None
 
 
-async def _ask(policy: Callable[[ApprovalRequest], Any], inter: Interaction) -> list[Any]:
-    """The callback's decision, in a worker thread (it may block on ``input()``); abandoned
+async def _ask(policy: Callable[[ApprovalRequest], Any], inter: Interaction,
+               host: CallerHost | None = None) -> list[Any]:
+    """The callback's decision (it may block on ``input()``): run by ``host`` — the thread or
+    asyncio loop waiting for the operation, so its ``print()`` and ``input()`` happen where the
+    caller is (a notebook cell) — or, when nothing waits there, in a worker thread. Abandoned
     (empty list) when the interaction settles first. A callback that raises declines."""
     request = ApprovalRequest.from_interaction(inter)
     box: list[Any] = []
     async with trio.open_nursery() as n:
         async def ask() -> None:
             try:
-                box.append(await trio.to_thread.run_sync(functools.partial(policy, request), abandon_on_cancel=True))
+                got = await _on_host(host, functools.partial(policy, request))
+                if got is None:
+                    got = [await trio.to_thread.run_sync(functools.partial(policy, request), abandon_on_cancel=True)]
+                box.extend(got)
             except Exception:  # noqa: BLE001 - a broken callback declines, never grants
                 log.exception("approval callback failed; declining %s", inter.method)
                 box.append("decline")
@@ -289,6 +309,61 @@ async def _ask(policy: Callable[[ApprovalRequest], Any], inter: Interaction) -> 
     return box
 
 
+async def _on_host(host: CallerHost | None, fn: Callable[[], Any]) -> list[Any] | None:
+    """``[fn()]`` run by ``host`` (raising what it raised), or None when ``host`` has nobody
+    waiting to run it. Cancelling abandons it: a job not started yet is skipped."""
+    if host is None:
+        return None
+    token = trio.lowlevel.current_trio_token()
+    done = trio.Event()
+    out: list[tuple[bool, Any]] = []
+    abandoned: list[bool] = []
+
+    def job() -> None:
+        if abandoned:
+            return
+        try:
+            out.append((True, fn()))
+        except Exception as exc:  # noqa: BLE001 - handed back to the Trio side
+            out.append((False, exc))
+        finally:  # a KeyboardInterrupt goes on to the waiting caller, which stops the turn
+            try:
+                token.run_sync_soon(done.set)
+            except trio.RunFinishedError:
+                pass
+
+    if not host.post(job):
+        return None
+    try:
+        await done.wait()
+    except trio.Cancelled:
+        abandoned.append(True)
+        raise
+    if not out:
+        return []  # interrupted in the caller's thread: no decision
+    ok, value = out[0]
+    if not ok:
+        raise value
+    return [value]
+
+
+class _LoopHost(CallerHost):
+    """Runs jobs on an asyncio loop's thread (``asend``: the loop awaits a worker thread, so
+    the loop itself is where the caller is)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__()
+        self.loop = loop
+        self.context = contextvars.copy_context()  # the awaiting task's (a cell's) context
+
+    def post(self, job: Callable[[], None]) -> bool:
+        try:
+            self.loop.call_soon_threadsafe(job, context=self.context.copy())
+        except RuntimeError:  # the loop is closed
+            return False
+        return True
+
+
 # -- public facade -----------------------------------------------------------------------------
 
 
@@ -300,8 +375,11 @@ class BlockingOperation:
     thread may iterate at a time. Used as a context manager, leaving the block stops the
     operation if it has not ended."""
 
-    def __init__(self, owner: "BlockingRuntime", op: Operation, ident: tuple[str, str, str | None]) -> None:
+    def __init__(self, owner: "BlockingRuntime", op: Operation, ident: tuple[str, str, str | None],
+                 host: CallerHost | None = None) -> None:
         self._owner = owner
+        # Where approval callbacks of this operation run while a caller waits for it.
+        self._host = host if host is not None and not isinstance(host, _LoopHost) else None
         self._portal = owner._portal
         self._rt = owner.runtime
         self._op = op  # Trio-owned: read only through the portal
@@ -342,7 +420,7 @@ class BlockingOperation:
         """The terminal result, or None while running."""
         return self._portal.read(lambda: self._op.result)
 
-    def next_event(self, timeout: float | None = None) -> CodexEvent | None:
+    def next_event(self, timeout: float | None = None) -> Event | None:
         """The next event, or None once the operation ended and every event was read.
         ``timeout`` bounds this one wait (:class:`RpcTimeout`); no bound by default (see the
         module doc). KeyboardInterrupt stops the operation and re-raises."""
@@ -353,7 +431,7 @@ class BlockingOperation:
                 self._pump = StreamPump(lambda: self._op.stream, self._portal)
                 self._portal.start(self._pump.run)
             try:
-                return self._pump.get(None if timeout is None else _now() + timeout)
+                return self._pump.get(None if timeout is None else _now() + timeout, self._host)
             except TimeoutError:
                 raise RpcTimeout(f"waiting for the next event: nothing after {timeout:g}s") from None
             except KeyboardInterrupt:
@@ -362,7 +440,7 @@ class BlockingOperation:
         finally:
             self._iter_lock.release()
 
-    def __iter__(self) -> Iterator[CodexEvent]:
+    def __iter__(self) -> Iterator[Event]:
         while True:
             ev = self.next_event()
             if ev is None:
@@ -390,7 +468,7 @@ class BlockingOperation:
                  stop_on_timeout: bool = False) -> Any:
         fut, scopes = self._portal.start(afn)
         try:
-            return self._portal.wait(fut, timeout)
+            return self._portal.wait(fut, timeout, self._host)
         except TimeoutError:
             self._portal.cancel(scopes)
             if stop_on_timeout:
@@ -511,7 +589,18 @@ class BlockingRuntime:
                images: tuple[str, ...] | list[str] = (), additional_context: dict[str, Any] | None = None,
                ) -> BlockingOperation:
         """Queue a user message (R-OP-1) and return at once. ``thread_id=None`` starts a new
-        thread; ``approvals`` overrides the connection's policy for this operation."""
+        thread; ``approvals`` overrides the connection's policy for this operation. An approval
+        callback runs in the thread that waits for the operation (``wait``, iterating it,
+        ``send``) — where its ``print()`` and ``input()`` belong, e.g. the notebook cell that
+        runs the turn — and in a worker thread when none waits."""
+        return self._submit(text, CallerHost(), thread_id=thread_id, approvals=approvals, settings=settings,
+                            client_message_id=client_message_id, images=images,
+                            additional_context=additional_context)
+
+    def _submit(self, text: str, host: CallerHost, *, thread_id: str | None = None,
+                approvals: ApprovalPolicy | None = None, settings: Settings | None = None,
+                client_message_id: str | None = None, images: tuple[str, ...] | list[str] = (),
+                additional_context: dict[str, Any] | None = None) -> BlockingOperation:
         policy = _check_policy(approvals) if approvals is not None else None
         rt = self.runtime
 
@@ -520,19 +609,18 @@ class BlockingRuntime:
         def queue() -> Operation:
             op = rt.send(text, thread_id=thread_id, client_message_id=client_message_id, images=images,
                          additional_context=additional_context, settings=settings)
-            if policy is not None:
-                approvals.set_for(op, policy)
+            approvals.set_for(op, policy, host)
             return op
 
-        return self._operation(queue)
+        return self._operation(queue, host)
 
-    def _operation(self, start: Callable[[], Operation]) -> BlockingOperation:
+    def _operation(self, start: Callable[[], Operation], host: CallerHost | None = None) -> BlockingOperation:
         """Start an operation in the Trio thread; its identities come back with it."""
         def run() -> tuple[Operation, tuple[str, str, str | None]]:
             op = start()
             return op, (op.id, op.kind, op.client_message_id)
 
-        return BlockingOperation(self, *self._portal.run_sync(run))
+        return BlockingOperation(self, *self._portal.run_sync(run), host=host)
 
     def stream(self, text: str, **kwargs: Unpack[SendOptions]) -> BlockingOperation:
         """Like :meth:`submit`; named for ``for ev in rt.stream("…"):``."""
@@ -545,7 +633,10 @@ class BlockingRuntime:
         :class:`OperationResult` (``status`` is ``completed``, ``failed``, ``interrupted`` or
         ``cancelled``; ``final_text`` the last assistant message). ``on_event`` sees every
         event as it streams (in this thread). Waiting: see :meth:`BlockingOperation.wait`."""
-        op = self.submit(text, **kwargs)
+        return self._finish(self.submit(text, **kwargs), timeout, on_event)
+
+    def _finish(self, op: BlockingOperation, timeout: float | None,
+                on_event: Callable[[CodexEvent], Any] | None) -> OperationResult:
         if on_event is not None:
             deadline = None if timeout is None else _now() + timeout
             with op:
@@ -576,7 +667,7 @@ class BlockingRuntime:
         return self._portal.run_sync(
             lambda: [ApprovalRequest.from_interaction(i) for i in self.runtime.pending_interactions()])
 
-    def respond(self, request: ApprovalRequest | CodexEvent, decision: Any) -> None:
+    def respond(self, request: ApprovalRequest | CodexEvent, decision: Decision | dict[str, Any] | None) -> None:
         """Answer an approval yourself (``"accept"``, ``"acceptForSession"``, ``"decline"``,
         ``"cancel"`` or a full result dict). Refused answers raise :class:`InteractionError`
         (R-INT-1). Bounded by the RPC budget."""
@@ -644,15 +735,23 @@ class BlockingRuntime:
     async def asend(self, text: str, *, timeout: float | None = None,
                     on_event: Callable[[CodexEvent], Any] | None = None,
                     **kwargs: Unpack[SendOptions]) -> OperationResult:
-        """``await rt.asend("…")`` from asyncio code: :meth:`send` in a worker thread.
-        Cancelling the awaiting task does not stop the turn; call :meth:`abort` for that."""
-        return await asyncio.to_thread(functools.partial(self.send, text, timeout=timeout, on_event=on_event,
-                                                         **kwargs))
+        """``await rt.asend("…")`` from asyncio code: :meth:`send`, waited for in a worker thread.
+        Cancelling the awaiting task (a timeout around it, a notebook's *interrupt*) stops the
+        turn (R-OP-5), as ``Ctrl+C`` does for :meth:`send`, waits for it to settle (within the
+        stop budget) and re-raises. Approval callbacks run on the loop's thread, where the
+        awaiting code is (their ``print()`` reaches the cell that runs the turn)."""
+        host = _LoopHost(asyncio.get_running_loop())
+        op = await asyncio.to_thread(functools.partial(self._submit, text, host, **kwargs))
+        try:
+            return await asyncio.to_thread(self._finish, op, timeout, on_event)
+        except BaseException:  # cancelled or interrupted: the turn must not go on without us
+            await _settle_from_asyncio(op)
+            raise
 
     async def acall(self, method: str, params: Any = None, **kwargs: Any) -> Any:
         return await asyncio.to_thread(functools.partial(self.call, method, params, **kwargs))
 
-    async def astream(self, text: str, **kwargs: Unpack[SendOptions]) -> AsyncIterator[CodexEvent]:
+    async def astream(self, text: str, **kwargs: Unpack[SendOptions]) -> AsyncIterator[Event]:
         """``async for ev in rt.astream("…")`` from asyncio code."""
         op = await asyncio.to_thread(functools.partial(self.submit, text, **kwargs))
         while True:
@@ -665,7 +764,20 @@ class BlockingRuntime:
         await asyncio.to_thread(self.close)
 
 
-def _bounded_iter(op: BlockingOperation, deadline: float | None) -> Iterator[CodexEvent]:
+async def _settle_from_asyncio(op: BlockingOperation) -> None:
+    """Stop ``op`` and wait for its terminal (bounded by the stop budget) in a worker thread,
+    even if the awaiting task is cancelled again meanwhile."""
+    stop = asyncio.ensure_future(asyncio.to_thread(op._stop_and_settle))
+    while not stop.done():
+        try:
+            await asyncio.shield(stop)
+        except asyncio.CancelledError:
+            continue
+        except BaseException:  # noqa: BLE001 - the caller re-raises its own error
+            break
+
+
+def _bounded_iter(op: BlockingOperation, deadline: float | None) -> Iterator[Event]:
     while True:
         remaining = None if deadline is None else max(0.0, deadline - _now())
         try:

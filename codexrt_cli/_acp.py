@@ -19,7 +19,7 @@ import trio
 
 from codexrt import ConfigError
 from codexrt._acp._agent import AcpConfig, run_acp_agent
-from codexrt_cli._serve import (add_loopback_and_log_options, add_runtime_options, check_token, loopback_runtime,
+from codexrt_cli._serve import (add_loopback_and_log_options, add_runtime_options, check_token, loopback_runtime, missing_cwd,
                                 run_on_stdio, runtime_config_from_args)
 
 __all__ = ["add_parser", "run_acp"]
@@ -77,6 +77,8 @@ def _main(args: argparse.Namespace) -> int:
         if config.runtime.connect or config.runtime.access_mode == "managed":
             print("codexrt acp: --loopback cannot be combined with --connect or --access-mode managed",
                   file=sys.stderr)
+            return 2
+        if missing_cwd(args, "acp"):
             return 2
         with loopback_runtime(args, config.runtime, "acp") as runtime:
             return trio.run(run_acp, attrs.evolve(config, runtime=runtime))

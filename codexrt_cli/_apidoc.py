@@ -40,12 +40,20 @@ def _doc(obj: Any) -> str:
     return doc.strip()
 
 
+def _documented() -> set[str]:
+    """The names the documented modules export (a base among them documents its own members)."""
+    import importlib
+
+    return {name for mod in MODULES for name in getattr(importlib.import_module(mod), "__all__", ())}
+
+
 def _members(cls: type) -> list[tuple[str, Any]]:
     """Public methods and properties of ``cls``, with those of its private codexrt bases (the
     parts a class is assembled from, e.g. ``Runtime``'s); a public base documents its own."""
     out = []
     seen: set[str] = set()
-    parts = [k for k in cls.__mro__ if k is cls or (k.__name__.startswith("_") and k.__module__.startswith("codexrt"))]
+    parts = [k for k in cls.__mro__ if k is cls or (k.__module__.startswith("codexrt")
+                                                     and (k.__name__.startswith("_") or k.__name__ not in _documented()))]
     for name, value in [item for part in parts for item in vars(part).items()]:
         if name.startswith("_") or name in seen:
             continue

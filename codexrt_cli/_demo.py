@@ -30,6 +30,7 @@ import contextlib
 import os
 import sys
 import threading
+from pathlib import Path
 from typing import Any, Iterator
 
 from codexrt import CodexError, Settings
@@ -58,9 +59,34 @@ def find_codex_bin(explicit: str | None = None) -> str | None:
         from peer_fixtures.codex_bin import native_binary
 
         found = native_binary()
+    except ImportError:  # the test helpers are not on the path: look at the checkout's files
+        found = _checkout_pinned_cli()
     except Exception:  # noqa: BLE001 - no pinned binary: fall back to discovery
         found = None
     return str(found) if found is not None else None
+
+
+def _checkout_pinned_cli() -> Path | None:
+    """The native binary ``bash .ci/setup`` installed for the pinned version, when this module
+    runs from a source checkout; None otherwise (an installed wheel has no ``.ci`` beside it).
+    Judged by discovery itself (the npm launcher's platform binary), from the filesystem only."""
+    from codexrt import CodexError, discover_cli
+
+    root = Path(__file__).resolve().parent.parent
+    try:
+        version = (root / ".ci" / "codex-version").read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    launcher = root / ".cache" / f"codex-{version}" / "node_modules" / "@openai" / "codex" / "bin" / "codex.js"
+    if not launcher.is_file():
+        return None
+    try:
+        found = discover_cli(explicit=launcher, env={}, home=root, common_dirs=[], python_paths=[]).first
+    except CodexError:
+        return None
+    if found is None or not found.confirmed or found.native_path is None:
+        return None
+    return found.native_path if os.access(found.native_path, os.X_OK) else None
 
 
 @contextlib.contextmanager
@@ -156,14 +182,16 @@ def run_demo(*, yes: bool = False, codex_bin: str | None = None) -> int:
         with loopback_environment(codex_bin=codex_bin) as lb:
             mock_box.append(lb.mock)
             p.say("codexrt demo — the real `codex app-server`, supervised by codexrt, against a loopback model")
-            p.say(f"  codex:      {lb.codex_bin or '(discovery)'}")
-            p.say(f"  model:      {lb.mock.base_url} (scripted, loopback only)")
-            p.say(f"  CODEX_HOME: {lb.codex_home} (throw-away)")
-            p.say(f"  workspace:  {lb.workspace}")
             settings = Settings(approval_policy="untrusted", sandbox="read-only")
             # start=True: a missing or broken CLI is reported here, before any turn is shown.
             with codexrt.blocking.connect(lb.config, approvals=approve, settings=settings, start=True) as rt:
-                pid = rt.snapshot()["pid"]
+                snap = rt.snapshot()
+                pid = snap["pid"]
+                # The CLI that really started (discovery's pick, or the one chosen), by its path.
+                p.say(f"  codex:      {snap['cliPath'] or lb.codex_bin}")
+                p.say(f"  model:      {lb.mock.base_url} (scripted, loopback only)")
+                p.say(f"  CODEX_HOME: {lb.codex_home} (throw-away)")
+                p.say(f"  workspace:  {lb.workspace}")
                 # Turn 1: a streamed answer.
                 lb.mock.enqueue(Script.reply(ANSWER, deltas=16, delta_interval=0.04))
                 p.say(f"\n[1/2] you:   {QUESTION}")

@@ -128,8 +128,32 @@ def main(argv: list[str] | None = None) -> int:
     for handler in logging.getLogger().handlers:
         install_log_filter(handler)
     try:
-        return int(func(args) or 0)
-    except Exception:
+        status = int(func(args) or 0)
+        sys.stdout.flush()  # a closed pipe surfaces here, not in an "Exception ignored" at exit
+        return status
+    except Exception as exc:
+        if _only_broken_pipe(exc):
+            return _quiet_broken_pipe()
         # A bug: the traceback still goes to stderr (exit 1, like Python's own), but redacted.
         sys.stderr.write(process_redactor()(traceback.format_exc()))
         return 1
+
+
+def _only_broken_pipe(exc: BaseException) -> bool:
+    """stdout's reader went away (``codexrt threads --json | head -1``), possibly wrapped in a
+    Trio exception group."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_only_broken_pipe(e) for e in exc.exceptions)
+    return isinstance(exc, BrokenPipeError)
+
+
+def _quiet_broken_pipe() -> int:
+    """End as a pipeline's producer does when its reader left: no traceback, no second error
+    when Python flushes stdout at exit, status 128 + SIGPIPE."""
+    import os
+    import signal
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 128 + signal.SIGPIPE

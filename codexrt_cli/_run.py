@@ -138,6 +138,10 @@ def _main(args: argparse.Namespace) -> int:
             print(f"codexrt run: --skill needs NAME=PATH, got {spec!r}", file=sys.stderr)
             return 2
         skills.append({"name": name, "path": path})
+    if args.cwd and not os.path.isdir(args.cwd):
+        # Said before anything starts; the directory is never created (a typo must leave no trace).
+        print(f"codexrt run: --cwd {args.cwd!r} does not exist or is not a directory", file=sys.stderr)
+        return 2
     interactive = sys.stdin.isatty() and args.prompt not in (None, "-")
     approve = args.approve or ("ask" if interactive else "decline")
     if approve == "ask" and not sys.stdin.isatty():
@@ -287,7 +291,11 @@ class _Session:
             if isinstance(err, dict):  # a native error object: show its message, not a Python dict
                 err = err.get("message") or json.dumps(err, ensure_ascii=False)[:300]
             self.status.line(f"error: {err}")
-        elif ev.kind in ("runtimeFallback", "runtimeUnhealthy"):
+        elif ev.kind == "runtimeFallback":
+            failed = ev.payload.get("failed") or {}
+            self.status.line(f"warning: the Codex CLI {failed.get('candidate')} did not start "
+                             f"({str(failed.get('outcome'))[:300]}); trying {ev.payload.get('next')} instead")
+        elif ev.kind == "runtimeUnhealthy":
             self.status.line(f"{ev.kind}: {json.dumps(ev.payload)[:300]}")
 
     async def answer(self, inter: Interaction) -> None:

@@ -42,7 +42,7 @@ from codexrt._serve._daemon import DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_CHANNELS, 
 from codexrt import ConfigError, RuntimeConfig
 
 __all__ = ["add_parser", "add_runtime_options", "add_loopback_and_log_options", "runtime_config_from_args",
-           "check_token", "loopback_runtime", "run_on_stdio", "run_serve", "open_stdio"]
+           "check_token", "loopback_runtime", "missing_cwd", "run_on_stdio", "run_serve", "open_stdio"]
 
 log = logging.getLogger("codexrt.serve")
 
@@ -231,6 +231,8 @@ def _main(args: argparse.Namespace) -> int:
             print("codexrt serve: --loopback cannot be combined with --connect, --access-mode managed or inactive",
                   file=sys.stderr)
             return 2
+        if missing_cwd(args, "serve"):
+            return 2
         with loopback_runtime(args, config.runtime, "serve") as runtime:
             return trio.run(run_serve, attrs.evolve(config, runtime=runtime))
     return trio.run(run_serve, config)
@@ -317,6 +319,15 @@ def check_token(runtime: RuntimeConfig) -> None:
         from codexrt._serve._cli_support import read_token
 
         read_token(token_file=runtime.token_file, token_env=runtime.token_env)
+
+
+def missing_cwd(args: argparse.Namespace, command: str) -> bool:
+    """``--cwd`` names no directory: say so on stderr (the caller exits 2). Never created: a typo
+    leaves no directory behind (``--loopback`` would otherwise make it)."""
+    if args.cwd and not os.path.isdir(args.cwd):
+        print(f"codexrt {command}: --cwd {args.cwd!r} does not exist or is not a directory", file=sys.stderr)
+        return True
+    return False
 
 
 @contextlib.contextmanager

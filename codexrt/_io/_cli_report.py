@@ -19,7 +19,9 @@ from codexrt._io._cli_find import (INSTALL_COMMAND, INSTALL_URL, NEWEST_TESTED_C
 
 __all__ = [
     "Attempt",
+    "cause_hint",
     "format_unavailable",
+    "stderr_reason",
     "tested_range_warning",
     "unavailable_error",
     "update_hint",
@@ -37,10 +39,13 @@ class Attempt:
     returncode: int | None = None
     signal: int | None = None
     code: str | None = None  #: the error code of the failure, e.g. "CHILD_EXITED"
+    #: What the CLI itself said when it stopped (a redacted line of its stderr), if anything.
+    reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = self.candidate.to_dict()
-        d.update(outcome=self.outcome, exitCode=self.returncode, signal=self.signal, errorCode=self.code)
+        d.update(outcome=self.outcome, exitCode=self.returncode, signal=self.signal, errorCode=self.code,
+                 reason=self.reason)
         return d
 
 
@@ -48,6 +53,55 @@ def _set_codex_bin_help(platform: str) -> str:
     if platform == "win32":
         return 'setx CODEX_BIN "C:\\path\\to\\codex.exe"'
     return "export CODEX_BIN=/path/to/codex"
+
+
+#: A CLI's own start-up complaint that means "this release is too old (or too new) for the
+#: arguments codexrt gives it" — the one start-up failure an update fixes.
+_VERSION_CAUSE = re.compile(
+    r"unrecognized subcommand|unexpected argument|unknown (sub)?command|no such (sub)?command|"
+    r"unsupported protocol|requires a newer|newer version", re.I)
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_ERROR_LINE = re.compile(r"^(error|fatal)\b\s*[:\[]", re.I)  # ``Error: …`` (anyhow), ``error[E…]``, ``fatal: …``
+_FRAME = re.compile(r"^(\d+:\s|at\s|stack backtrace:?$|backtrace:?$)", re.I)
+_ERRORISH = re.compile(r"\b(error|fatal|failed|invalid|not supported|no longer supported|unknown|refused)\b", re.I)
+
+
+def stderr_reason(tail: Sequence[str] | None, limit: int = 300) -> str | None:
+    """The line of a CLI's (already redacted) stderr tail that says why it stopped: the last
+    ``Error: …`` line, else the last line that reads like an error, else the last non-empty
+    line — backtrace frames skipped, ANSI colours removed, cut at ``limit`` characters. None
+    for an empty tail."""
+    lines = [_ANSI.sub("", str(ln)).strip() for ln in (tail or [])]
+    # Backtrace frames (``6: <unknown>``, ``at src/main.rs:3``) and their heading say nothing.
+    lines = [ln for ln in lines if ln and not _FRAME.match(ln)]
+    if not lines:
+        return None
+    pick = (next((ln for ln in reversed(lines) if _ERROR_LINE.match(ln)), None)
+            or next((ln for ln in reversed(lines) if _ERRORISH.search(ln)), lines[-1]))
+    return pick if len(pick) <= limit else pick[: limit - 1] + "…"
+
+
+def cause_hint(attempt: Attempt | None, platform: str | None = None) -> str | None:
+    """A hint that fits how ``attempt`` ended, or None when the generic one should do: the
+    update hint only when the version is the cause (the CLI rejected codexrt's arguments, or
+    refused the handshake); the CLI's own complaint otherwise."""
+    if attempt is None:
+        return None
+    set_bin = _set_codex_bin_help(_norm_platform(platform))
+    reason = attempt.reason
+    if reason and _VERSION_CAUSE.search(reason):
+        return update_hint(platform)
+    if reason:
+        return (f"The Codex CLI stopped at start-up and said why: {reason!r}. Fix what it names (often a "
+                "setting in CODEX_HOME/config.toml) and try again; `codexrt doctor` shows which CLI is used, "
+                f"and CODEX_BIN chooses another ({set_bin}).")
+    if attempt.code == "INITIALIZE_FAILED" and "refused" in attempt.outcome:
+        return update_hint(platform)
+    if attempt.returncode is not None or attempt.signal is not None:
+        return ("The Codex CLI exited before the app-server handshake without saying why: check that it runs "
+                f"(`codexrt doctor` shows its path and version); reinstall it if it does not ({INSTALL_COMMAND}@latest "
+                f"or {INSTALL_URL}), or point CODEX_BIN at a working `codex` executable ({set_bin}).")
+    return None
 
 
 def _hint(result: DiscoveryResult, attempts: Sequence[Attempt], platform: str) -> str:
@@ -67,7 +121,7 @@ def _hint(result: DiscoveryResult, attempts: Sequence[Attempt], platform: str) -
             f"The npm package is missing its platform binary: reinstall it with {INSTALL_COMMAND}@latest "
             f"(no need to uninstall first), or point CODEX_BIN at a working `codex` executable ({set_bin})."
         )
-    return update_hint(platform)
+    return cause_hint(attempts[-1] if attempts else None, platform) or update_hint(platform)
 
 
 def _version_tuple(version: str) -> tuple[int, ...] | None:
@@ -104,8 +158,10 @@ def format_unavailable(
     attempts: Sequence[Attempt] = (),
     *,
     platform: str | None = None,
+    hint: str | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """The R-CLI-6 failure text and its machine-readable diagnostic.
+    """The R-CLI-6 failure text and its machine-readable diagnostic (``hint`` replaces the one
+    chosen from the attempts).
 
     The message starts with the canonical ``codex app-server exited (code=…, signal=…)`` of
     the last attempt whose child really ran and exited, and only then; when nothing could be spawned it
@@ -136,7 +192,7 @@ def format_unavailable(
         cand_rows.append(a.to_dict() if a else {**c.to_dict(), "outcome": outcome})
     for r in result.rejected:
         lines.append(f"  - {r.path} [{r.source}, rejected]: {r.reason}")
-    hint = _hint(result, attempts, plat)
+    hint = hint or _hint(result, attempts, plat)
     lines.append(f"Hint: {hint}")
     mode = "notInstalled" if not result.candidates else "allCandidatesFailed"
     diag = {

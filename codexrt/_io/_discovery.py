@@ -83,7 +83,8 @@ from codexrt._io._cli_find import (
     discover_cli,
     platform_binary_spec,
 )
-from codexrt._io._cli_report import Attempt, format_unavailable, tested_range_warning, unavailable_error, update_hint
+from codexrt._io._cli_report import (Attempt, cause_hint, format_unavailable, stderr_reason, tested_range_warning,
+                                     unavailable_error, update_hint)
 from codexrt._io._cli_spawn import (
     ProbeResult,
     VersionInfo,
@@ -98,6 +99,8 @@ from codexrt._io._cli_spawn import (
 __all__ = [
     "Attempt",
     "Candidate",
+    "cause_hint",
+    "stderr_reason",
     "CandidateKind",
     "DiscoveryResult",
     "ProbeResult",

@@ -10,7 +10,7 @@ from typing import Any, Awaitable, Callable, Sequence
 import attrs
 import trio
 
-from codexrt._sansio._errors import DEFAULT_RPC_TIMEOUT, AccessInactive, BadEndpoint, BadProvider, CodexError
+from codexrt._sansio._errors import DEFAULT_RPC_TIMEOUT, AccessInactive, BadEndpoint, BadProvider, CodexError, ConfigError
 from codexrt._sansio._redact import looks_secret_name, secret_env_values
 from codexrt._sansio._settings import Settings
 from codexrt._sansio._wire import ClientInfo
@@ -24,9 +24,10 @@ TransportFactory = Callable[[], Awaitable[Transport]]
 class RuntimeConfig:
     """How to launch and talk to the app-server.
 
-    ``codex_bin`` is an explicit CLI path (else ``CODEX_BIN`` / ``CODEX_PATH`` /
+    ``codex_bin`` is an explicit CLI path, the only one tried when given (an unusable one is a
+    :class:`~codexrt.CliOverrideInvalid` naming it); else ``CODEX_BIN`` / ``CODEX_PATH`` /
     ``CODEX_CLI_PATH``, then ``PATH`` and the usual install places — see
-    ``docs/discovery.md``); every candidate found is a startup fallback (R-CLI-5).
+    ``docs/discovery.md`` — and every candidate found is a startup fallback (R-CLI-5).
     ``transports`` overrides launching entirely (in-memory peers, sockets): each factory is
     one startup candidate, tried in order. ``access_mode="inactive"`` never spawns (R-LC-3).
     """
@@ -160,8 +161,19 @@ class RuntimeConfig:
         from codexrt._io._discovery import discover_cli, spawn_command, unavailable_error
         from codexrt._runtime._launch import prepare_launch_env, provider_overrides
 
+        if self.cwd is not None and not os.path.isdir(self.cwd):
+            # Said before anything is spawned: a missing directory is not the CLI's fault.
+            raise ConfigError(
+                f"the working directory {self.cwd!r} does not exist or is not a directory: the app-server "
+                "is started there (give an existing directory as cwd)",
+                details={"field": "cwd", "path": self.cwd})
         base_env = dict(self.env if self.env is not None else os.environ)
         result = discover_cli(explicit=self.codex_bin, env=base_env, login_shell_path=login_shell_path)
+        if self.codex_bin:
+            # A CLI chosen explicitly is the only one tried: when it cannot start, the error
+            # names it (CliOverrideInvalid) instead of quietly running another one. Fallback
+            # stays among discovered candidates (R-CLI-5).
+            result = attrs.evolve(result, candidates=[c for c in result.candidates if c.source == "explicit"])
         if not result.candidates:
             raise unavailable_error(result)
         launch = self.launch_config(discovery=result)

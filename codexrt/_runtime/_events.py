@@ -17,7 +17,7 @@ append; the :class:`CodexEvent` is built when the consumer takes it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, Union
 
 import attrs
 import trio
@@ -25,7 +25,12 @@ import trio
 from codexrt._sansio._errors import BusyResourceError
 from codexrt._sansio._buffer import EventBuffer
 
-__all__ = ["CodexEvent", "EventStream", "DELTA_METHODS", "DROPPABLE_KINDS", "delta_key"]
+if TYPE_CHECKING:
+    from codexrt._runtime._event_types import (InteractionRequested, ItemEvent, ItemUpdated, NativeNotification,
+                                               OperationDone, OperationQueued, OtherKind, ProtocolError,
+                                               RuntimeStateChanged, ThreadStarted, TurnStarted)
+
+__all__ = ["CodexEvent", "Event", "EventStream", "DELTA_METHODS", "DROPPABLE_KINDS", "delta_key"]
 
 #: Native notifications whose ``delta`` text becomes ``itemUpdated``.
 DELTA_METHODS = frozenset(
@@ -85,6 +90,60 @@ class CodexEvent:
     @property
     def is_delta(self) -> bool:
         return self.kind == "itemUpdated" and isinstance(self.payload.get("delta"), str)
+
+
+if TYPE_CHECKING:
+    # Seen by checkers only: narrower ``kind`` and ``payload`` per kind (payload overrides the
+    # base's ``dict[str, Any]`` with a TypedDict, hence the ignores).
+    class ItemUpdatedEvent(CodexEvent):
+        kind: Literal["itemUpdated"]
+        payload: ItemUpdated  # type: ignore[assignment]
+
+    class ItemEventEvent(CodexEvent):
+        kind: Literal["itemStarted", "itemCompleted"]
+        payload: ItemEvent  # type: ignore[assignment]
+
+    class TurnStartedEvent(CodexEvent):
+        kind: Literal["turnStarted"]
+        payload: TurnStarted  # type: ignore[assignment]
+
+    class ThreadStartedEvent(CodexEvent):
+        kind: Literal["threadStarted"]
+        payload: ThreadStarted  # type: ignore[assignment]
+
+    class OperationQueuedEvent(CodexEvent):
+        kind: Literal["operationQueued"]
+        payload: OperationQueued  # type: ignore[assignment]
+
+    class OperationDoneEvent(CodexEvent):
+        kind: Literal["operationDone"]
+        payload: OperationDone  # type: ignore[assignment]
+
+    class InteractionRequestedEvent(CodexEvent):
+        kind: Literal["interactionRequested"]
+        payload: InteractionRequested  # type: ignore[assignment]
+
+    class RuntimeStateChangedEvent(CodexEvent):
+        kind: Literal["runtimeStateChanged"]
+        payload: RuntimeStateChanged  # type: ignore[assignment]
+
+    class ProtocolErrorEvent(CodexEvent):
+        kind: Literal["protocolError"]
+        payload: ProtocolError  # type: ignore[assignment]
+
+    class NativeNotificationEvent(CodexEvent):
+        kind: Literal["nativeNotification"]
+        payload: NativeNotification  # type: ignore[assignment]
+
+    class OtherEvent(CodexEvent):
+        kind: OtherKind
+
+    #: An event as a checker sees it: narrow it with ``ev.kind == "…"``.
+    Event = Union[ItemUpdatedEvent, ItemEventEvent, TurnStartedEvent, ThreadStartedEvent, OperationQueuedEvent,
+                  OperationDoneEvent, InteractionRequestedEvent, RuntimeStateChangedEvent, ProtocolErrorEvent,
+                  NativeNotificationEvent, OtherEvent]
+else:
+    Event = CodexEvent
 
 
 def _coalesce(prev: CodexEvent, new: CodexEvent) -> CodexEvent | None:
@@ -174,28 +233,28 @@ class EventStream:
     def closed(self) -> bool:
         return self._buf.closed
 
-    def get_nowait(self) -> CodexEvent | None:
-        return self._buf.get_nowait()
+    def get_nowait(self) -> Event | None:
+        return self._buf.get_nowait()  # type: ignore[return-value]  # Event is CodexEvent at run time
 
     def statistics(self) -> dict[str, Any]:
         return self._buf.statistics()
 
-    async def get(self) -> CodexEvent | None:
+    async def get(self) -> Event | None:
         """Next event, or None once closed and drained. Waits without a bound: the producer
         is the server's stream; closing the stream (operation terminal, runtime closed) ends it."""
         while True:
             ev = self._buf.get_nowait()
             if ev is not None:
-                return ev
+                return ev  # type: ignore[return-value]
             if self._buf.closed:
                 return None
             self._wakeup = trio.Event()
             await self._wakeup.wait()
 
-    def __aiter__(self) -> "EventStream":
+    def __aiter__(self) -> "EventStream":  # yields Event: narrow it with ``ev.kind == "…"``
         return self
 
-    async def __anext__(self) -> CodexEvent:
+    async def __anext__(self) -> Event:
         if self._iterating:
             raise BusyResourceError("another task is already iterating this event stream")
         self._iterating = True

@@ -64,7 +64,7 @@ import os
 import secrets
 import time
 import uuid
-from typing import Any, Awaitable, Callable, Iterable, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Mapping, Protocol
 
 import trio
 
@@ -111,6 +111,9 @@ from codexrt._sansio._states import (
     Machine,
 )
 from codexrt._sansio._wire import ServerRequest
+
+if TYPE_CHECKING:
+    from codexrt._runtime._event_types import Decision
 
 
 
@@ -258,7 +261,7 @@ class Interaction:
         """One human line: what is being asked (``run command: ls (in /repo)`` …)."""
         return describe_request(self.method, self.params)
 
-    def reply_for(self, decision: Any) -> tuple[str, Any]:
+    def reply_for(self, decision: Decision | Mapping[str, Any] | None) -> tuple[str, Any]:
         """What :meth:`answer` would send for ``decision`` (``"accept"``, ``"acceptForSession"``,
         ``"decline"``, ``"cancel"``, None = decline, or a full result dict): ``("result", result)``
         or ``("error", (code, message))``. Sends nothing; raises
@@ -266,7 +269,7 @@ class Interaction:
         (``accept`` of questions or a form: nothing is accepted without its data)."""
         return decision_reply(self.method, decision, self.params)
 
-    async def answer(self, decision: Any) -> None:
+    async def answer(self, decision: Decision | Mapping[str, Any] | None) -> None:
         """Answer with a named decision (see :meth:`reply_for`): a request without a declining
         result (questions, permissions, a dynamic tool) is declined with a JSON-RPC error."""
         how, value = self.reply_for(decision)

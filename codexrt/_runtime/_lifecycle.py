@@ -16,19 +16,29 @@ import trio
 from codexrt._connection import Connection, open_connection
 from codexrt._sansio._errors import (
     ChildExited,
+    CliOverrideInvalid,
     CliUnavailable,
     ClosedError,
     CodexError,
     LocalProtocolError,
+    NotLoggedIn,
+    RpcError,
+    RpcTimeout,
     child_exited_message,
 )
 from codexrt._sansio._states import RuntimeEvent, RuntimeState
+from codexrt._io._cli_report import stderr_reason
 from codexrt._io._transport import Transport
 from codexrt._runtime._interactions import SUPPORTED_SERVER_REQUESTS
 from codexrt._runtime._operations import STATUS_FAILED, ChildHandle
 from codexrt._runtime._config import TransportFactory
 
 log = logging.getLogger("codexrt.runtime")
+
+#: Variables that give the CLI an API key without a stored login (``codexrt doctor`` counts them too).
+_API_KEY_VARS = ("CODEX_API_KEY", "OPENAI_API_KEY")
+#: How long the start waits for ``account/read`` (the answer is local: no network is involved).
+_ACCOUNT_READ_TIMEOUT = 10.0
 
 
 class _Lifecycle:
@@ -129,6 +139,10 @@ class _Lifecycle:
         for index, (label, factory) in enumerate(candidates):
             if index > 0:
                 self._transition(RuntimeEvent.START, attempt=index + 1)
+                # Always visible (issue 33): a warning in the library's log as well as the event.
+                log.warning("the Codex CLI %s did not start (%s); trying the next one: %s (%d of %d)",
+                            attempts[-1]["candidate"], attempts[-1]["outcome"], self._redactor(label),
+                            index + 1, len(candidates))
                 self._publish(self._event("runtimeFallback", {
                     "failed": attempts[-1], "next": self._redactor(label), "attempt": index + 1,
                     "startupAttempts": len(candidates)}))
@@ -158,13 +172,18 @@ class _Lifecycle:
                 self._start_cancelled()
                 raise
             self._starting_conn = conn
+            login_error: NotLoggedIn | None = None
             try:
                 await conn.initialize()
+                login_error = await self._login_problem(conn)
             except CodexError as exc:
                 last_exc = exc
-                attempts.append({"candidate": self._redactor(label), "outcome": self._redactor(exc.message),
+                # What the CLI said on stderr as it stopped (already redacted by the connection).
+                reason = stderr_reason(exc.details.get("stderrTail") or conn.stderr_tail())
+                outcome = self._redactor(exc.message) + (f"; it said: {reason}" if reason else "")
+                attempts.append({"candidate": self._redactor(label), "outcome": outcome,
                                  "code": exc.code, "exitCode": getattr(exc, "returncode", None),
-                                 "signal": getattr(exc, "signal", None)})
+                                 "signal": getattr(exc, "signal", None), "reason": reason})
                 await conn.aclose()
                 continue
             except BaseException:
@@ -175,6 +194,13 @@ class _Lifecycle:
                 raise
             finally:
                 self._starting_conn = None
+            if login_error is not None:
+                # Not the CLI's fault: no other candidate would do better. Nothing was sent but the
+                # account question; the child goes, and the first operation fails now.
+                await conn.aclose()
+                self._transition(RuntimeEvent.FAULT, reason="not logged in")
+                self.last_error = login_error
+                raise login_error
             self.conn = conn
             self.cli_path = label
             self._transition(RuntimeEvent.INITIALIZED, pid=conn.pid)
@@ -198,8 +224,10 @@ class _Lifecycle:
         from codexrt._io._discovery import Attempt, format_unavailable, update_hint
 
         if discovery is not None:
-            tried = [Attempt(cand, a["outcome"], a.get("exitCode"), a.get("signal"), a.get("code"))
+            tried = [Attempt(cand, a["outcome"], a.get("exitCode"), a.get("signal"), a.get("code"), a.get("reason"))
                      for cand, a in zip(discovery.candidates, attempts)]
+            if self.config.codex_bin and tried:
+                return self._override_error(discovery, tried, attempts, last_exc)
             message, diag = format_unavailable(discovery, tried)
         else:
             exited = [a for a in attempts if a.get("exitCode") is not None or a.get("signal") is not None]
@@ -214,6 +242,60 @@ class _Lifecycle:
         diag["codexCliUnavailable"]["attempts"] = attempts
         diag["cause"] = last_exc.to_dict()
         return CliUnavailable(self._redactor(message), details=diag)
+
+    async def _login_problem(self, conn: Connection) -> NotLoggedIn | None:
+        """Ask the app-server for its account state before the first turn (``account/read``):
+        a :class:`NotLoggedIn` when it needs an OpenAI login and has none, so the first operation
+        fails within seconds instead of waiting out the server's network retries. Only for
+        ``cli_login`` access with a spawned child (managed access brings its own provider, an
+        attached server its own auth), and never when the child's environment carries an API key
+        variable. An old server without the method, a slow answer or an odd shape: no verdict
+        (None) — the turn then reports what it meets."""
+        cfg = self.config
+        if cfg.access_mode != "cli_login" or cfg.connect is not None or cfg.transports is not None:
+            return None
+        env = cfg.env if cfg.env is not None else os.environ
+        if any(env.get(name) for name in _API_KEY_VARS):
+            return None
+        try:
+            answer = await conn.call("account/read", {}, timeout=min(cfg.rpc_timeout, _ACCOUNT_READ_TIMEOUT))
+        except (RpcError, RpcTimeout) as exc:
+            log.debug("account/read gave no login verdict: %s", exc.message)
+            return None
+        if not isinstance(answer, dict) or answer.get("account") is not None or answer.get("requiresOpenaiAuth") is not True:
+            return None
+        home = env.get("CODEX_HOME") if cfg.codex_home is None else cfg.codex_home
+        where = f"CODEX_HOME {home}" if home else "CODEX_HOME (~/.codex)"
+        return NotLoggedIn(
+            f"the Codex CLI is not logged in ({where} has no login) and its model provider needs one. "
+            "Log in with `codex login` (ChatGPT) or `codex login --with-api-key` (an API key on stdin), "
+            "or choose managed access (RuntimeConfig(access_mode=\"managed\", ...)) or the bundled loopback "
+            "model (codexrt.loopback.open_loopback(), `codexrt run --loopback`)",
+            details={"account": None, "requiresOpenaiAuth": True, "codexHome": home},
+        )
+
+    def _override_error(self, discovery: Any, tried: list[Any], attempts: list[dict[str, Any]],
+                        last_exc: CodexError) -> CliOverrideInvalid:
+        """The explicitly chosen CLI (``codex_bin=``, ``--codex-bin``) did not start: the R-CLI-6
+        report (canonical prefix, its line with what it did and said) as a
+        :class:`CliOverrideInvalid`, with a hint fitting the cause. No other CLI was tried."""
+        from codexrt._io._discovery import cause_hint, format_unavailable
+
+        last = tried[-1]
+        path = self.config.codex_bin
+        said = f" It said why: {last.reason!r}." if last.reason else " It exited without saying why."
+        hint = cause_hint(last) if last.reason and "Update the Codex CLI" in (cause_hint(last) or "") else (
+            f"The CLI chosen explicitly ({path!r}) did not start as `codex app-server`.{said} Fix it, or choose "
+            "another (codex_bin= / --codex-bin), or leave it out to let codexrt search (`codexrt doctor` lists "
+            "what it would find): when a CLI is chosen, no other is tried.")
+        message, diag = format_unavailable(discovery, tried, hint=hint)
+        first, sep, rest = message.partition("\n")
+        head = first.split(": no usable Codex CLI", 1)[0]  # the canonical prefix (R-CLI-6) stays
+        message = f"{head}: the explicitly chosen CLI {path!r} cannot be used (no other is tried){sep}{rest}"
+        diag["codexCliUnavailable"].update(mode="overrideInvalid", source="explicit", path=path, reason=last.outcome,
+                                           attempts=attempts)
+        diag["cause"] = last_exc.to_dict()
+        return CliOverrideInvalid(self._redactor(message), details=diag)
 
     def _start_cancelled(self) -> None:
         """A start left half-way (cancelled, or a bug): back to STOPPED, nothing running."""

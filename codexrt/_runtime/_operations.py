@@ -256,7 +256,7 @@ class ChildHandle:
         return await call_read(self.connection, method, params, timeout=timeout)
 
 
-class _Operations:
+class RuntimeOperations:
     """Part of :class:`~codexrt._runtime._runtime.Runtime` (a mixin: the state it uses is set up in
     ``Runtime.__init__``)."""
 

@@ -80,7 +80,7 @@ from codexrt._runtime._interaction_glue import _InteractionGlue
 from codexrt._runtime._dispatch import _Dispatch
 from codexrt._runtime._stop import _StopPaths
 from codexrt._runtime._relations import _Relations
-from codexrt._runtime._operations import _Operations
+from codexrt._runtime._operations import RuntimeOperations
 
 __all__ = [
     "RuntimeConfig",
@@ -94,7 +94,7 @@ __all__ = [
 ]
 
 
-class Runtime(_Lifecycle, _Routing, _InteractionGlue, _Operations, _Dispatch, _StopPaths, _Relations):
+class Runtime(_Lifecycle, _Routing, _InteractionGlue, RuntimeOperations, _Dispatch, _StopPaths, _Relations):
     """Create with :func:`open_runtime`."""
 
     def __init__(self, config: RuntimeConfig, nursery: trio.Nursery) -> None:

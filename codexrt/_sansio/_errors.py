@@ -95,6 +95,7 @@ __all__ = [
     "ConfigError",
     "InteractionConfigError",
     "AccessInactive",
+    "NotLoggedIn",
     "BadEndpoint",
     "BadProvider",
     "BadToken",
@@ -510,6 +511,13 @@ class AccessInactive(ConfigError):
     """The access mode is ``inactive``: nothing that would start or reach a server runs."""
 
     code = "ACCESS_INACTIVE"
+
+
+class NotLoggedIn(ConfigError):
+    """The app-server needs an OpenAI login (``account/read``: no account, ``requiresOpenaiAuth``)
+    and has none: said before the first turn instead of waiting out the server's retries."""
+
+    code = "NOT_LOGGED_IN"
 
 
 class BadEndpoint(ConfigError):

@@ -30,11 +30,16 @@ from typing import Iterator
 import attrs
 
 from codexrt._runtime._runtime import RuntimeConfig
+from codexrt._sansio._errors import ConfigError
 from codexrt.loopback._home import codex_env, config_toml, make_codex_home
 from codexrt.loopback._model import MockResponsesServer, RecordedRequest, Script, parse_directives
 
 __all__ = ["open_loopback", "Loopback", "MockResponsesServer", "Script", "RecordedRequest", "make_codex_home",
            "codex_env", "config_toml", "parse_directives"]
+
+
+#: How many recent model requests :func:`open_loopback`'s model keeps in memory.
+KEEP_REQUESTS = 32
 
 
 @attrs.frozen
@@ -58,13 +63,21 @@ class Loopback:
 @contextlib.contextmanager
 def open_loopback(*, codex_bin: str | None = None, cwd: str | None = None) -> Iterator[Loopback]:
     """Start the loopback model and a throw-away ``CODEX_HOME`` (and a workspace, unless
-    ``cwd`` names one); stop the model and remove the temporary files on exit."""
+    ``cwd`` names one — an existing directory: a missing one is a ``ConfigError``, never
+    created); stop the model and remove the temporary files on exit. The model keeps only its
+    :data:`KEEP_REQUESTS` most recent requests in memory."""
+    if cwd is not None and not Path(cwd).is_dir():
+        # Never created on the user's filesystem: a typo must not leave a directory behind.
+        raise ConfigError(f"the working directory {cwd!r} does not exist or is not a directory",
+                          details={"field": "cwd", "path": str(cwd)})
     tmp = Path(tempfile.mkdtemp(prefix="codexrt-loopback-"))
     try:
-        with MockResponsesServer(log_path=tmp / "model-requests.jsonl") as model:
+        # Bounded memory for long sessions (serve --loopback): only the recent requests are kept
+        # in memory, and no request log is written (each body repeats the thread's history).
+        with MockResponsesServer(keep_requests=KEEP_REQUESTS) as model:
             home = make_codex_home(tmp / "codex-home", model.base_url)
             workspace = Path(cwd).resolve() if cwd else tmp / "workspace"
-            workspace.mkdir(parents=True, exist_ok=True)
+            workspace.mkdir(exist_ok=True)
             config = RuntimeConfig(codex_bin=codex_bin, codex_home=str(home), cwd=str(workspace),
                                    env=codex_env(home))
             yield Loopback(model, home, workspace, config, codex_bin)

@@ -572,10 +572,19 @@ class MockResponsesServer:
             assert len(mock.model_requests()) == 2
 
     ``log_path`` appends one JSON line per request (written when the request is answered).
+    ``keep_requests`` bounds the in-memory log to the most recent requests (each keeps its whole
+    body, the thread's history so far: a long session would otherwise grow without end);
+    ``None`` keeps every request, as tests that count them need. ``dropped_requests`` says how
+    many were let go.
     """
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0, log_path: str | os.PathLike[str] | None = None,
-                 hang_cap: float = HANG_CAP_S, require_bearer: str | None = None) -> None:
+                 hang_cap: float = HANG_CAP_S, require_bearer: str | None = None,
+                 keep_requests: int | None = None) -> None:
+        if keep_requests is not None and keep_requests < 1:
+            raise ValueError("keep_requests must be at least 1 (or None: keep every request)")
+        self.keep_requests = keep_requests
+        self.dropped_requests = 0
         if host not in ("127.0.0.1", "localhost", "::1"):
             raise ValueError("the mock only binds to loopback")
         #: When set, a model request without ``Authorization: Bearer <require_bearer>`` gets 401
@@ -698,6 +707,14 @@ class MockResponsesServer:
                               headers=_recorded_headers(h.headers), body=body, body_error=err)
         with self._lock:
             self._requests.append(rec)
+            if self.keep_requests is not None and len(self._requests) > self.keep_requests:
+                # Oldest first; one still being answered stays (its outcome is still to come).
+                extra = len(self._requests) - self.keep_requests
+                gone = [r for r in self._requests[:extra] if r.outcome is not None]
+                if gone:
+                    ids = {id(r) for r in gone}
+                    self._requests = [r for r in self._requests if id(r) not in ids]
+                    self.dropped_requests += len(gone)
             self._lock.notify_all()
         return rec
 

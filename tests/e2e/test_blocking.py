@@ -210,7 +210,9 @@ def _main_waits_in(thread_id: int, caller: str) -> bool:
     while frame is not None:
         names.append((frame.f_code.co_name, frame.f_code.co_filename))
         frame = frame.f_back
-    in_wait = any(n == "wait" and f.endswith(os.path.join("concurrent", "futures", "_base.py")) for n, f in names)
+    in_wait = any(n == "wait" and (f.endswith(os.path.join("concurrent", "futures", "_base.py"))
+                                   or f.endswith("threading.py"))  # a CallerHost's wait (approval callbacks)
+                  for n, f in names)
     return in_wait and any(n == caller for n, _ in names)
 
 

@@ -625,13 +625,14 @@ async def test_r_d_1_start_failure_is_a_failed_reply_not_a_crash(tmp_path):
     async with ServeProcess.open(tmp_path, "--codex-bin", fake_cli(tmp_path, "crash-before-ready")) as sp:
         reply = await sp.request("codex.send", {"channelId": "c", "message": "hi"})
         assert reply["ok"] is True and reply["result"]["status"] == "failed"
-        # R-CLI-6: one candidate too — its attempt, a hint, the diagnostic; the exit is the cause
+        # R-CLI-6: one candidate too — its attempt, a hint, the diagnostic; the exit is the cause.
+        # The CLI was chosen explicitly (--codex-bin): CliOverrideInvalid, a CliUnavailable (issue 33).
         error = reply["result"]["error"]
-        assert error["code"] == "CODEX_CLI_UNAVAILABLE" and error["details"]["cause"]["code"] == "CHILD_EXITED"
+        assert error["code"] == "CODEX_CLI_OVERRIDE_INVALID" and error["details"]["cause"]["code"] == "CHILD_EXITED"
         assert error["message"].startswith("codex app-server exited") and "Hint:" in error["message"]
         assert len(error["details"]["codexCliUnavailable"]["candidates"]) == 1
         read = await sp.request("codex.listModels", {"channelId": "c"})
-        assert read["ok"] is False and read["error"]["code"] == "CODEX_CLI_UNAVAILABLE"
+        assert read["ok"] is False and read["error"]["code"] == "CODEX_CLI_OVERRIDE_INVALID"
         assert await sp.finish() == 0
 
 

@@ -1,5 +1,7 @@
-"""Types a checker can use (issue 22): the typed example passes ``mypy --strict``, and three
-planted mistakes — an unknown keyword, a bad approval policy, a non-str message — each fail it.
+"""Types a checker can use (issues 22, 33): the typed example passes ``mypy --strict``, and each
+planted mistake fails it — an unknown keyword, a bad approval policy, a non-str message, a
+misspelt event kind, a misspelt payload key (after narrowing on the kind), an unknown decision —
+and no mypy message names a private class of codexrt.
 
 mypy runs on the example only (``--follow-imports=silent``: codexrt's own modules give types,
 their internals are not what is checked here), in a subprocess, with a cache in a temp dir.
@@ -7,6 +9,7 @@ their internals are not what is checked here), in a subprocess, with a cache in 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -43,8 +46,14 @@ def test_typed_example_passes_mypy_strict(mypy_cache: Path) -> None:
     ('rt.send(text)', 'rt.send(42)', 'Argument 1 to "send"'),
     ('connect(cwd=".", approvals', 'connect(cwdir=".", approvals', 'Unexpected keyword argument "cwdir"'),
     ('timeout=600, thread_id=None', 'timeout=600, thread=None', 'Unexpected keyword argument "thread"'),
+    # issue 33: the event's kind and payload, and the decision, are typed too
+    ('ev.kind == "itemUpdated" and', 'ev.kind == "itemUpdate" and', 'Non-overlapping equality check'),
+    ('print(ev.payload["delta"]', 'print(ev.payload["delat"]', 'TypedDict "ItemUpdated" has no key "delat"'),
+    ('    return "decline"', '    return "deny"', 'Incompatible return value type (got "Literal[\'deny\']"'),
+    ('.answer("decline")', '.answer("deny")', 'Argument 1 to "answer" of "Interaction"'),
 ], ids=["unknown-keyword", "bad-approval-policy", "non-str-message", "unknown-config-field",
-        "unknown-send-keyword"])
+        "unknown-send-keyword", "misspelt-kind", "misspelt-payload-key", "unknown-decision",
+        "unknown-decision-trio"])
 def test_planted_mistakes_fail_mypy_strict(tmp_path: Path, mypy_cache: Path, original: str, planted: str,
                                            error: str) -> None:
     src = EXAMPLE.read_text(encoding="utf-8")
@@ -54,3 +63,41 @@ def test_planted_mistakes_fail_mypy_strict(tmp_path: Path, mypy_cache: Path, ori
     proc = _mypy(bad, mypy_cache)
     assert proc.returncode != 0, f"mypy accepted {planted!r}"
     assert error in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize(("original", "planted"), [
+    ("rt.send(text)", 'rt.send(text, thread="t")'),
+    ('.answer("decline")', '.answer("deny")'),
+])
+def test_no_private_class_in_a_users_mypy_message(tmp_path: Path, mypy_cache: Path, original: str,
+                                                  planted: str) -> None:
+    """The Trio runtime's methods come from mixins: their names must read as public ones."""
+    src = EXAMPLE.read_text(encoding="utf-8")
+    trio_user = src + (
+        "\n\nasync def trio_user(text: str) -> None:\n"
+        "    async with codexrt.open_runtime() as rt:\n"
+        f"        {planted if planted.startswith('rt.') else 'rt.send(text)'}\n")
+    if not planted.startswith("rt."):
+        trio_user = trio_user.replace(original, planted, 1)
+    bad = tmp_path / "typed_script.py"
+    bad.write_text(trio_user, encoding="utf-8")
+    proc = _mypy(bad, mypy_cache)
+    assert proc.returncode != 0
+    assert not re.search(r'"_[A-Za-z]', proc.stdout), proc.stdout
+
+
+def test_event_kinds_are_the_serve_schemas() -> None:
+    """``codexrt.EventKind`` lists exactly the kinds the ``serve`` schema's ``eventKind`` names."""
+    import json
+    import typing
+
+    import codexrt
+
+    def flat(tp: object) -> set[str]:
+        out: set[str] = set()
+        for a in typing.get_args(tp):
+            out |= flat(a) if typing.get_args(a) else {a}  # type: ignore[arg-type]
+        return out
+
+    schema = json.loads((ROOT / "codexrt" / "_serve" / "daemon-protocol.schema.json").read_text(encoding="utf-8"))
+    assert flat(codexrt.EventKind) == set(schema["$defs"]["eventKind"]["enum"])

@@ -63,6 +63,7 @@ CODES: dict[str, str] = {
     "ConfigError": "CONFIG_ERROR",
     "InteractionConfigError": "CONFIG_ERROR",
     "AccessInactive": "ACCESS_INACTIVE",
+    "NotLoggedIn": "NOT_LOGGED_IN",
     "BadEndpoint": "BAD_ENDPOINT",
     "BadProvider": "BAD_PROVIDER",
     "BadToken": "BAD_TOKEN",
