@@ -69,6 +69,7 @@ reference to the facade object, so dropping the last reference is enough.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextvars
 import functools
 import logging
@@ -535,6 +536,12 @@ class BlockingRuntime:
             close_resource=lambda rt: rt.aclose(), start_timeout=start_timeout,
             close_timeout=config.stop_budget + _CLOSE_MARGIN, name="codexrt-blocking")
         self._finalizer = weakref.finalize(self, self._portal.close)
+        # At interpreter exit, close before the handlers registered earlier (atexit is LIFO).
+        # weakref.finalize's own exit hook is registered once per process, by the first finalizer
+        # ever made — since the redactor's secret holders, one made at import — and then ran too
+        # late: the running turn was no longer interrupted at exit (test_blocking's
+        # test_interpreter_exit_stops_the_turn_and_reaps_the_child). close() unregisters.
+        atexit.register(self._finalizer)
 
     def __repr__(self) -> str:
         rt = self._portal.resource
@@ -574,6 +581,7 @@ class BlockingRuntime:
     def close(self) -> None:
         """Stop the active turn (within the stop budget), cancel queued ones, reap the child,
         join the thread. Idempotent."""
+        atexit.unregister(self._finalizer)
         self._finalizer()
 
     def __enter__(self) -> "BlockingRuntime":

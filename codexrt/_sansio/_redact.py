@@ -489,8 +489,8 @@ def process_redactor() -> Redactor:
 
 #: Every logger codexrt and its CLI log to (a test checks the sources against this list).
 CODEXRT_LOGGERS = (
-    "codexrt", "codexrt.blocking", "codexrt.connection", "codexrt.daemon", "codexrt.discovery",
-    "codexrt.edits", "codexrt.helpers", "codexrt.history", "codexrt.launch", "codexrt.run",
+    "codexrt", "codexrt.acp", "codexrt.blocking", "codexrt.connection", "codexrt.daemon", "codexrt.discovery",
+    "codexrt.edits", "codexrt.helpers", "codexrt.history", "codexrt.launch", "codexrt.lines", "codexrt.run",
     "codexrt.reaper", "codexrt.runtime", "codexrt.serve", "codexrt.transport.ws",
 )
 

@@ -303,6 +303,8 @@ class DaemonCore:
         events = ch.events
         if events is None or events.closed:
             return
+        from codexrt._runtime._events import CodexEvent  # loaded already: the channel has a runtime
+
         token = next(self._marker_tokens)
         written = self._markers[token] = trio.Event()
         events.put(CodexEvent(_EVENTS_WRITTEN, {"token": token}))  # a plain payload, like any event's
