@@ -311,7 +311,7 @@ def __getattr__(name: str) -> object:
     import importlib
 
     value = getattr(importlib.import_module(module), name)
-    if name not in _UNADVERTISED:  # an unadvertised name stays out of dir(codexrt)'s globals
+    if name not in _UNADVERTISED:  # cached as a global (vars(codexrt)) only when advertised
         globals()[name] = value
     return value
 
