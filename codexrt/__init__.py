@@ -273,11 +273,14 @@ _LAZY = {
 }
 
 #: Plumbing that earlier versions exported (issue 33 curated the namespace). The rule for the rest:
-#: what a user calls, catches, configures or is handed by a public call (``rt.ensure_started()``'s
-#: ``Connection``, ``ProcessTransport.wait_exit()``'s ``ExitStatus``) is public; what only the
-#: runtime, ``serve`` or the CLI use is not. These still import from ``codexrt`` so existing code
-#: keeps running, but are not in ``__all__``, ``dir(codexrt)``, the API reference or a type
-#: checker's view. Each lives in the module named here; the CLI, ``serve`` and ``acp`` import them
+#: public is what a user calls, catches (every error class), configures, holds (``Runtime``, the
+#: ``Connection`` of ``rt.ensure_started()``, a reader, a ledger) or compares against (the state
+#: enums), and the results a user annotates most (``OperationResult``, ``Transcript``, the edit
+#: ledger's records…). Other values a public call returns (a catalog page, a transcript's records)
+#: are reachable through it and carry public-looking names, without a top-level name. What only the
+#: runtime, ``serve``, ``acp`` or the CLI use is not public. The names below still import from
+#: ``codexrt`` so existing code keeps running, but are not in ``__all__``, ``dir(codexrt)``, the
+#: API reference or a type checker's view. Each lives in the module named here; the CLI, ``serve`` and ``acp`` import them
 #: from there (the CLI through ``codexrt._serve._cli_support``).
 _UNADVERTISED = {
     # a connection over a transport of your own (a Runtime makes its own)

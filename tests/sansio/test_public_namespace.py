@@ -2,9 +2,9 @@
 name is a conscious choice made here, and the plumbing earlier versions exported stays
 importable without being advertised.
 
-The rule (``codexrt/__init__.py``): what a user calls, catches, configures or is handed by a
-public call is public — every error class among them, since hosts catch them by name; what only
-the runtime, ``serve``, ``acp`` or the CLI use is not. That no mypy message about a public name
+The rule (``codexrt/__init__.py``, above ``_UNADVERTISED``): public is what a user calls, catches
+(every error class: hosts catch them by name), configures, holds or compares against, and the
+results a user annotates most; what only the runtime, ``serve``, ``acp`` or the CLI use is not. That no mypy message about a public name
 shows a private class is checked in ``tests/e2e/test_typing.py``.
 """
 
