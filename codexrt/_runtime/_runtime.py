@@ -94,7 +94,8 @@ __all__ = [
 ]
 
 
-class Runtime(RuntimeLifecycle, RuntimeRouting, RuntimeInteractions, RuntimeOperations, RuntimeDispatch, RuntimeStops, RuntimeRelations):
+class Runtime(RuntimeLifecycle, RuntimeRouting, RuntimeInteractions, RuntimeOperations, RuntimeDispatch,
+              RuntimeStops, RuntimeRelations):
     """Create with :func:`open_runtime`."""
 
     def __init__(self, config: RuntimeConfig, nursery: trio.Nursery) -> None:
