@@ -95,13 +95,12 @@ from codexrt._version import __version__
 
 _install_log_filter()  # every codexrt logger redacts its records (docs/security.md)
 
-if TYPE_CHECKING:  # the lazy names, for type checkers (``X as X``: explicitly re-exported)
+if TYPE_CHECKING:  # the lazy public names, for type checkers (``X as X``: explicitly re-exported)
     from codexrt._sansio._wire import (
         ClientInfo as ClientInfo,
     )
     from codexrt._connection import (
         Connection as Connection,
-        open_connection as open_connection,
     )
     from codexrt._runtime._events import (
         CodexEvent as CodexEvent,
@@ -145,11 +144,6 @@ if TYPE_CHECKING:  # the lazy names, for type checkers (``X as X``: explicitly r
         Rejected as Rejected,
         probe_version as probe_version,
     )
-    from codexrt._runtime._launch import (
-        LaunchConfig as LaunchConfig,
-        AccessMode as AccessMode,
-        launch_fingerprint as launch_fingerprint,
-    )
     from codexrt._features._history import (
         open_history_reader as open_history_reader,
         HistoryReader as HistoryReader,
@@ -161,14 +155,12 @@ if TYPE_CHECKING:  # the lazy names, for type checkers (``X as X``: explicitly r
         SubagentView as SubagentView,
     )
     from codexrt._runtime._interactions import (
-        InteractionRegistry as InteractionRegistry,
         PrivacyStore as PrivacyStore,
     )
     from codexrt._runtime._interaction_policies import (
         decline_all as decline_all,
         decline_all_in_read_only as decline_all_in_read_only,
     )
-    from codexrt._sansio._methods import DECISIONS as DECISIONS
     from codexrt._sansio._states import InteractionState as InteractionState
     from codexrt._io._edits import (
         EditLedger as EditLedger,
@@ -208,22 +200,18 @@ if TYPE_CHECKING:  # the lazy names, for type checkers (``X as X``: explicitly r
         reload_mcp as reload_mcp,
         start_slash_command as start_slash_command,
     )
-    from codexrt._io._transport_ws import (
-        Endpoint as Endpoint,
-    )
     from codexrt._io._retry import (
         Backoff as Backoff,
-        call_read_only as call_read_only,
-        READ_ONLY_RETRY_TABLE as READ_ONLY_RETRY_TABLE,
     )
     from codexrt import (
         aio as aio,
         blocking as blocking,
+        loopback as loopback,
     )
 
-#: The runtime, its connection and transports: public names like the rest, loaded on first use
-#: too, so ``import codexrt`` (and a ``codexrt serve`` answering its first ``status``, issue 34)
-#: does not pay for them; ``from codexrt import Runtime`` imports the runtime then, once.
+#: The runtime and what a user holds of it: public names like the rest, loaded on first use too,
+#: so ``import codexrt`` (and a ``codexrt serve`` answering its first ``status``, issue 34) does
+#: not pay for them; ``from codexrt import Runtime`` imports the runtime then, once.
 _CORE = {  # in ``__all__``'s order
     "ChildHandle": "codexrt._runtime._runtime",
     "ClientInfo": "codexrt._sansio._wire",
@@ -241,7 +229,6 @@ _CORE = {  # in ``__all__``'s order
     "RuntimeState": "codexrt._sansio._states",
     "Settings": "codexrt._sansio._settings",
     "StreamTransport": "codexrt._io._transport",
-    "open_connection": "codexrt._connection",
     "open_runtime": "codexrt._runtime._runtime",
     "payload": "codexrt._payloads",
     "AGENT_TEXT": "codexrt._payloads",
@@ -256,16 +243,16 @@ _LAZY = {
     # finding the CLI (docs/discovery.md)
     "discover_cli": "codexrt._io._discovery", "DiscoveryResult": "codexrt._io._discovery",
     "Candidate": "codexrt._io._discovery", "Rejected": "codexrt._io._discovery", "probe_version": "codexrt._io._discovery",
-    "LaunchConfig": "codexrt._runtime._launch", "AccessMode": "codexrt._runtime._launch", "launch_fingerprint": "codexrt._runtime._launch",
     # history (docs/history.md)
     "open_history_reader": "codexrt._features._history", "HistoryReader": "codexrt._features._history",
-    "Transcript": "codexrt._features._history", "MessageCount": "codexrt._features._history", "MessageCounter": "codexrt._features._history",
+    "Transcript": "codexrt._features._history", "MessageCount": "codexrt._features._history",
+    "MessageCounter": "codexrt._features._history",
     "ThreadPage": "codexrt._features._history", "ThreadSummary": "codexrt._features._history", "SubagentView": "codexrt._features._history",
     # interactions (docs/interactions.md)
-    "InteractionRegistry": "codexrt._runtime._interactions", "PrivacyStore": "codexrt._runtime._interactions",
+    "PrivacyStore": "codexrt._runtime._interactions",
     "decline_all": "codexrt._runtime._interaction_policies",
     "decline_all_in_read_only": "codexrt._runtime._interaction_policies",
-    "DECISIONS": "codexrt._sansio._methods", "InteractionState": "codexrt._sansio._states",
+    "InteractionState": "codexrt._sansio._states",
     # edits (docs/edits.md)
     "EditLedger": "codexrt._io._edits", "EditStore": "codexrt._io._edits", "EditKey": "codexrt._io._edits",
     "EditEntry": "codexrt._io._edits", "UndoReceipt": "codexrt._io._edits", "ReviewTicket": "codexrt._io._edits",
@@ -281,14 +268,39 @@ _LAZY = {
     "generate_commit_message": "codexrt._features._helpers",
     "list_models": "codexrt._features._catalog", "list_skills": "codexrt._features._catalog", "mcp_status": "codexrt._features._catalog",
     "reload_mcp": "codexrt._features._catalog", "start_slash_command": "codexrt._features._catalog",
-    # endpoints and retries (docs/transports.md)
+    # RuntimeConfig(reconnect_backoff=...) (docs/transports.md)
+    "Backoff": "codexrt._io._retry",
+}
+
+#: Plumbing that earlier versions exported (issue 33 curated the namespace). The rule for the rest:
+#: public is what a user calls, catches (every error class), configures, holds (``Runtime``, the
+#: ``Connection`` of ``rt.ensure_started()``, a reader, a ledger) or compares against (the state
+#: enums), and the results a user annotates most (``OperationResult``, ``Transcript``, the edit
+#: ledger's records…). Other values a public call returns (a catalog page, a transcript's records)
+#: are reachable through it and carry public-looking names, without a top-level name. What only the
+#: runtime, ``serve``, ``acp`` or the CLI use is not public. The names below still import from
+#: ``codexrt`` so existing code keeps running, but are not in ``__all__``, ``dir(codexrt)``, the
+#: API reference or a type checker's view. Each lives in the module named here; the CLI, ``serve`` and ``acp`` import them
+#: from there (the CLI through ``codexrt._serve._cli_support``).
+_UNADVERTISED = {
+    # a connection over a transport of your own (a Runtime makes its own)
+    "open_connection": "codexrt._connection",
+    # the launch configuration the runtime derives from RuntimeConfig (rt.launch_fingerprint())
+    "LaunchConfig": "codexrt._runtime._launch",
+    "AccessMode": "codexrt._runtime._launch",
+    "launch_fingerprint": "codexrt._runtime._launch",
+    # the retry loop's internals and the endpoint parser (RuntimeConfig(connect=...) takes a str)
+    "call_read_only": "codexrt._io._retry",
+    "READ_ONLY_RETRY_TABLE": "codexrt._io._retry",
     "Endpoint": "codexrt._io._transport_ws",
-    "Backoff": "codexrt._io._retry", "call_read_only": "codexrt._io._retry", "READ_ONLY_RETRY_TABLE": "codexrt._io._retry",
+    # a runtime's interaction table; the decision vocabulary as a tuple (``Decision`` types it)
+    "InteractionRegistry": "codexrt._runtime._interactions",
+    "DECISIONS": "codexrt._sansio._methods",
 }
 
 
 #: Submodules reachable as attributes after a plain ``import codexrt``.
-_SUBMODULES = frozenset({"aio", "blocking"})
+_SUBMODULES = frozenset({"aio", "blocking", "loopback"})
 
 
 def __getattr__(name: str) -> object:
@@ -296,14 +308,20 @@ def __getattr__(name: str) -> object:
         import importlib
 
         return importlib.import_module(f"codexrt.{name}")
-    module = _CORE.get(name) or _LAZY.get(name)
+    module = _CORE.get(name) or _LAZY.get(name) or _UNADVERTISED.get(name)
     if module is None:
         raise AttributeError(f"module 'codexrt' has no attribute {name!r}")
     import importlib
 
     value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
+    if name not in _UNADVERTISED:  # cached as a global (vars(codexrt)) only when advertised
+        globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    """The curated names (what a notebook's completion offers), not the module's plumbing."""
+    return sorted({*__all__, *_SUBMODULES})
 
 
 __all__ = [

@@ -54,10 +54,10 @@ _BATCH = 512
 _HIGH_WATER = 4096
 
 
-class _Guest:
+class TrioGuest:
     """One Trio guest run on one asyncio loop, shared by the runtimes opened on it."""
 
-    _by_loop: dict[asyncio.AbstractEventLoop, "_Guest"] = {}
+    _by_loop: dict[asyncio.AbstractEventLoop, "TrioGuest"] = {}
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
@@ -70,7 +70,7 @@ class _Guest:
         self._done: asyncio.Future[None] = loop.create_future()
 
     @classmethod
-    async def acquire(cls) -> "_Guest":
+    async def acquire(cls) -> "TrioGuest":
         loop = asyncio.get_running_loop()
         # One Trio run per thread: let an ending one finish before a new one starts — and look
         # again after every wait, since another caller may have started one meanwhile.
@@ -240,7 +240,7 @@ class AioEventStream:
     """``async for ev in stream`` over a Trio :class:`~codexrt.EventStream`, from asyncio.
     One iteration at a time; ends when the underlying stream is closed and drained."""
 
-    def __init__(self, guest: _Guest, stream: "asyncio.Future[EventStream]") -> None:
+    def __init__(self, guest: TrioGuest, stream: "asyncio.Future[EventStream]") -> None:
         self._guest = guest
         self._stream_fut = stream
         self._buf: collections.deque[CodexEvent] = collections.deque()
@@ -321,7 +321,7 @@ class AioOperation:
     queueing it (say a :class:`~codexrt.ConfigError` for malformed context) is raised by
     ``wait()`` and ``events()``."""
 
-    def __init__(self, guest: _Guest, op: "asyncio.Future[Operation]") -> None:
+    def __init__(self, guest: TrioGuest, op: "asyncio.Future[Operation]") -> None:
         self._guest = guest
         self._op = op
         self._events: AioEventStream | None = None
@@ -371,7 +371,7 @@ class AioOperation:
 class AioRuntime:
     """A :class:`~codexrt.Runtime` driven from asyncio. Get one from :func:`open_runtime`."""
 
-    def __init__(self, guest: _Guest, runtime: Runtime) -> None:
+    def __init__(self, guest: TrioGuest, runtime: Runtime) -> None:
         self._guest = guest
         self._rt = runtime
         self._closed = False
@@ -487,7 +487,7 @@ async def open_runtime(config: RuntimeConfig | None = None,
     if config is None:
         config = RuntimeConfig(**kwargs)
         kwargs = {}
-    guest = await _Guest.acquire()
+    guest = await TrioGuest.acquire()
     try:
         loop = guest.loop
         ready: asyncio.Future[Runtime] = loop.create_future()

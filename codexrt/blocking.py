@@ -56,7 +56,7 @@ and ``input()`` belong to the cell that runs the turn, even for a runtime made i
 cell — and in a worker thread when nobody waits. It may block on ``input()`` without stalling
 the runtime (the reader never waits for it); a request resolved meanwhile (turn interrupted,
 answered elsewhere) abandons it. A callback that raises declines. The decisions
-are the runtime's own vocabulary (``Interaction.answer``, ``codexrt.DECISIONS``).
+are the runtime's own vocabulary (``Interaction.answer``, typed as ``codexrt.Decision``).
 
 Closing
 -------
@@ -118,7 +118,7 @@ __all__ = [
 
 log = logging.getLogger("codexrt.blocking")
 
-#: Decisions an approval policy or callback may return (R-INT-3): ``codexrt.DECISIONS``.
+#: Decisions an approval policy or callback may return (R-INT-3): ``codexrt.Decision``'s values.
 #: Named policies; ``"manual"`` leaves requests pending for :meth:`BlockingRuntime.respond`.
 POLICIES = (*DECISIONS, "manual")
 #: Bound of starting the facade's thread and of closing it beyond the stop budget.

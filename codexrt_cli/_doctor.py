@@ -160,8 +160,8 @@ def run_doctor_connect(endpoint: str, *, token_file: str | None = None, token_en
     """``doctor --connect``: check an attached app-server (R-WIRE-10). Exit 0 when the handshake
     succeeds, 2 when the token holds whitespace or a control character (``BAD_TOKEN``), 1 otherwise.
     The token is read like the runtime reads it and never printed."""
-    from codexrt import ConfigError, Endpoint
-    from codexrt._serve._cli_support import check_endpoint_policy, probe_endpoint, read_token
+    from codexrt import ConfigError
+    from codexrt._serve._cli_support import Endpoint, check_endpoint_policy, probe_endpoint, read_token
 
     out = sys.stdout if out is None else out
     env = os.environ if env is None else env

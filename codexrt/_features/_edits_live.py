@@ -90,7 +90,10 @@ MAX_TRACKED_THREADS = 1024
 MAX_LEDGERS = 256
 
 
-class _Caller(Protocol):
+class RpcCaller(Protocol):
+    """What ``load_thread_edits`` reads through: anything with the connection's ``call`` (a
+    ``codexrt.Connection`` from ``await rt.ensure_started()``, a ``codexrt.ChildHandle``)."""
+
     async def call(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any: ...
 
 
@@ -141,7 +144,7 @@ def _thread_read_error(thread_id: str, exc: RpcError) -> CodexError:
                              details={"threadId": thread_id, "rpcCode": exc.rpc_code})
 
 
-async def read_thread_meta(conn: _Caller, thread_id: str, *, timeout: float | None = None) -> ThreadMeta:
+async def read_thread_meta(conn: RpcCaller, thread_id: str, *, timeout: float | None = None) -> ThreadMeta:
     """``thread/read`` without turns (read-only, never resumes). Raises :class:`CodexError`
     ``THREAD_NOT_FOUND`` for an unknown thread, ``HISTORY_READ_FAILED`` otherwise."""
     try:
@@ -155,7 +158,7 @@ async def read_thread_meta(conn: _Caller, thread_id: str, *, timeout: float | No
     return ThreadMeta.from_thread(thread)
 
 
-async def read_thread_turns(conn: _Caller, thread_id: str, *, page_size: int = PAGE_SIZE,
+async def read_thread_turns(conn: RpcCaller, thread_id: str, *, page_size: int = PAGE_SIZE,
                             max_pages: int = MAX_PAGES, timeout: float | None = None) -> list[dict[str, Any]]:
     """Every turn of the thread with all its items, oldest first (read-only).
 
@@ -196,7 +199,7 @@ def _unsupported(exc: RpcError) -> bool:
     return rpc_error_kind(exc) == "unsupported"
 
 
-async def _read_with_turns(conn: _Caller, thread_id: str, timeout: float | None) -> list[dict[str, Any]]:
+async def _read_with_turns(conn: RpcCaller, thread_id: str, timeout: float | None) -> list[dict[str, Any]]:
     try:
         result = await call_read(conn, "thread/read", {"threadId": thread_id, "includeTurns": True}, timeout=timeout)
     except RpcError as exc:
@@ -224,7 +227,7 @@ class ThreadEdits:
         return _display(self.meta.cwd, path)
 
 
-async def load_thread_edits(conn: _Caller, thread_id: str, *, store: EditStore | None = None,
+async def load_thread_edits(conn: RpcCaller, thread_id: str, *, store: EditStore | None = None,
                             state_dir: str | None = None) -> ThreadEdits:
     """Read a thread's metadata and history (read-only) into a new ledger bound to the
     thread's session and provider. Without ``store`` the per-workspace store of the thread's
@@ -335,7 +338,7 @@ class LiveEdits:
             store.close()
         self._stores.clear()
 
-    async def _conn(self, *, start: bool) -> _Caller | None:
+    async def _conn(self, *, start: bool) -> RpcCaller | None:
         if start:
             return await self.rt.ensure_started()
         conn = getattr(self.rt, "conn", None)

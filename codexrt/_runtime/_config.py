@@ -60,7 +60,7 @@ class RuntimeConfig:
     token_env: str | None = None
     allow_remote: bool = False
     connect_timeout: float = 10.0
-    reconnect_backoff: Any = attrs.field(default=None, repr=False)  # codexrt._io._retry.Backoff | None
+    reconnect_backoff: Any = attrs.field(default=None, repr=False)  # codexrt.Backoff | None
     # access_mode="managed" (R-LC-3, docs/runtime.md): the provider
     # ``{id, name?, baseUrl, envKey, wireApi?, headers?, queryParams?}`` and its API key. The key
     # reaches the child only as the variable named by envKey; the provider as ``-c`` overrides.

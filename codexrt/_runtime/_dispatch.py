@@ -72,7 +72,7 @@ def _effective_from_thread_result(result: Any) -> dict[str, Any]:
     return out
 
 
-class _Dispatch:
+class RuntimeDispatch:
     """Part of :class:`~codexrt._runtime._runtime.Runtime` (a mixin: the state it uses is set up in
     ``Runtime.__init__``)."""
 

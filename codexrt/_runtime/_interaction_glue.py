@@ -43,7 +43,7 @@ from codexrt._runtime._operations import STATUS_COMPLETED, Operation
 log = logging.getLogger("codexrt.runtime")
 
 
-class _InteractionGlue:
+class RuntimeInteractions:
     """Part of :class:`~codexrt._runtime._runtime.Runtime` (a mixin: the state it uses is set up in
     ``Runtime.__init__``)."""
 

@@ -41,7 +41,7 @@ _API_KEY_VARS = ("CODEX_API_KEY", "OPENAI_API_KEY")
 _ACCOUNT_READ_TIMEOUT = 10.0
 
 
-class _Lifecycle:
+class RuntimeLifecycle:
     """Part of :class:`~codexrt._runtime._runtime.Runtime` (a mixin: the state it uses is set up in
     ``Runtime.__init__``)."""
 

@@ -16,7 +16,7 @@ from codexrt._io._retry import call_read
 log = logging.getLogger("codexrt.runtime")
 
 
-class _Relations:
+class RuntimeRelations:
     """Part of :class:`~codexrt._runtime._runtime.Runtime` (a mixin: the state it uses is set up in
     ``Runtime.__init__``)."""
 

@@ -51,7 +51,7 @@ def _oversized_id(*values: Any) -> int | None:
 _TURN_METHODS = frozenset({"turn/started", "turn/completed"})
 
 
-class _Routing:
+class RuntimeRouting:
     """Part of :class:`~codexrt._runtime._runtime.Runtime` (a mixin: the state it uses is set up in
     ``Runtime.__init__``)."""
 

@@ -74,12 +74,12 @@ from codexrt._sansio._plans import PlanTracker
 # ChildHandle, OperationResult, resolved_cli (and the names of __all__) are also imported from here.
 from codexrt._runtime._operations import ChildHandle, Operation, OperationResult, _ThreadInfo
 from codexrt._runtime._config import RuntimeConfig, resolved_cli
-from codexrt._runtime._lifecycle import _Lifecycle
-from codexrt._runtime._routing import _Routing
-from codexrt._runtime._interaction_glue import _InteractionGlue
-from codexrt._runtime._dispatch import _Dispatch
-from codexrt._runtime._stop import _StopPaths
-from codexrt._runtime._relations import _Relations
+from codexrt._runtime._lifecycle import RuntimeLifecycle
+from codexrt._runtime._routing import RuntimeRouting
+from codexrt._runtime._interaction_glue import RuntimeInteractions
+from codexrt._runtime._dispatch import RuntimeDispatch
+from codexrt._runtime._stop import RuntimeStops
+from codexrt._runtime._relations import RuntimeRelations
 from codexrt._runtime._operations import RuntimeOperations
 
 __all__ = [
@@ -94,7 +94,8 @@ __all__ = [
 ]
 
 
-class Runtime(_Lifecycle, _Routing, _InteractionGlue, RuntimeOperations, _Dispatch, _StopPaths, _Relations):
+class Runtime(RuntimeLifecycle, RuntimeRouting, RuntimeInteractions, RuntimeOperations, RuntimeDispatch,
+              RuntimeStops, RuntimeRelations):
     """Create with :func:`open_runtime`."""
 
     def __init__(self, config: RuntimeConfig, nursery: trio.Nursery) -> None:

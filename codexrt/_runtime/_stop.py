@@ -11,7 +11,7 @@ from codexrt._sansio._states import STOP_TABLE, StopPath
 from codexrt._runtime._operations import STATUS_CANCELLED, STATUS_FAILED, Operation
 
 
-class _StopPaths:
+class RuntimeStops:
     """Part of :class:`~codexrt._runtime._runtime.Runtime` (a mixin: the state it uses is set up in
     ``Runtime.__init__``)."""
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and the layer test
         read_login_shell_path,
         tested_range_warning,
     )
-    from codexrt._io._transport_ws import check_endpoint_policy, read_token
+    from codexrt._io._transport_ws import Endpoint, check_endpoint_policy, read_token
     from codexrt._io._workspace import DEFAULT_MAX_BYTES as DIFF_DEFAULT_MAX_BYTES
     from codexrt._io._workspace import DEFAULT_TIMEOUT as DIFF_DEFAULT_TIMEOUT
     from codexrt._sansio._projection import (
@@ -67,6 +67,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "probe_version_detailed": ("codexrt._io._discovery", "probe_version_detailed"),
     "read_login_shell_path": ("codexrt._io._discovery", "read_login_shell_path"),
     "tested_range_warning": ("codexrt._io._discovery", "tested_range_warning"),
+    "Endpoint": ("codexrt._io._transport_ws", "Endpoint"),
     "check_endpoint_policy": ("codexrt._io._transport_ws", "check_endpoint_policy"),
     "read_token": ("codexrt._io._transport_ws", "read_token"),
     "DIFF_DEFAULT_MAX_BYTES": ("codexrt._io._workspace", "DEFAULT_MAX_BYTES"),
@@ -122,6 +123,7 @@ __all__ = [
     "read_login_shell_path",
     "tested_range_warning",
     "probe_endpoint",
+    "Endpoint",
     "check_endpoint_policy",
     "read_token",
     # every command: the CLI's own stderr is redacted (docs/security.md)

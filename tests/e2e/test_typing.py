@@ -101,3 +101,37 @@ def test_event_kinds_are_the_serve_schemas() -> None:
 
     schema = json.loads((ROOT / "codexrt" / "_serve" / "daemon-protocol.schema.json").read_text(encoding="utf-8"))
     assert flat(codexrt.EventKind) == set(schema["$defs"]["eventKind"]["enum"])
+
+
+#: A private class as mypy prints it: ``codexrt._runtime._lifecycle._Lifecycle`` (private modules
+#: are fine, a class whose name starts with ``_`` is what a user must never be shown).
+PRIVATE_CLASS = re.compile(r"\bcodexrt(?:\.\w+)*\._[A-Z]\w*")
+
+
+def test_no_public_name_shows_a_private_class(tmp_path: Path, mypy_cache: Path) -> None:
+    """Every public function, class and class member of ``codexrt``, ``codexrt.aio``,
+    ``codexrt.blocking`` and ``codexrt.loopback``, as mypy shows it to a user (issue 33). Members
+    are revealed on the class, so the class that defines a method (its ``self``) shows too — what
+    a mistaken call's message names (``Argument 1 to "send" of "…"``), mixins of ``Runtime``
+    included."""
+    import importlib
+    import inspect
+
+    lines: list[str] = []
+    for modname in ("codexrt", "codexrt.aio", "codexrt.blocking", "codexrt.loopback"):
+        module = importlib.import_module(modname)
+        lines.append(f"import {modname}")
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if name.startswith("__") or (inspect.isclass(obj) and issubclass(obj, BaseException)):
+                continue
+            lines.append(f"reveal_type({modname}.{name})")
+            if inspect.isclass(obj):
+                lines += [f"reveal_type({modname}.{name}.{m})" for m in sorted(dir(obj)) if not m.startswith("_")]
+    script = tmp_path / "user_script.py"
+    script.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    proc = _mypy(script, mypy_cache)
+    revealed = proc.stdout.count("Revealed type is")
+    assert revealed == sum(ln.startswith("reveal_type(") for ln in lines) > 500, proc.stdout[-3000:]
+    leaks = sorted(set(PRIVATE_CLASS.findall(proc.stdout)))
+    assert not leaks, f"private classes in what mypy shows a user: {leaks}"
