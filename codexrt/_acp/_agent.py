@@ -32,12 +32,13 @@ closed (children reaped) and :func:`run_acp_agent` returns.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import traceback
 import uuid
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, AsyncIterator
 
 import attrs
 import trio
@@ -51,12 +52,14 @@ from codexrt._acp._wire import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST,
                                 RESOURCE_NOT_FOUND, ClientCapabilities, Ignored, Invalid, Notification, Request,
                                 Response, decode_message, encode, error_response, notification, request, response)
 from codexrt._features._catalog import list_models
-from codexrt._features._history import open_history_reader
+from codexrt._features._history import HistoryReader, open_history_reader
 from codexrt._runtime._events import EventStream
 from codexrt._runtime._runtime import Runtime, RuntimeConfig
 from codexrt._sansio._context import EditorState, FileReference
-from codexrt._sansio._errors import (CodexError, ConfigError, InvalidParams, ThreadNotFound)
+from codexrt._sansio._errors import (CodexError, ConfigError, InvalidParams, RpcError, ThreadNotFound,
+                                     from_rpc_error)
 from codexrt._io._lines import LineWriter, read_frames
+from codexrt._io._util import unwrap_single_group
 from codexrt._sansio._framing import DEFAULT_MAX_LINE, OversizedLine
 from codexrt._sansio._redact import process_redactor, register_process_secrets
 from codexrt._version import __version__
@@ -97,6 +100,15 @@ class AcpError(Exception):
         self.code = code
         self.message = message
         self.data = data
+
+
+@contextlib.asynccontextmanager
+async def _history(rt: Runtime) -> AsyncIterator[HistoryReader]:
+    """``open_history_reader`` whose failures arrive as themselves: its nursery would wrap a
+    ``read_thread``/``list_threads`` error (an unknown thread) in an ``ExceptionGroup``, which
+    the fault barrier could only answer ``-32603``."""
+    async with unwrap_single_group(), open_history_reader(rt) as reader:
+        yield reader
 
 
 def _codex_error_answer(exc: CodexError) -> tuple[int, str, Any]:
@@ -397,8 +409,14 @@ class AcpAgent:
 
     async def _replay(self, s: Session, rt: Runtime) -> None:
         assert s.thread_id is not None
-        async with open_history_reader(rt) as reader:
-            tr = await reader.read_thread(s.thread_id)
+        try:
+            async with _history(rt) as reader:
+                tr = await reader.read_thread(s.thread_id)
+        except RpcError as exc:  # as session/resume names it: an unknown thread is not found
+            if from_rpc_error(exc) is not ThreadNotFound:
+                raise
+            raise ThreadNotFound(f"thread {s.thread_id} not found: {exc.message}",
+                                 details={"threadId": s.thread_id, "rpcCode": exc.rpc_code}) from None
         # the files' current text completes the edits' diffs (file reads: a worker thread)
         updates = await trio.to_thread.run_sync(
             lambda: replay_updates(tr.records(), cwd=s.cwd, read=s.mapper.read))
@@ -417,7 +435,7 @@ class AcpAgent:
         with counted(cat):
             rt = await self._runtime(cat)
             filters: dict[str, Any] = {"cwd": p.cwd} if p.cwd else {}
-            async with open_history_reader(rt) as reader:
+            async with _history(rt) as reader:
                 page = await reader.list_threads(cursor=p.cursor, limit=50, **filters)
         ids = [t.thread_id for t in page.threads]
         sessions_of = await self._indexed(self.index.session_of_thread, ids)
