@@ -507,13 +507,15 @@ class AcpAgent:
                 try:
                     result = await op.wait()
                 except trio.Cancelled:
-                    # $/cancel_request of this prompt, or shutdown: stop the turn and let it end
-                    # (bounded) before the answer, so nothing of it runs on afterwards
-                    prompt.cancel_requested = True
-                    rt.abort(op)
+                    # $/cancel_request of this prompt, or shutdown: as session/cancel (open
+                    # questions withdrawn, the turn stopped), and the turn ends (bounded) with its
+                    # calls closed before the answer, so nothing of it runs or spins afterwards
                     with trio.CancelScope(shield=True), trio.move_on_after(CANCEL_SETTLE):
+                        self.cancel_turn(s)
                         await op.wait()
                         await prompt.forwarded.wait()
+                        for upd in s.mapper.interrupted():
+                            await self.update(s, upd)
                     raise
                 # No bound of its own: the forwarder passes the turn's operationDone (or ends)
                 # as soon as the client reads what came before it; answering earlier would let

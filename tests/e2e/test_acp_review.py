@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.acp_support import AcpAgent, fake_codex
+from peer_fixtures.fake_app_server import read_log
+from tests.acp_support import ROOT, AcpAgent, fake_codex
 
 
 async def _started(tmp_path: Path, agent: AcpAgent) -> Path:
@@ -36,4 +37,33 @@ async def test_load_of_an_unknown_session_is_a_typed_error_not_an_internal_one(t
         nosuch = await agent.request("session/prompt", {"sessionId": "no-such-session",
                                                         "prompt": [{"type": "text", "text": "hi"}]})
         assert nosuch["error"]["code"] == resume["error"]["code"] or "no such session" in nosuch["error"]["message"]
+        assert await agent.finish() == 0
+
+
+async def test_cancel_request_of_a_prompt_with_a_permission_open_withdraws_it_and_closes_the_call(tmp_path):
+    """``$/cancel_request`` of a ``session/prompt`` while its command waits for the editor's
+    permission (what the ACP SDKs send when the editor drops the prompt's request): before the
+    ``-32800`` answer the permission request is withdrawn (``$/cancel_request`` of its id) and
+    the command's tool call is closed (``failed``) — as after ``session/cancel`` — so no editor
+    is left with a dialog or a spinner of a turn that is over; codex is never told ``accept``."""
+    log = tmp_path / "fake.log"
+    cli = fake_codex(tmp_path, str(ROOT / "peer_fixtures" / "scenarios" / "reverse-approval.json"), log=log)
+    async with AcpAgent.open(tmp_path, "--codex-bin", cli) as agent:
+        ws = await _started(tmp_path, agent)
+        sid = (await agent.call("session/new", {"cwd": str(ws), "mcpServers": []}))["sessionId"]
+        rid = await agent.prompt(sid, "run it")
+        perm = await agent.agent_request("session/request_permission")
+        call_id = perm["params"]["toolCall"]["toolCallId"]
+        await agent.notify("$/cancel_request", {"requestId": rid})
+        answer = await agent.response(rid)
+        assert answer["error"]["code"] == -32800, answer
+        before = agent.lines[:agent.lines.index(answer)]
+        assert [m for m in before if m.get("method") == "$/cancel_request"
+                and m["params"]["requestId"] == perm["id"]], "the permission request was not withdrawn first"
+        closed = [m["params"]["update"] for m in before if m.get("method") == "session/update"
+                  and m["params"]["update"].get("toolCallId") == call_id
+                  and m["params"]["update"].get("status") in ("failed", "completed")]
+        assert closed and closed[-1]["status"] == "failed", f"the tool call {call_id} was left running"
+        assert "accept" not in [m.get("result", {}).get("decision") for m in read_log(log)
+                                if m.get("id") == 0 and "method" not in m]
         assert await agent.finish() == 0
