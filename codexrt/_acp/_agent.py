@@ -337,10 +337,14 @@ class AcpAgent:
             "agentInfo": {"name": "codexrt", "title": "Codex (codexrt)", "version": __version__},
         }
 
-    @staticmethod
-    def _check_cwd(cwd: str) -> None:
+    def _check_cwd(self, cwd: str) -> None:
+        """The session's directory: absolute, and (the children run in it) an existing
+        directory — unless the app-server is attached (``--connect``), whose files these are.
+        (One ``stat``, as the spawn's own ``chdir`` would do.)"""
         if not os.path.isabs(cwd):
             raise AcpError(INVALID_PARAMS, "cwd must be an absolute path - at `$.params.cwd`")
+        if self.config.runtime.connect is None and not os.path.isdir(cwd):
+            raise AcpError(INVALID_PARAMS, f"cwd is not a directory: {cwd} - at `$.params.cwd`")
 
     def _new_session(self, session_id: str, cwd: str, thread_id: str | None) -> Session:
         s = Session(session_id, cwd, thread_id, on_thread=self._thread_known)

@@ -67,3 +67,27 @@ async def test_cancel_request_of_a_prompt_with_a_permission_open_withdraws_it_an
         assert "accept" not in [m.get("result", {}).get("decision") for m in read_log(log)
                                 if m.get("id") == 0 and "method" not in m]
         assert await agent.finish() == 0
+
+
+async def test_a_cwd_that_is_not_a_directory_is_refused_at_session_new(tmp_path):
+    """``session/new`` (and ``session/load``/``session/resume``) with a ``cwd`` that does not
+    exist or is a file — an editor whose project folder was deleted or moved — is ``-32602``
+    naming ``cwd`` at once, not a session whose every prompt fails ``-32603`` "codex app-server
+    could not be started: no usable Codex CLI … Hint: Update the Codex CLI" (the child is
+    spawned in that directory)."""
+    log = tmp_path / "fake.log"
+    async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, "handshake-ok", log=log)) as agent:
+        ws = await _started(tmp_path, agent)
+        a_file = ws / "file.txt"
+        a_file.write_text("x")
+        for cwd in (tmp_path / "gone", a_file):
+            new = await agent.request("session/new", {"cwd": str(cwd), "mcpServers": []})
+            load = await agent.request("session/load", {"sessionId": "s", "cwd": str(cwd), "mcpServers": []})
+            resume = await agent.request("session/resume", {"sessionId": "s", "cwd": str(cwd)})
+            for answer in (new, load, resume):
+                assert answer.get("error", {}).get("code") == -32602, answer
+                assert "cwd" in answer["error"]["message"], answer
+        assert not log.exists() or not read_log(log), "no app-server is started for a refused cwd"
+        ok = await agent.call("session/new", {"cwd": str(ws), "mcpServers": []})  # a directory is fine
+        assert ok["sessionId"]
+        assert await agent.finish() == 0
