@@ -439,8 +439,14 @@ class AcpAgent:
         with counted(cat):
             rt = await self._runtime(cat)
             filters: dict[str, Any] = {"cwd": p.cwd} if p.cwd else {}
-            async with _history(rt) as reader:
-                page = await reader.list_threads(cursor=p.cursor, limit=50, **filters)
+            try:
+                async with _history(rt) as reader:
+                    page = await reader.list_threads(cursor=p.cursor, limit=50, **filters)
+            except RpcError as exc:  # a stale or mangled cursor is the client's bad parameter
+                if p.cursor is None or "cursor" not in (exc.message or "").lower():
+                    raise
+                _, _, data = _codex_error_answer(exc)
+                raise AcpError(INVALID_PARAMS, f"session/list: {exc.message} - at `$.params.cursor`", data) from None
         ids = [t.thread_id for t in page.threads]
         sessions_of = await self._indexed(self.index.session_of_thread, ids)
         out = []

@@ -5,6 +5,7 @@ scripted fake app-server, every line checked against the pinned official schema
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from peer_fixtures.fake_app_server import read_log
@@ -90,4 +91,23 @@ async def test_a_cwd_that_is_not_a_directory_is_refused_at_session_new(tmp_path)
         assert not log.exists() or not read_log(log), "no app-server is started for a refused cwd"
         ok = await agent.call("session/new", {"cwd": str(ws), "mcpServers": []})  # a directory is fine
         assert ok["sessionId"]
+        assert await agent.finish() == 0
+
+
+async def test_list_with_a_cursor_the_server_refuses_is_32602_naming_the_cursor(tmp_path):
+    """``session/list`` with a ``cursor`` the app-server refuses (codex 0.171.0 answers
+    ``thread/list`` "invalid cursor: …" with ``-32600``; an editor sending back a stale or
+    mangled token) is the client's bad parameter: ``-32602`` naming ``cursor``, not ``-32603``
+    (an internal error of the agent)."""
+    sc = {"name": "bad-cursor", "description": "thread/list refuses the cursor as 0.171.0 does",
+          "defaults": True, "rules": [{"match": {"method": "thread/list"},
+                                       "actions": [{"error": {"code": -32600, "message": "invalid cursor: zzz"}}]}]}
+    path = tmp_path / "bad-cursor.json"
+    path.write_text(json.dumps(sc))
+    async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, str(path))) as agent:
+        await _started(tmp_path, agent)
+        listed = await agent.request("session/list", {"cursor": "zzz"})
+        assert listed.get("error", {}).get("code") == -32602, listed
+        assert "cursor" in listed["error"]["message"], listed
+        assert listed["error"]["data"]["details"]["rpcCode"] == -32600, listed  # the server's words kept
         assert await agent.finish() == 0
