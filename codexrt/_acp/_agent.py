@@ -550,6 +550,8 @@ class AcpAgent:
             if err is None:
                 raise AcpError(INTERNAL_ERROR, f"the turn ended {result.status}", {"status": result.status})
             code, message, data = _codex_error_answer(err)
+            if isinstance(err, RpcError) and err.rpc_code == INVALID_PARAMS:
+                code = INVALID_PARAMS  # codex refused the input itself (too long, …): the client's to fix
             raise AcpError(code if code == INVALID_PARAMS else INTERNAL_ERROR, message,
                            {**data, "status": result.status})
 

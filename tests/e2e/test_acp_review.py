@@ -111,3 +111,26 @@ async def test_list_with_a_cursor_the_server_refuses_is_32602_naming_the_cursor(
         assert "cursor" in listed["error"]["message"], listed
         assert listed["error"]["data"]["details"]["rpcCode"] == -32600, listed  # the server's words kept
         assert await agent.finish() == 0
+
+
+async def test_a_prompt_the_server_refuses_as_invalid_params_is_32602(tmp_path):
+    """A prompt codex refuses before any turn runs with ``-32602`` (0.171.0: "Input exceeds the
+    maximum length of 1048576 characters", ``input_too_large``) is the client's bad input:
+    ``session/prompt`` answers ``-32602`` with the server's words and codexrt's code in ``data``,
+    not ``-32603`` (which tells an editor the agent broke); the session goes on."""
+    refusal = {"code": -32602, "message": "Input exceeds the maximum length of 1048576 characters.",
+               "data": {"input_error_code": "input_too_large", "max_chars": 1048576, "actual_chars": 3000000}}
+    sc = {"name": "too-large", "description": "turn/start refused as 0.171.0 refuses a huge input",
+          "defaults": True, "rules": [{"match": {"method": "turn/start", "nth": 1}, "actions": [{"error": refusal}]}]}
+    path = tmp_path / "too-large.json"
+    path.write_text(json.dumps(sc))
+    async with AcpAgent.open(tmp_path, "--codex-bin", fake_codex(tmp_path, str(path))) as agent:
+        ws = await _started(tmp_path, agent)
+        sid = (await agent.call("session/new", {"cwd": str(ws), "mcpServers": []}))["sessionId"]
+        refused = await agent.response(await agent.prompt(sid, "y" * 1000))
+        assert refused.get("error", {}).get("code") == -32602, refused
+        assert "maximum length" in refused["error"]["message"], refused
+        assert refused["error"]["data"]["details"]["rpcCode"] == -32602, refused
+        ok = await agent.response(await agent.prompt(sid, "short"))
+        assert ok["result"]["stopReason"] == "end_turn", ok
+        assert await agent.finish() == 0
