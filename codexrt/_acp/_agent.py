@@ -73,6 +73,10 @@ log = logging.getLogger("codexrt.acp")
 CANCEL_SETTLE = 2.0
 #: How long the one ``model/list`` that fills the model option may take (left out after it).
 MODELS_BOUND = 30.0
+#: Requests running at once (each a task, its answer waiting on stdout). One more is refused
+#: inline, which holds the reader on stdout: a client that sends without reading cannot make
+#: the agent grow without bound. Far above an editor's need (a prompt per session, short calls).
+MAX_OPEN_REQUESTS = 1024
 
 
 @attrs.define
@@ -236,6 +240,9 @@ class AcpAgent:
             pending.done.set()
         elif isinstance(msg, Notification):
             self._notification(msg)
+        elif self._open_requests >= MAX_OPEN_REQUESTS:
+            await self.write(error_response(msg.id, INVALID_REQUEST, f"{msg.method}: {self._open_requests} requests "
+                                            "are in flight (the limit); read their answers first"))
         else:
             self._spawn(msg)
 
