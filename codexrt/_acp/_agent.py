@@ -52,7 +52,7 @@ from codexrt._acp._wire import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST,
                                 RESOURCE_NOT_FOUND, ClientCapabilities, Ignored, Invalid, Notification, Request,
                                 Response, decode_message, encode, error_response, notification, request, response)
 from codexrt._features._catalog import list_models
-from codexrt._features._history import HistoryReader, open_history_reader
+from codexrt._features._history import HistoryReader, ThreadPage, Transcript, open_history_reader
 from codexrt._runtime._events import EventStream
 from codexrt._runtime._runtime import Runtime, RuntimeConfig
 from codexrt._sansio._context import EditorState, FileReference
@@ -113,6 +113,50 @@ async def _history(rt: Runtime) -> AsyncIterator[HistoryReader]:
     the fault barrier could only answer ``-32603``."""
     async with unwrap_single_group(), open_history_reader(rt) as reader:
         yield reader
+
+
+async def _read_thread(rt: Runtime, thread_id: str) -> Transcript:
+    """The thread's transcript; a thread the server does not know is :class:`ThreadNotFound`
+    (``-32002``, as ``session/resume`` names it)."""
+    try:
+        async with _history(rt) as reader:
+            return await reader.read_thread(thread_id)
+    except RpcError as exc:
+        if from_rpc_error(exc) is not ThreadNotFound:
+            raise
+        raise ThreadNotFound(f"thread {thread_id} not found: {exc.message}",
+                             details={"threadId": thread_id, "rpcCode": exc.rpc_code}) from None
+
+
+async def _list_page(rt: Runtime, cursor: str | None, **filters: Any) -> ThreadPage:
+    """One ``thread/list`` page; a cursor the server refuses is the client's bad parameter."""
+    try:
+        async with _history(rt) as reader:
+            return await reader.list_threads(cursor=cursor, limit=50, **filters)
+    except RpcError as exc:  # a stale or mangled cursor
+        if cursor is None or "cursor" not in (exc.message or "").lower():
+            raise
+        _, _, data = _codex_error_answer(exc)
+        raise AcpError(INVALID_PARAMS, f"session/list: {exc.message} - at `$.params.cursor`", data) from None
+
+
+def _check_cwd(cwd: str, *, attached: bool) -> None:
+    """A session's directory: absolute, and (its children run in it) an existing directory —
+    unless the app-server is attached (``--connect``), whose files these are. (One ``stat``,
+    as the spawn's own ``chdir``.)"""
+    if not os.path.isabs(cwd):
+        raise AcpError(INVALID_PARAMS, "cwd must be an absolute path - at `$.params.cwd`")
+    if not attached and not os.path.isdir(cwd):
+        raise AcpError(INVALID_PARAMS, f"cwd is not a directory: {cwd} - at `$.params.cwd`")
+
+
+def _turn_error_answer(err: CodexError) -> tuple[int, str, Any]:
+    """A failed turn's JSON-RPC error: ``-32603`` with codexrt's error in ``data``, or
+    ``-32602`` when codex refused the input itself (too long, …): the client's to fix."""
+    code, message, data = _codex_error_answer(err)
+    if isinstance(err, RpcError) and err.rpc_code == INVALID_PARAMS:
+        code = INVALID_PARAMS
+    return (code if code == INVALID_PARAMS else INTERNAL_ERROR), message, data
 
 
 def _codex_error_answer(exc: CodexError) -> tuple[int, str, Any]:
@@ -344,15 +388,6 @@ class AcpAgent:
             "agentInfo": {"name": "codexrt", "title": "Codex (codexrt)", "version": __version__},
         }
 
-    def _check_cwd(self, cwd: str) -> None:
-        """The session's directory: absolute, and (the children run in it) an existing
-        directory — unless the app-server is attached (``--connect``), whose files these are.
-        (One ``stat``, as the spawn's own ``chdir`` would do.)"""
-        if not os.path.isabs(cwd):
-            raise AcpError(INVALID_PARAMS, "cwd must be an absolute path - at `$.params.cwd`")
-        if self.config.runtime.connect is None and not os.path.isdir(cwd):
-            raise AcpError(INVALID_PARAMS, f"cwd is not a directory: {cwd} - at `$.params.cwd`")
-
     def _new_session(self, session_id: str, cwd: str, thread_id: str | None) -> Session:
         s = Session(session_id, cwd, thread_id, on_thread=self._thread_known)
         s.config = attrs.evolve(s.config, models=self._models)
@@ -373,7 +408,7 @@ class AcpAgent:
         await self._indexed(self.index.put, session_id, thread_id=thread_id, cwd=cwd)
 
     async def _new(self, p: Any) -> dict[str, Any]:
-        self._check_cwd(p.cwd)
+        _check_cwd(p.cwd, attached=self.config.runtime.connect is not None)
         if p.mcp_servers:
             log.warning("session/new: %d MCP server(s) from the client are not used (codexrt uses the MCP servers "
                         "of the Codex configuration)", len(p.mcp_servers))
@@ -395,7 +430,7 @@ class AcpAgent:
     async def _load(self, p: Any, *, replay: bool) -> dict[str, Any]:
         """``session/load`` (replay the whole conversation first) and ``session/resume`` (no
         replay): the thread is read from codexrt's history projection; nothing calls the model."""
-        self._check_cwd(p.cwd)
+        _check_cwd(p.cwd, attached=self.config.runtime.connect is not None)
         s, opened = await self._resolve(p.session_id, p.cwd)
         if s.prompt is not None:
             raise AcpError(INVALID_REQUEST, "a prompt is running in this session")
@@ -420,14 +455,7 @@ class AcpAgent:
 
     async def _replay(self, s: Session, rt: Runtime) -> None:
         assert s.thread_id is not None
-        try:
-            async with _history(rt) as reader:
-                tr = await reader.read_thread(s.thread_id)
-        except RpcError as exc:  # as session/resume names it: an unknown thread is not found
-            if from_rpc_error(exc) is not ThreadNotFound:
-                raise
-            raise ThreadNotFound(f"thread {s.thread_id} not found: {exc.message}",
-                                 details={"threadId": s.thread_id, "rpcCode": exc.rpc_code}) from None
+        tr = await _read_thread(rt, s.thread_id)
         # the files' current text completes the edits' diffs (file reads: a worker thread)
         updates = await trio.to_thread.run_sync(
             lambda: replay_updates(tr.records(), cwd=s.cwd, read=s.mapper.read))
@@ -446,14 +474,7 @@ class AcpAgent:
         with counted(cat):
             rt = await self._runtime(cat)
             filters: dict[str, Any] = {"cwd": p.cwd} if p.cwd else {}
-            try:
-                async with _history(rt) as reader:
-                    page = await reader.list_threads(cursor=p.cursor, limit=50, **filters)
-            except RpcError as exc:  # a stale or mangled cursor is the client's bad parameter
-                if p.cursor is None or "cursor" not in (exc.message or "").lower():
-                    raise
-                _, _, data = _codex_error_answer(exc)
-                raise AcpError(INVALID_PARAMS, f"session/list: {exc.message} - at `$.params.cursor`", data) from None
+            page = await _list_page(rt, p.cursor, **filters)
         ids = [t.thread_id for t in page.threads]
         sessions_of = await self._indexed(self.index.session_of_thread, ids)
         out = []
@@ -556,11 +577,8 @@ class AcpAgent:
             err = result.error
             if err is None:
                 raise AcpError(INTERNAL_ERROR, f"the turn ended {result.status}", {"status": result.status})
-            code, message, data = _codex_error_answer(err)
-            if isinstance(err, RpcError) and err.rpc_code == INVALID_PARAMS:
-                code = INVALID_PARAMS  # codex refused the input itself (too long, …): the client's to fix
-            raise AcpError(code if code == INVALID_PARAMS else INTERNAL_ERROR, message,
-                           {**data, "status": result.status})
+            code, message, data = _turn_error_answer(err)
+            raise AcpError(code, message, {**data, "status": result.status})
 
     async def _offer_models(self, rt: Runtime) -> None:
         """Fill the model option from the server's ``model/list`` (local on the real server:
