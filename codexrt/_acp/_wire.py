@@ -92,6 +92,35 @@ class InitializeParams(_S):
     client_info: Union[Implementation, None] = None
 
 
+#: What the schema marks ``x-deserialize-default-on-error`` in ``initialize``: a value of the
+#: wrong shape there is read as its default (:func:`_defaulted`), never a refused ``initialize``.
+_DEFAULT_ON_ERROR: dict[type, dict[str, Any]] = {
+    InitializeParams: {"clientCapabilities": ClientCapabilities, "clientInfo": None},
+    ClientCapabilities: {"fs": FileSystemCapabilities, "terminal": None, "elicitation": ElicitationCapabilities},
+    FileSystemCapabilities: {"readTextFile": None, "writeTextFile": None},
+    ElicitationCapabilities: {"form": None, "url": None},
+}
+
+
+def _defaulted(obj: Any, typ: type) -> dict[str, Any]:
+    """``obj`` (params of ``typ``) without the marked fields that do not decode: an object
+    field is kept with its own bad fields dropped, any other is dropped (→ its default)."""
+    if not isinstance(obj, dict):
+        return {}
+    out = dict(obj)
+    required = {"protocolVersion": 1} if typ is InitializeParams else {}  # to try one field alone
+    for key, sub in _DEFAULT_ON_ERROR[typ].items():
+        if key not in out:
+            continue
+        if sub is not None and isinstance(out[key], dict):
+            out[key] = _defaulted(out[key], sub)
+        try:
+            msgspec.convert({**required, key: out[key]}, typ)
+        except msgspec.ValidationError:
+            del out[key]
+    return out
+
+
 class NewSessionParams(_S):
     cwd: str
     mcp_servers: list[dict[str, Any]]
@@ -359,6 +388,8 @@ def decode_message(line: bytes | bytearray | str) -> Message:
         params = {}
     if not isinstance(params, dict):
         return Invalid(rid, INVALID_PARAMS, f"{method}: params must be an object - at `$.params`")
+    if method == "initialize":
+        params = _defaulted(params, InitializeParams)
     try:
         decoded = msgspec.convert(params, ptype)
     except msgspec.ValidationError as exc:
