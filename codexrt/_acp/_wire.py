@@ -193,6 +193,27 @@ class PromptParams(_S):
     prompt: list[ContentBlock]
 
 
+#: The optional string fields of content blocks the schema marks ``x-deserialize-default-on-error``
+#: (by block ``type``; ``resource`` is its ``resource`` object's): of another type, they are absent.
+_BLOCK_DEFAULT_ON_ERROR = {"image": ("uri",), "resource_link": ("mimeType", "title"), "resource": ("mimeType",)}
+
+
+def _defaulted_blocks(params: dict[str, Any]) -> dict[str, Any]:
+    blocks = params.get("prompt")
+    if not isinstance(blocks, list):
+        return params
+    out = []
+    for block in blocks:
+        names = _BLOCK_DEFAULT_ON_ERROR.get(block.get("type")) if isinstance(block, dict) else None
+        if names:
+            inner = block.get("resource") if block.get("type") == "resource" else block
+            if isinstance(inner, dict) and any(not isinstance(inner.get(n, ""), (str, type(None))) for n in names):
+                inner = {k: v for k, v in inner.items() if k not in names or isinstance(v, (str, type(None)))}
+                block = {**block, "resource": inner} if block.get("type") == "resource" else inner
+        out.append(block)
+    return {**params, "prompt": out}
+
+
 class CancelParams(_S):
     session_id: str
 
@@ -390,6 +411,8 @@ def decode_message(line: bytes | bytearray | str) -> Message:
         return Invalid(rid, INVALID_PARAMS, f"{method}: params must be an object - at `$.params`")
     if method == "initialize":
         params = _defaulted(params, InitializeParams)
+    elif method == "session/prompt":
+        params = _defaulted_blocks(params)
     try:
         decoded = msgspec.convert(params, ptype)
     except msgspec.ValidationError as exc:

@@ -51,3 +51,22 @@ def test_initialize_still_refuses_what_is_not_marked_default_on_error():
     bad = decode_message(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                                      "params": {"protocolVersion": "1", "clientCapabilities": {"fs": True}}}))
     assert isinstance(bad, Invalid) and bad.code == -32602 and "protocolVersion" in bad.message
+
+
+def test_prompt_blocks_take_a_malformed_marked_field_as_its_default():
+    """The same schema mark on content blocks: an image's ``uri``, a resource link's
+    ``mimeType``/``title`` and an embedded resource's ``mimeType`` of the wrong type are read
+    as absent; the prompt is not refused. Unmarked fields stay strict (a ``text`` that is not a
+    string is ``-32602``)."""
+    blocks = [{"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png", "uri": 7},
+              {"type": "resource_link", "uri": "file:///w/a.py", "name": "a.py", "mimeType": 5, "title": ["x"]},
+              {"type": "resource", "resource": {"uri": "file:///w/b.py", "text": "x = 1\n", "mimeType": {}}},
+              {"type": "text", "text": "look"}]
+    msg = decode_message(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+                                     "params": {"sessionId": "s", "prompt": blocks}}))
+    assert isinstance(msg, Request), msg
+    image, link, res, _ = msg.params.prompt
+    assert image.uri is None and link.mime_type is None and link.title is None and res.resource.mime_type is None
+    bad = decode_message(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                                     "params": {"sessionId": "s", "prompt": [{"type": "text", "text": 5}]}}))
+    assert isinstance(bad, Invalid) and bad.code == -32602
