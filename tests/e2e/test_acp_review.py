@@ -5,11 +5,22 @@ scripted fake app-server, every line checked against the pinned official schema
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+import termios
 from pathlib import Path
 
+import trio
+
 from peer_fixtures.fake_app_server import read_log
-from tests.acp_support import ROOT, AcpAgent, fake_codex
+from tests._support import process_alive, wait_until
+from tests.acp_support import ROOT, TEARDOWN_BOUND, AcpAgent, agent_env, descendants, fake_codex
 
 
 async def _started(tmp_path: Path, agent: AcpAgent) -> Path:
@@ -134,3 +145,58 @@ async def test_a_prompt_the_server_refuses_as_invalid_params_is_32602(tmp_path):
         ok = await agent.response(await agent.prompt(sid, "short"))
         assert ok["result"]["stopReason"] == "end_turn", ok
         assert await agent.finish() == 0
+
+
+def _pipe_bytes(fd: int) -> int:
+    """Bytes waiting in the pipe ``fd`` reads from (``FIONREAD``)."""
+    return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+
+
+async def test_stdin_eof_from_a_client_that_stopped_reading_still_ends_the_agent(tmp_path):
+    """An editor whose reading stalled (stdout pipe full, mid-stream) and that then ends the
+    agent by closing stdin, keeping the pipe: the agent used to wait forever to write the
+    turn's last updates and answers — never exiting, its app-server never reaped. After stdin
+    EOF a stdout that takes nothing for ``eof_grace`` is given up (what is left unwritten is
+    dropped): the agent exits and leaves no child. (The bound is a hang detector, far above the
+    issue's 2 s; ``tests/e2e/test_acp_e2e.py`` checks 2 s for a client that reads.)"""
+    sc = {"name": "acp-flood", "description": "a long stream", "rules": [],
+          "settings": {"text": "x" * 400_000, "deltas": 20_000}}
+    path = tmp_path / "flood.json"
+    path.write_text(json.dumps(sc))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    argv = [sys.executable, "-m", "codexrt_cli", "--log-level", "info", "acp", "--codex-bin",
+            fake_codex(tmp_path, str(path))]
+    with open(tmp_path / "acp.stderr", "wb") as err:
+        proc = await trio.lowlevel.open_process(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                                                cwd=str(ROOT), env=agent_env(tmp_path))
+    children: set[int] = set()
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        for rid, method, params in ((1, "initialize", {"protocolVersion": 1}),
+                                    (2, "session/new", {"cwd": str(ws), "mcpServers": []})):
+            await proc.stdin.send_all(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method,
+                                                  "params": params}).encode() + b"\n")
+        buf = b""
+        while buf.count(b"\n") < 2:
+            buf += await proc.stdout.receive_some()
+        sid = json.loads(buf.split(b"\n")[1])["result"]["sessionId"]
+        await proc.stdin.send_all(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {
+            "sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}}).encode() + b"\n")
+        # we read nothing more: wait until the agent's stdout pipe is full (~64 KiB waiting)
+        await wait_until(lambda: _pipe_bytes(proc.stdout.fileno()) >= 60_000, "the stdout pipe to fill")
+        children = descendants(proc.pid)
+        assert children, "the app-server child is running"
+        await proc.stdin.aclose()  # stdin EOF; the pipe stays open and unread
+        with trio.move_on_after(TEARDOWN_BOUND):
+            await proc.wait()
+        assert proc.returncode == 0, "the agent did not exit after stdin EOF (stdout unread)"
+        await wait_until(lambda: not [c for c in children if process_alive(c)], "the children to be reaped",
+                         timeout=TEARDOWN_BOUND)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        for c in children:
+            with contextlib.suppress(OSError):
+                os.kill(c, signal.SIGKILL)
