@@ -208,7 +208,7 @@ class _Stdout:
         """Give stdout up once it has taken no line for ``grace`` while lines wait."""
         last, since = self.lines_written, trio.current_time()
         while not self.given_up:
-            await trio.sleep(min(0.1, grace))
+            await trio.sleep(min(0.1, max(grace, 0.01)))
             if self.lines_written != last or not self._blocked:
                 last, since = self.lines_written, trio.current_time()
             elif trio.current_time() - since >= grace:

@@ -204,12 +204,13 @@ def _defaulted_blocks(params: dict[str, Any]) -> dict[str, Any]:
         return params
     out = []
     for block in blocks:
-        names = _BLOCK_DEFAULT_ON_ERROR.get(block.get("type")) if isinstance(block, dict) else None
+        kind = block.get("type") if isinstance(block, dict) else None
+        names = _BLOCK_DEFAULT_ON_ERROR.get(kind) if isinstance(kind, str) else None
         if names:
-            inner = block.get("resource") if block.get("type") == "resource" else block
+            inner = block.get("resource") if kind == "resource" else block
             if isinstance(inner, dict) and any(not isinstance(inner.get(n, ""), (str, type(None))) for n in names):
                 inner = {k: v for k, v in inner.items() if k not in names or isinstance(v, (str, type(None)))}
-                block = {**block, "resource": inner} if block.get("type") == "resource" else inner
+                block = {**block, "resource": inner} if kind == "resource" else inner
         out.append(block)
     return {**params, "prompt": out}
 

@@ -70,3 +70,11 @@ def test_prompt_blocks_take_a_malformed_marked_field_as_its_default():
     bad = decode_message(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
                                      "params": {"sessionId": "s", "prompt": [{"type": "text", "text": 5}]}}))
     assert isinstance(bad, Invalid) and bad.code == -32602
+
+
+@pytest.mark.parametrize("block", [{"type": [1]}, {"type": {"a": 1}}, {"type": "resource", "resource": 3}, 7, None])
+def test_a_prompt_block_of_any_shape_is_answered_not_raised(block):
+    """``decode_message`` never raises (its contract): an odd block is ``-32602``."""
+    msg = decode_message(json.dumps({"jsonrpc": "2.0", "id": 4, "method": "session/prompt",
+                                     "params": {"sessionId": "s", "prompt": [block]}}))
+    assert isinstance(msg, Invalid) and msg.code == -32602, msg
