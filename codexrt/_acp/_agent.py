@@ -32,12 +32,13 @@ closed (children reaped) and :func:`run_acp_agent` returns.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import traceback
 import uuid
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, AsyncIterator
 
 import attrs
 import trio
@@ -51,12 +52,14 @@ from codexrt._acp._wire import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST,
                                 RESOURCE_NOT_FOUND, ClientCapabilities, Ignored, Invalid, Notification, Request,
                                 Response, decode_message, encode, error_response, notification, request, response)
 from codexrt._features._catalog import list_models
-from codexrt._features._history import open_history_reader
+from codexrt._features._history import HistoryReader, ThreadPage, Transcript, open_history_reader
 from codexrt._runtime._events import EventStream
 from codexrt._runtime._runtime import Runtime, RuntimeConfig
 from codexrt._sansio._context import EditorState, FileReference
-from codexrt._sansio._errors import (CodexError, ConfigError, InvalidParams, ThreadNotFound)
+from codexrt._sansio._errors import (CodexError, ConfigError, InvalidParams, RpcError, ThreadNotFound,
+                                     from_rpc_error)
 from codexrt._io._lines import LineWriter, read_frames
+from codexrt._io._util import unwrap_single_group
 from codexrt._sansio._framing import DEFAULT_MAX_LINE, OversizedLine
 from codexrt._sansio._redact import process_redactor, register_process_secrets
 from codexrt._version import __version__
@@ -70,6 +73,10 @@ log = logging.getLogger("codexrt.acp")
 CANCEL_SETTLE = 2.0
 #: How long the one ``model/list`` that fills the model option may take (left out after it).
 MODELS_BOUND = 30.0
+#: Requests running at once (each a task, its answer waiting on stdout). One more is refused
+#: inline, which holds the reader on stdout: a client that sends without reading cannot make
+#: the agent grow without bound. Far above an editor's need (a prompt per session, short calls).
+MAX_OPEN_REQUESTS = 1024
 
 
 @attrs.define
@@ -99,6 +106,59 @@ class AcpError(Exception):
         self.data = data
 
 
+@contextlib.asynccontextmanager
+async def _history(rt: Runtime) -> AsyncIterator[HistoryReader]:
+    """``open_history_reader`` whose failures arrive as themselves: its nursery would wrap a
+    ``read_thread``/``list_threads`` error (an unknown thread) in an ``ExceptionGroup``, which
+    the fault barrier could only answer ``-32603``."""
+    async with unwrap_single_group(), open_history_reader(rt) as reader:
+        yield reader
+
+
+async def _read_thread(rt: Runtime, thread_id: str) -> Transcript:
+    """The thread's transcript; a thread the server does not know is :class:`ThreadNotFound`
+    (``-32002``, as ``session/resume`` names it)."""
+    try:
+        async with _history(rt) as reader:
+            return await reader.read_thread(thread_id)
+    except RpcError as exc:
+        if from_rpc_error(exc) is not ThreadNotFound:
+            raise
+        raise ThreadNotFound(f"thread {thread_id} not found: {exc.message}",
+                             details={"threadId": thread_id, "rpcCode": exc.rpc_code}) from None
+
+
+async def _list_page(rt: Runtime, cursor: str | None, **filters: Any) -> ThreadPage:
+    """One ``thread/list`` page; a cursor the server refuses is the client's bad parameter."""
+    try:
+        async with _history(rt) as reader:
+            return await reader.list_threads(cursor=cursor, limit=50, **filters)
+    except RpcError as exc:  # a stale or mangled cursor
+        if cursor is None or "cursor" not in (exc.message or "").lower():
+            raise
+        _, _, data = _codex_error_answer(exc)
+        raise AcpError(INVALID_PARAMS, f"session/list: {exc.message} - at `$.params.cursor`", data) from None
+
+
+def _check_cwd(cwd: str, *, attached: bool) -> None:
+    """A session's directory: absolute, and (its children run in it) an existing directory —
+    unless the app-server is attached (``--connect``), whose files these are. (One ``stat``,
+    as the spawn's own ``chdir``.)"""
+    if not os.path.isabs(cwd):
+        raise AcpError(INVALID_PARAMS, "cwd must be an absolute path - at `$.params.cwd`")
+    if not attached and not os.path.isdir(cwd):
+        raise AcpError(INVALID_PARAMS, f"cwd is not a directory: {cwd} - at `$.params.cwd`")
+
+
+def _turn_error_answer(err: CodexError) -> tuple[int, str, Any]:
+    """A failed turn's JSON-RPC error: ``-32603`` with codexrt's error in ``data``, or
+    ``-32602`` when codex refused the input itself (too long, …): the client's to fix."""
+    code, message, data = _codex_error_answer(err)
+    if isinstance(err, RpcError) and err.rpc_code == INVALID_PARAMS:
+        code = INVALID_PARAMS
+    return (code if code == INVALID_PARAMS else INTERNAL_ERROR), message, data
+
+
 def _codex_error_answer(exc: CodexError) -> tuple[int, str, Any]:
     d = exc.to_dict()
     data = {"code": d["code"], "message": d["message"], **({"details": d["details"]} if d.get("details") else {})}
@@ -107,6 +167,56 @@ def _codex_error_answer(exc: CodexError) -> tuple[int, str, Any]:
     if isinstance(exc, (InvalidParams, ConfigError)):
         return INVALID_PARAMS, exc.message, data
     return INTERNAL_ERROR, exc.message, data
+
+
+class _Stdout:
+    """The protocol lines out (:class:`LineWriter`), which shutdown can give up: after stdin
+    EOF, a stdout that takes nothing for the grace while lines wait (a client that stopped
+    reading, then closed stdin) would hold the agent and its children forever. Given up, the
+    blocked writes end and later lines are dropped (the last one may be cut short)."""
+
+    def __init__(self, writer: LineWriter) -> None:
+        self._writer = writer
+        self._blocked: set[trio.CancelScope] = set()
+        self.given_up = False
+
+    @property
+    def lines_written(self) -> int:
+        return self._writer.lines_written
+
+    async def write(self, obj: Any) -> None:
+        if self.given_up:
+            return
+        with trio.CancelScope() as scope:
+            self._blocked.add(scope)
+            try:
+                await self._writer.write(obj)
+            finally:
+                self._blocked.discard(scope)
+
+    @contextlib.asynccontextmanager
+    async def watching(self, grace: float) -> AsyncIterator[None]:
+        """:meth:`watch` while the block runs (shutdown)."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self.watch, grace)
+            try:
+                yield
+            finally:
+                nursery.cancel_scope.cancel()
+
+    async def watch(self, grace: float) -> None:
+        """Give stdout up once it has taken no line for ``grace`` while lines wait."""
+        last, since = self.lines_written, trio.current_time()
+        while not self.given_up:
+            await trio.sleep(min(0.1, max(grace, 0.01)))
+            if self.lines_written != last or not self._blocked:
+                last, since = self.lines_written, trio.current_time()
+            elif trio.current_time() - since >= grace:
+                log.warning("stdout took nothing for %.1f s after stdin EOF: the client is gone; "
+                            "dropping what is left to write", grace)
+                self.given_up = True
+                for scope in list(self._blocked):
+                    scope.cancel()
 
 
 class _Pending:
@@ -126,7 +236,7 @@ class AcpAgent:
         self._receive = receive
         self.config = config
         self._reader_scope = trio.CancelScope()
-        self._out = LineWriter(send, encode, self._reader_scope.cancel)
+        self._out = _Stdout(LineWriter(send, encode, self._reader_scope.cancel))
         self.client_capabilities = ClientCapabilities()
         self.sessions: dict[str, Session] = {}
         self._catalog: Session | None = None  # the runtime that serves session/list
@@ -224,6 +334,9 @@ class AcpAgent:
             pending.done.set()
         elif isinstance(msg, Notification):
             self._notification(msg)
+        elif self._open_requests >= MAX_OPEN_REQUESTS:
+            await self.write(error_response(msg.id, INVALID_REQUEST, f"{msg.method}: {self._open_requests} requests "
+                                            "are in flight (the limit); read their answers first"))
         else:
             self._spawn(msg)
 
@@ -325,11 +438,6 @@ class AcpAgent:
             "agentInfo": {"name": "codexrt", "title": "Codex (codexrt)", "version": __version__},
         }
 
-    @staticmethod
-    def _check_cwd(cwd: str) -> None:
-        if not os.path.isabs(cwd):
-            raise AcpError(INVALID_PARAMS, "cwd must be an absolute path - at `$.params.cwd`")
-
     def _new_session(self, session_id: str, cwd: str, thread_id: str | None) -> Session:
         s = Session(session_id, cwd, thread_id, on_thread=self._thread_known)
         s.config = attrs.evolve(s.config, models=self._models)
@@ -350,7 +458,7 @@ class AcpAgent:
         await self._indexed(self.index.put, session_id, thread_id=thread_id, cwd=cwd)
 
     async def _new(self, p: Any) -> dict[str, Any]:
-        self._check_cwd(p.cwd)
+        _check_cwd(p.cwd, attached=self.config.runtime.connect is not None)
         if p.mcp_servers:
             log.warning("session/new: %d MCP server(s) from the client are not used (codexrt uses the MCP servers "
                         "of the Codex configuration)", len(p.mcp_servers))
@@ -372,7 +480,7 @@ class AcpAgent:
     async def _load(self, p: Any, *, replay: bool) -> dict[str, Any]:
         """``session/load`` (replay the whole conversation first) and ``session/resume`` (no
         replay): the thread is read from codexrt's history projection; nothing calls the model."""
-        self._check_cwd(p.cwd)
+        _check_cwd(p.cwd, attached=self.config.runtime.connect is not None)
         s, opened = await self._resolve(p.session_id, p.cwd)
         if s.prompt is not None:
             raise AcpError(INVALID_REQUEST, "a prompt is running in this session")
@@ -397,8 +505,7 @@ class AcpAgent:
 
     async def _replay(self, s: Session, rt: Runtime) -> None:
         assert s.thread_id is not None
-        async with open_history_reader(rt) as reader:
-            tr = await reader.read_thread(s.thread_id)
+        tr = await _read_thread(rt, s.thread_id)
         # the files' current text completes the edits' diffs (file reads: a worker thread)
         updates = await trio.to_thread.run_sync(
             lambda: replay_updates(tr.records(), cwd=s.cwd, read=s.mapper.read))
@@ -417,8 +524,7 @@ class AcpAgent:
         with counted(cat):
             rt = await self._runtime(cat)
             filters: dict[str, Any] = {"cwd": p.cwd} if p.cwd else {}
-            async with open_history_reader(rt) as reader:
-                page = await reader.list_threads(cursor=p.cursor, limit=50, **filters)
+            page = await _list_page(rt, p.cursor, **filters)
         ids = [t.thread_id for t in page.threads]
         sessions_of = await self._indexed(self.index.session_of_thread, ids)
         out = []
@@ -489,13 +595,15 @@ class AcpAgent:
                 try:
                     result = await op.wait()
                 except trio.Cancelled:
-                    # $/cancel_request of this prompt, or shutdown: stop the turn and let it end
-                    # (bounded) before the answer, so nothing of it runs on afterwards
-                    prompt.cancel_requested = True
-                    rt.abort(op)
+                    # $/cancel_request of this prompt, or shutdown: as session/cancel (open
+                    # questions withdrawn, the turn stopped), and the turn ends (bounded) with its
+                    # calls closed before the answer, so nothing of it runs or spins afterwards
                     with trio.CancelScope(shield=True), trio.move_on_after(CANCEL_SETTLE):
+                        self.cancel_turn(s)
                         await op.wait()
                         await prompt.forwarded.wait()
+                        for upd in s.mapper.interrupted():
+                            await self.update(s, upd)
                     raise
                 # No bound of its own: the forwarder passes the turn's operationDone (or ends)
                 # as soon as the client reads what came before it; answering earlier would let
@@ -519,9 +627,8 @@ class AcpAgent:
             err = result.error
             if err is None:
                 raise AcpError(INTERNAL_ERROR, f"the turn ended {result.status}", {"status": result.status})
-            code, message, data = _codex_error_answer(err)
-            raise AcpError(code if code == INVALID_PARAMS else INTERNAL_ERROR, message,
-                           {**data, "status": result.status})
+            code, message, data = _turn_error_answer(err)
+            raise AcpError(code, message, {**data, "status": result.status})
 
     async def _offer_models(self, rt: Runtime) -> None:
         """Fill the model option from the server's ``model/list`` (local on the real server:
@@ -596,31 +703,32 @@ class AcpAgent:
                     s.request_close()
 
     async def _shutdown(self) -> None:
-        """stdin EOF (or stdout gone): cancel the turns, decline open questions, give the
-        turns :attr:`AcpConfig.eof_grace` to end, kill the children still busy, close every
-        runtime (children reaped); the handlers still running are cancelled and answered."""
+        """stdin EOF (or stdout gone): cancel the turns, decline open questions, give them
+        :attr:`AcpConfig.eof_grace` to end, kill the children still busy, close every runtime (children
+        reaped); running handlers are cancelled and answered (a stuck stdout is given up: :class:`_Stdout`)."""
         self.draining = True
-        sessions = self._all_sessions()
-        for s in sessions:
-            if s.rt is not None:
-                s.rt.set_interaction_policy(_asks.no_host_policy)
-            self.cancel_turn(s)
-        with trio.move_on_after(self.config.eof_grace):
-            await self._requests_idle.wait()
-        for s in sessions:
-            rt = s.rt
-            if rt is not None and rt.busy:
-                log.info("session %s: the turn did not end in time; killing its app-server", s.id)
-                rt.kill_child()
-        for s in sessions:
-            s.request_close()
-        with trio.move_on_after(self.config.eof_grace):
-            await self._requests_idle.wait()
-        for scopes in list(self._requests.values()):
-            for scope in scopes:
-                scope.cancel()
-        for s in sessions:
-            await s.close_runtime()
+        async with self._out.watching(self.config.eof_grace):
+            sessions = self._all_sessions()
+            for s in sessions:
+                if s.rt is not None:
+                    s.rt.set_interaction_policy(_asks.no_host_policy)
+                self.cancel_turn(s)
+            with trio.move_on_after(self.config.eof_grace):
+                await self._requests_idle.wait()
+            for s in sessions:
+                rt = s.rt
+                if rt is not None and rt.busy:
+                    log.info("session %s: the turn did not end in time; killing its app-server", s.id)
+                    rt.kill_child()
+            for s in sessions:
+                s.request_close()
+            with trio.move_on_after(self.config.eof_grace):
+                await self._requests_idle.wait()
+            for scopes in list(self._requests.values()):
+                for scope in scopes:
+                    scope.cancel()
+            for s in sessions:
+                await s.close_runtime()
 
 
 async def run_acp_agent(receive: trio.abc.ReceiveStream, send: trio.abc.SendStream, config: AcpConfig | None = None,

@@ -92,6 +92,35 @@ class InitializeParams(_S):
     client_info: Union[Implementation, None] = None
 
 
+#: What the schema marks ``x-deserialize-default-on-error`` in ``initialize``: a value of the
+#: wrong shape there is read as its default (:func:`_defaulted`), never a refused ``initialize``.
+_DEFAULT_ON_ERROR: dict[type, dict[str, Any]] = {
+    InitializeParams: {"clientCapabilities": ClientCapabilities, "clientInfo": None},
+    ClientCapabilities: {"fs": FileSystemCapabilities, "terminal": None, "elicitation": ElicitationCapabilities},
+    FileSystemCapabilities: {"readTextFile": None, "writeTextFile": None},
+    ElicitationCapabilities: {"form": None, "url": None},
+}
+
+
+def _defaulted(obj: Any, typ: type) -> dict[str, Any]:
+    """``obj`` (params of ``typ``) without the marked fields that do not decode: an object
+    field is kept with its own bad fields dropped, any other is dropped (→ its default)."""
+    if not isinstance(obj, dict):
+        return {}
+    out = dict(obj)
+    required = {"protocolVersion": 1} if typ is InitializeParams else {}  # to try one field alone
+    for key, sub in _DEFAULT_ON_ERROR[typ].items():
+        if key not in out:
+            continue
+        if sub is not None and isinstance(out[key], dict):
+            out[key] = _defaulted(out[key], sub)
+        try:
+            msgspec.convert({**required, key: out[key]}, typ)
+        except msgspec.ValidationError:
+            del out[key]
+    return out
+
+
 class NewSessionParams(_S):
     cwd: str
     mcp_servers: list[dict[str, Any]]
@@ -162,6 +191,28 @@ ContentBlock = Union[TextContent, ImageContent, AudioContent, ResourceLink, Embe
 class PromptParams(_S):
     session_id: str
     prompt: list[ContentBlock]
+
+
+#: The optional string fields of content blocks the schema marks ``x-deserialize-default-on-error``
+#: (by block ``type``; ``resource`` is its ``resource`` object's): of another type, they are absent.
+_BLOCK_DEFAULT_ON_ERROR = {"image": ("uri",), "resource_link": ("mimeType", "title"), "resource": ("mimeType",)}
+
+
+def _defaulted_blocks(params: dict[str, Any]) -> dict[str, Any]:
+    blocks = params.get("prompt")
+    if not isinstance(blocks, list):
+        return params
+    out = []
+    for block in blocks:
+        kind = block.get("type") if isinstance(block, dict) else None
+        names = _BLOCK_DEFAULT_ON_ERROR.get(kind) if isinstance(kind, str) else None
+        if names:
+            inner = block.get("resource") if kind == "resource" else block
+            if isinstance(inner, dict) and any(not isinstance(inner.get(n, ""), (str, type(None))) for n in names):
+                inner = {k: v for k, v in inner.items() if k not in names or isinstance(v, (str, type(None)))}
+                block = {**block, "resource": inner} if kind == "resource" else inner
+        out.append(block)
+    return {**params, "prompt": out}
 
 
 class CancelParams(_S):
@@ -359,6 +410,10 @@ def decode_message(line: bytes | bytearray | str) -> Message:
         params = {}
     if not isinstance(params, dict):
         return Invalid(rid, INVALID_PARAMS, f"{method}: params must be an object - at `$.params`")
+    if method == "initialize":
+        params = _defaulted(params, InitializeParams)
+    elif method == "session/prompt":
+        params = _defaulted_blocks(params)
     try:
         decoded = msgspec.convert(params, ptype)
     except msgspec.ValidationError as exc:
