@@ -643,9 +643,32 @@ def _jsonable(root: Any, max_depth: int = MAX_VALUE_DEPTH) -> Any:
     return holder[0]
 
 
+_EMPTY_SEQS = frozenset({tuple, list})
+
+
 def record_to_json(r: DisplayRecord) -> dict[str, Any]:
-    """A display record as JSON: ``kind`` plus its fields in camelCase."""
-    return {"kind": r.kind, **_jsonable(r)}
+    """A display record as JSON: ``kind`` plus its fields in camelCase. The record's own level
+    is unrolled here (a page turns thousands of records into JSON, issue 34): scalar and empty
+    fields are stored at once, every other field goes through :func:`_jsonable` one level down,
+    so the depth clip is the same as walking the whole record."""
+    t = type(r)
+    try:
+        fields = _FIELDS[t]
+    except KeyError:
+        fields = _FIELDS[t] = _fields_of(t)
+    if fields is None:
+        return {"kind": r.kind, **_jsonable(r)}
+    camels, values = fields
+    out: dict[str, Any] = {"kind": r.kind}
+    for k, x in zip(camels, values(r)):
+        tx = type(x)
+        if tx in _SCALARS:
+            out[k] = x
+        elif tx in _EMPTY_SEQS and not x:
+            out[k] = []
+        else:
+            out[k] = _jsonable(x, MAX_VALUE_DEPTH - 1)
+    return out
 
 
 def transcript_to_json(t: Transcript) -> dict[str, Any]:
