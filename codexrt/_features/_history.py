@@ -129,6 +129,7 @@ from codexrt._features._history_legacy import (
     _session_names,
 )
 from codexrt._features._history_count import MessageCounter, _full_read_complete, _walk
+from codexrt._features._history_pages import PageRecordsCache
 
 __all__ = [
     "ConnectionProvider",
@@ -173,7 +174,7 @@ class HistoryReader:
                  codex_home: str | os.PathLike[str] | None = None, inactive: bool = False,
                  redact: Callable[[str], str] | None = None, counter: MessageCounter | None = None,
                  page_limit: int = DEFAULT_PAGE_LIMIT, max_pages: int = DEFAULT_MAX_PAGES,
-                 privacy: PrivacySource | None = None) -> None:
+                 privacy: PrivacySource | None = None, page_cache: PageRecordsCache | None = None) -> None:
         self._nursery = nursery
         self._provider = provider
         self.codex_home = resolve_codex_home(codex_home)
@@ -183,6 +184,8 @@ class HistoryReader:
         self.counter = counter if counter is not None else MessageCounter(nursery)
         self.page_limit = page_limit
         self.max_pages = max_pages
+        #: records of pages already answered by :meth:`read_page` (issue 34); None: none kept
+        self.page_cache = page_cache
         self.index = ThreadIndex()
         #: ``thread_id -> [LocalSubmission]``: the host's unconfirmed sends (R-H-1); set by
         #: :func:`open_history_reader` for a ``Runtime`` source.
@@ -460,10 +463,36 @@ class HistoryReader:
             params["limit"] = limit
         if sort_direction is not None:
             params["sortDirection"] = sort_direction
+        # The privacy index is loaded afresh for every page (R-PRIV-2), on a worker thread:
+        # started now, it loads while the page is in flight instead of after it (issue 34).
+        loaded: list[tuple[Masker | None, tuple[str, ...]] | Exception] = []
+        done = trio.Event()
+
+        async def load_masker() -> None:
+            try:
+                loaded.append(await self._masker())
+            except Exception as exc:  # re-raised by the read below, never in the reader's nursery
+                loaded.append(exc)
+            finally:
+                done.set()
+
+        self._nursery.start_soon(load_masker)
         res = await call_read(conn, method, params)
         if not isinstance(res, dict) or not isinstance(res.get("data"), list):
             raise RemoteProtocolError(f"{method} answered without a data list", details={"method": method})
-        masker, _ = await self._masker()
+        await done.wait()
+        got = loaded[0] if loaded else await self._masker()  # empty: the load was cancelled
+        if isinstance(got, Exception):
+            raise got
+        masker = got[0]
+        index = masker.index if masker is not None else None
+        cache, key = self.page_cache if self.redact is None else None, (thread_id, method, cursor, limit, sort_direction)
+        if cache is not None and all(isinstance(x, (str, int, type(None))) for x in key):
+            records = cache.get(key, res["data"], index)
+            if records is not None:
+                return {**res, "source": "native", "records": records}
+        else:
+            cache = None
         proj = Projector(thread_id, redact=self.redact, mask=masker.mask if masker is not None else None)
         if scope == "items":
             proj.add_native_entries(e for e in res["data"] if isinstance(e, dict))
@@ -471,7 +500,10 @@ class HistoryReader:
             for t in res["data"]:
                 if isinstance(t, dict):
                     proj.add_native_turn(t, prepend=(sort_direction or "desc") == "desc")
-        return {**res, "source": "native", "records": [record_to_json(r) for r in proj.records()]}
+        records = [record_to_json(r) for r in proj.records()]
+        if cache is not None:
+            cache.put(key, res["data"], index, records)
+        return {**res, "source": "native", "records": records}
 
     # -- sub-agents (R-H-8) ----------------------------------------------------------------
 
@@ -696,10 +728,11 @@ HISTORY_COMMANDS = frozenset({"codex.listThreads", "codex.readThread", "codex.re
 
 @malformed_data_is_typed("history data")
 async def run_history_command(rt: Any, name: str, params: dict[str, Any], *, counter: MessageCounter,
-                              nursery: trio.Nursery) -> Any:
+                              nursery: trio.Nursery, page_cache: PageRecordsCache | None = None) -> Any:
     """One read-only history command of ``codexrt serve`` on ``rt``'s connection — never the
     send FIFO, never ``thread/resume`` (R-D-1). ``counter`` is the host-level message counter
-    (R-H-7). Results (``docs/daemon-protocol.md``):
+    (R-H-7); ``page_cache`` the host-level records of pages already answered (issue 34).
+    Results (``docs/daemon-protocol.md``):
 
     * ``codex.listThreads``: the native ``thread/list`` result plus ``source`` and ``partial`` (R-H-6);
     * ``codex.readThread``: the native ``thread/read`` result; with ``display: true`` instead
@@ -712,7 +745,7 @@ async def run_history_command(rt: Any, name: str, params: dict[str, Any], *, cou
     reader = HistoryReader(nursery, rt.ensure_started, codex_home=rt.config.codex_home,
                            inactive=rt.config.access_mode == "inactive",
                            redact=Redactor(rt.config.secrets) if rt.config.secrets else None, counter=counter,
-                           privacy=rt.privacy_index)
+                           privacy=rt.privacy_index, page_cache=page_cache)
     if name == "codex.countThreadMessages":
         expected = p.get("updatedAt")
         res = await reader.count_messages(p["threadId"], expected_version=None if expected is None else str(expected))
