@@ -77,7 +77,7 @@ import contextlib
 import functools
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -216,6 +216,33 @@ class HistoryReader:
                 index = PrivacyIndex("unavailable", problems=[f"index could not be loaded ({type(exc).__name__})"],
                                      conservative=True)
         return Masker(index), ((PRIVACY_DAMAGED_NOTICE,) if index.conservative else ())
+
+    def _start_masker(self) -> Callable[[], Awaitable[tuple[Masker | None, tuple[str, ...]]]]:
+        """Start :meth:`_masker` now, on the reader's nursery, and return the wait for its
+        result: the index (read afresh for every read, R-PRIV-2, on a worker thread) loads
+        while a request is in flight instead of after it (issue 34). Not waited for, it ends
+        on its own; an error it met is raised by the wait."""
+        loaded: list[tuple[Masker | None, tuple[str, ...]] | Exception] = []
+        done = trio.Event()
+
+        async def load() -> None:
+            try:
+                loaded.append(await self._masker())
+            except Exception as exc:  # raised by the wait, never in the reader's nursery
+                loaded.append(exc)
+            finally:
+                done.set()
+
+        self._nursery.start_soon(load)
+
+        async def wait() -> tuple[Masker | None, tuple[str, ...]]:
+            await done.wait()
+            got = loaded[0] if loaded else await self._masker()  # empty: the load was cancelled
+            if isinstance(got, Exception):
+                raise got
+            return got
+
+        return wait
 
     async def _conn(self) -> Connection:
         if self._provider is None:
@@ -398,21 +425,24 @@ class HistoryReader:
 
     async def _read_native(self, conn: Connection, thread_id: str, *, allow_legacy: bool,
                            local: Sequence[LocalSubmission] = ()) -> Transcript:
+        masking = self._start_masker()  # loads while thread/read is in flight
         meta = await call_read(conn, "thread/read", {"threadId": thread_id})
         thread = meta.get("thread") if isinstance(meta, dict) else None
         if not isinstance(thread, dict):
             raise RemoteProtocolError("thread/read answered without a thread", details={"method": "thread/read"})
-        masker, privacy_notices = await self._masker()
+        masker, privacy_notices = await masking()
         mask = masker.mask if masker is not None else None
         proj = Projector(thread_id, redact=self.redact, mask=mask)
+        # both walks read one page ahead: the server answers the next page while this one is
+        # projected (issue 34)
         turns_walk = await _walk(conn, "thread/turns/list",
                                  {"threadId": thread_id, "sortDirection": "asc", "limit": self.page_limit},
                                  lambda data: [proj.add_native_turn(t) for t in data if isinstance(t, dict)],
-                                 max_pages=self.max_pages)
+                                 max_pages=self.max_pages, prefetch=True)
         pagination = "paged"
         try:
             items_walk = await _walk(conn, "thread/items/list", {"threadId": thread_id, "limit": self.page_limit},
-                                     proj.add_native_entries, max_pages=self.max_pages)
+                                     proj.add_native_entries, max_pages=self.max_pages, prefetch=True)
             complete = turns_walk.complete and items_walk.complete
         except RpcError as exc:
             if not is_pagination_unsupported(exc):
@@ -467,28 +497,11 @@ class HistoryReader:
             params["limit"] = limit
         if sort_direction is not None:
             params["sortDirection"] = sort_direction
-        # The privacy index is loaded afresh for every page (R-PRIV-2), on a worker thread:
-        # started now, it loads while the page is in flight instead of after it (issue 34).
-        loaded: list[tuple[Masker | None, tuple[str, ...]] | Exception] = []
-        done = trio.Event()
-
-        async def load_masker() -> None:
-            try:
-                loaded.append(await self._masker())
-            except Exception as exc:  # re-raised by the read below, never in the reader's nursery
-                loaded.append(exc)
-            finally:
-                done.set()
-
-        self._nursery.start_soon(load_masker)
+        masking = self._start_masker()  # loads while the page is in flight
         res = await call_read(conn, method, params)
         if not isinstance(res, dict) or not isinstance(res.get("data"), list):
             raise RemoteProtocolError(f"{method} answered without a data list", details={"method": method})
-        await done.wait()
-        got = loaded[0] if loaded else await self._masker()  # empty: the load was cancelled
-        if isinstance(got, Exception):
-            raise got
-        masker = got[0]
+        masker, _ = await masking()
         index = masker.index if masker is not None else None
         cache, key = self.page_cache if self.redact is None else None, (thread_id, method, cursor, limit, sort_direction)
         if cache is not None and all(isinstance(x, (str, int, type(None))) for x in key):
