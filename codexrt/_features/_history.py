@@ -503,13 +503,14 @@ class HistoryReader:
             raise RemoteProtocolError(f"{method} answered without a data list", details={"method": method})
         masker, _ = await masking()
         index = masker.index if masker is not None else None
-        cache, key = self.page_cache if self.redact is None else None, (thread_id, method, cursor, limit, sort_direction)
-        if cache is not None and all(isinstance(x, (str, int, type(None))) for x in key):
+        key = (thread_id, method, cursor, limit, sort_direction)
+        cache = self.page_cache
+        if self.redact is not None or not all(isinstance(x, (str, int, type(None))) for x in key):
+            cache = None  # a redactor also masks process-wide values; an odd cursor is no key
+        if cache is not None:
             records = cache.get(key, res["data"], index)
-            if records is not None:
+            if records is not None:  # the same page, masked by the same index: same records
                 return {**res, "source": "native", "records": records}
-        else:
-            cache = None
         proj = Projector(thread_id, redact=self.redact, mask=masker.mask if masker is not None else None)
         if scope == "items":
             proj.add_native_entries(e for e in res["data"] if isinstance(e, dict))
