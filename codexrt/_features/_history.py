@@ -62,11 +62,13 @@ session index cache of :mod:`codexrt._io._session_index`) is used only when acce
 (bounded) before anything is shown; the child's status comes from the child's own thread and
 turns, never from its parent's.
 
-*Where it lives*: this module holds the reader, its JSON forms and serve's history commands,
-and re-exports the rest: value objects, the thread index and the error rules in
+*Where it lives*: this module holds the reader and serve's history commands, and re-exports
+the rest: value objects, the thread index and the error rules in
 :mod:`codexrt._features._history_values`, rollout-file history in
 :mod:`codexrt._features._history_legacy`, counting and the page walk in
-:mod:`codexrt._features._history_count`.
+:mod:`codexrt._features._history_count`, the JSON forms in
+:mod:`codexrt._features._history_json`, serve's cache of answered pages in
+:mod:`codexrt._features._history_pages`.
 """
 
 from __future__ import annotations
@@ -74,9 +76,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import operator
 import os
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +101,7 @@ from codexrt._sansio._errors import (
 from codexrt._io._history_files import RolloutInfo, find_rollout
 from codexrt._io._codex_home import resolve_codex_home
 from codexrt._sansio._privacy import Masker, PrivacyIndex
-from codexrt._sansio._projection import DisplayRecord, Projector, _norm_status
+from codexrt._sansio._projection import Projector, _norm_status
 from codexrt._sansio._redact import Redactor
 from codexrt._features._history_values import (
     ConnectionProvider,
@@ -129,6 +130,8 @@ from codexrt._features._history_legacy import (
     _session_names,
 )
 from codexrt._features._history_count import MessageCounter, _full_read_complete, _walk
+from codexrt._features._history_pages import PageRecordsCache
+from codexrt._features._history_json import CLIPPED_VALUE, MAX_VALUE_DEPTH, record_to_json, transcript_to_json
 
 __all__ = [
     "ConnectionProvider",
@@ -149,6 +152,8 @@ __all__ = [
     "local_submissions",
     "record_to_json",
     "transcript_to_json",
+    "CLIPPED_VALUE",
+    "MAX_VALUE_DEPTH",
     "MASKING_NOTICE",
     "PRIVACY_DAMAGED_NOTICE",
     "PrivacySource",
@@ -173,7 +178,7 @@ class HistoryReader:
                  codex_home: str | os.PathLike[str] | None = None, inactive: bool = False,
                  redact: Callable[[str], str] | None = None, counter: MessageCounter | None = None,
                  page_limit: int = DEFAULT_PAGE_LIMIT, max_pages: int = DEFAULT_MAX_PAGES,
-                 privacy: PrivacySource | None = None) -> None:
+                 privacy: PrivacySource | None = None, page_cache: PageRecordsCache | None = None) -> None:
         self._nursery = nursery
         self._provider = provider
         self.codex_home = resolve_codex_home(codex_home)
@@ -183,6 +188,8 @@ class HistoryReader:
         self.counter = counter if counter is not None else MessageCounter(nursery)
         self.page_limit = page_limit
         self.max_pages = max_pages
+        #: records of pages already answered by :meth:`read_page` (issue 34); None: none kept
+        self.page_cache = page_cache
         self.index = ThreadIndex()
         #: ``thread_id -> [LocalSubmission]``: the host's unconfirmed sends (R-H-1); set by
         #: :func:`open_history_reader` for a ``Runtime`` source.
@@ -209,6 +216,33 @@ class HistoryReader:
                 index = PrivacyIndex("unavailable", problems=[f"index could not be loaded ({type(exc).__name__})"],
                                      conservative=True)
         return Masker(index), ((PRIVACY_DAMAGED_NOTICE,) if index.conservative else ())
+
+    def _start_masker(self) -> Callable[[], Awaitable[tuple[Masker | None, tuple[str, ...]]]]:
+        """Start :meth:`_masker` now, on the reader's nursery, and return the wait for its
+        result: the index (read afresh for every read, R-PRIV-2, on a worker thread) loads
+        while a request is in flight instead of after it (issue 34). Not waited for, it ends
+        on its own; an error it met is raised by the wait."""
+        loaded: list[tuple[Masker | None, tuple[str, ...]] | Exception] = []
+        done = trio.Event()
+
+        async def load() -> None:
+            try:
+                loaded.append(await self._masker())
+            except Exception as exc:  # raised by the wait, never in the reader's nursery
+                loaded.append(exc)
+            finally:
+                done.set()
+
+        self._nursery.start_soon(load)
+
+        async def wait() -> tuple[Masker | None, tuple[str, ...]]:
+            await done.wait()
+            got = loaded[0] if loaded else await self._masker()  # empty: the load was cancelled
+            if isinstance(got, Exception):
+                raise got
+            return got
+
+        return wait
 
     async def _conn(self) -> Connection:
         if self._provider is None:
@@ -391,21 +425,24 @@ class HistoryReader:
 
     async def _read_native(self, conn: Connection, thread_id: str, *, allow_legacy: bool,
                            local: Sequence[LocalSubmission] = ()) -> Transcript:
+        masking = self._start_masker()  # loads while thread/read is in flight
         meta = await call_read(conn, "thread/read", {"threadId": thread_id})
         thread = meta.get("thread") if isinstance(meta, dict) else None
         if not isinstance(thread, dict):
             raise RemoteProtocolError("thread/read answered without a thread", details={"method": "thread/read"})
-        masker, privacy_notices = await self._masker()
+        masker, privacy_notices = await masking()
         mask = masker.mask if masker is not None else None
         proj = Projector(thread_id, redact=self.redact, mask=mask)
+        # both walks read one page ahead: the server answers the next page while this one is
+        # projected (issue 34)
         turns_walk = await _walk(conn, "thread/turns/list",
                                  {"threadId": thread_id, "sortDirection": "asc", "limit": self.page_limit},
                                  lambda data: [proj.add_native_turn(t) for t in data if isinstance(t, dict)],
-                                 max_pages=self.max_pages)
+                                 max_pages=self.max_pages, prefetch=True)
         pagination = "paged"
         try:
             items_walk = await _walk(conn, "thread/items/list", {"threadId": thread_id, "limit": self.page_limit},
-                                     proj.add_native_entries, max_pages=self.max_pages)
+                                     proj.add_native_entries, max_pages=self.max_pages, prefetch=True)
             complete = turns_walk.complete and items_walk.complete
         except RpcError as exc:
             if not is_pagination_unsupported(exc):
@@ -460,10 +497,20 @@ class HistoryReader:
             params["limit"] = limit
         if sort_direction is not None:
             params["sortDirection"] = sort_direction
+        masking = self._start_masker()  # loads while the page is in flight
         res = await call_read(conn, method, params)
         if not isinstance(res, dict) or not isinstance(res.get("data"), list):
             raise RemoteProtocolError(f"{method} answered without a data list", details={"method": method})
-        masker, _ = await self._masker()
+        masker, _ = await masking()
+        index = masker.index if masker is not None else None
+        key = (thread_id, method, cursor, limit, sort_direction)
+        cache = self.page_cache
+        if self.redact is not None or not all(isinstance(x, (str, int, type(None))) for x in key):
+            cache = None  # a redactor also masks process-wide values; an odd cursor is no key
+        if cache is not None:
+            records = cache.get(key, res["data"], index)
+            if records is not None:  # the same page, masked by the same index: same records
+                return {**res, "source": "native", "records": records}
         proj = Projector(thread_id, redact=self.redact, mask=masker.mask if masker is not None else None)
         if scope == "items":
             proj.add_native_entries(e for e in res["data"] if isinstance(e, dict))
@@ -471,7 +518,10 @@ class HistoryReader:
             for t in res["data"]:
                 if isinstance(t, dict):
                     proj.add_native_turn(t, prepend=(sort_direction or "desc") == "desc")
-        return {**res, "source": "native", "records": [record_to_json(r) for r in proj.records()]}
+        records = [record_to_json(r) for r in proj.records()]
+        if cache is not None:
+            cache.put(key, res["data"], index, records)
+        return {**res, "source": "native", "records": records}
 
     # -- sub-agents (R-H-8) ----------------------------------------------------------------
 
@@ -567,104 +617,6 @@ async def open_history_reader(
 
 
 # ---------------------------------------------------------------------------------------------
-# JSON forms (serve, --json)
-
-
-def _camel(s: str) -> str:
-    head, *rest = s.split("_")
-    return head + "".join(w[:1].upper() + w[1:] for w in rest)
-
-
-#: Per type: its attrs fields' camelCase names and one getter of all their values (in field
-#: order), or None for a type that is not an attrs class. A history page turns thousands of
-#: records into JSON (``codex.readHistoryPage``); asking attrs and camel-casing every field of
-#: every record was most of its time (issue 34).
-_FIELDS: dict[type, tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]] | None] = {}
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-#: How deep a value inside one display record is emitted. Tool results (MCP
-#: ``structuredContent``, raw unknown items) come from files and servers we do not control; one
-#: nested ~900 deep made ``show --json`` end in a RecursionError. Deeper levels are replaced by
-#: :data:`CLIPPED_VALUE`.
-MAX_VALUE_DEPTH = 64
-CLIPPED_VALUE = f"[nested deeper than {MAX_VALUE_DEPTH} levels: not shown]"
-
-
-def _fields_of(t: type) -> tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]] | None:
-    if not attrs.has(t):
-        return None
-    names = [f.name for f in attrs.fields(t)]
-    if len(names) < 2:  # attrgetter of one name returns the value, not a tuple
-        return tuple(_camel(n) for n in names), lambda v: tuple(getattr(v, n) for n in names)
-    return tuple(_camel(n) for n in names), operator.attrgetter(*names)
-
-
-def _jsonable(root: Any, max_depth: int = MAX_VALUE_DEPTH) -> Any:
-    """``root`` (attrs records, dicts, lists, scalars) as plain JSON values, keys camelCase for
-    attrs fields. Iterative (an explicit stack, no recursion), so no depth of input can raise a
-    RecursionError here or in the JSON encoder that writes the result: containers deeper than
-    ``max_depth`` become :data:`CLIPPED_VALUE`. Scalars are stored in place, never stacked."""
-    holder: list[Any] = [None]
-    stack: list[tuple[Any, Any, Any, int]] = [(root, holder, 0, 0)]
-    while stack:
-        v, parent, key, depth = stack.pop()
-        t = type(v)
-        if t in _SCALARS:
-            parent[key] = v
-            continue
-        try:
-            fields = _FIELDS[t]
-        except KeyError:
-            fields = _FIELDS[t] = _fields_of(t)
-        items: Iterable[tuple[Any, Any]]
-        new: Any
-        if fields is not None:
-            camels, values = fields
-            new, items = {}, zip(camels, values(v))
-        elif isinstance(v, dict):
-            new, items = {}, [(str(k), x) for k, x in v.items()]
-        elif isinstance(v, (list, tuple)):
-            new, items = [None] * len(v), enumerate(v)
-        else:
-            parent[key] = v
-            continue
-        if depth >= max_depth:
-            parent[key] = CLIPPED_VALUE
-            continue
-        parent[key] = new
-        is_dict = isinstance(new, dict)
-        for k, x in items:
-            if type(x) in _SCALARS:
-                new[k] = x
-                continue
-            if is_dict:
-                new[k] = None  # the key's place: dict order is the source order
-            stack.append((x, new, k, depth + 1))
-    return holder[0]
-
-
-def record_to_json(r: DisplayRecord) -> dict[str, Any]:
-    """A display record as JSON: ``kind`` plus its fields in camelCase."""
-    return {"kind": r.kind, **_jsonable(r)}
-
-
-def transcript_to_json(t: Transcript) -> dict[str, Any]:
-    return {
-        "threadId": t.thread_id,
-        "source": t.source,
-        "complete": t.complete,
-        "pagination": t.pagination,
-        "notices": list(t.notices),
-        "fallbackReason": t.fallback_reason,
-        "messageCount": t.message_count,
-        "turns": [{"turnId": g.turn_id, "status": g.status, "startedAt": g.started_at,
-                   "completedAt": g.completed_at, "records": [record_to_json(r) for r in g.records]}
-                  for g in t.turns],
-    }
-
-
-
-# ---------------------------------------------------------------------------------------------
 # serve: the read-only history commands (R-D-1)
 
 HISTORY_COMMANDS = frozenset({"codex.listThreads", "codex.readThread", "codex.readHistoryPage",
@@ -673,10 +625,11 @@ HISTORY_COMMANDS = frozenset({"codex.listThreads", "codex.readThread", "codex.re
 
 @malformed_data_is_typed("history data")
 async def run_history_command(rt: Any, name: str, params: dict[str, Any], *, counter: MessageCounter,
-                              nursery: trio.Nursery) -> Any:
+                              nursery: trio.Nursery, page_cache: PageRecordsCache | None = None) -> Any:
     """One read-only history command of ``codexrt serve`` on ``rt``'s connection — never the
     send FIFO, never ``thread/resume`` (R-D-1). ``counter`` is the host-level message counter
-    (R-H-7). Results (``docs/daemon-protocol.md``):
+    (R-H-7); ``page_cache`` the host-level records of pages already answered (issue 34).
+    Results (``docs/daemon-protocol.md``):
 
     * ``codex.listThreads``: the native ``thread/list`` result plus ``source`` and ``partial`` (R-H-6);
     * ``codex.readThread``: the native ``thread/read`` result; with ``display: true`` instead
@@ -689,7 +642,7 @@ async def run_history_command(rt: Any, name: str, params: dict[str, Any], *, cou
     reader = HistoryReader(nursery, rt.ensure_started, codex_home=rt.config.codex_home,
                            inactive=rt.config.access_mode == "inactive",
                            redact=Redactor(rt.config.secrets) if rt.config.secrets else None, counter=counter,
-                           privacy=rt.privacy_index)
+                           privacy=rt.privacy_index, page_cache=page_cache)
     if name == "codex.countThreadMessages":
         expected = p.get("updatedAt")
         res = await reader.count_messages(p["threadId"], expected_version=None if expected is None else str(expected))

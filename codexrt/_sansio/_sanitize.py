@@ -126,6 +126,8 @@ def sanitize_user_text(text: str) -> SanitizedUserText:
     Never call this on assistant text. Returns the input unchanged (``stripped == ()``) when
     no known wrapper is present.
     """
+    if IDE_CONTEXT_HEADER not in text and FILES_MENTIONED_HEADER not in text and APPS_OPEN_PAGE_TAG not in text:
+        return SanitizedUserText(text=text)  # no wrapper can match: most messages (issue 34)
     stripped: list[str] = []
     mentions: list[FileMention] = []
     out = text

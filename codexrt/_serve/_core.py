@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import attrs
 import trio
 
+from codexrt._features._history_pages import PageRecordsCache
 from codexrt._io._lines import LineWriter
 from codexrt._runtime._config import RuntimeConfig
 from codexrt._sansio._errors import ClosedError, CodexError, TooManyChannels
@@ -116,6 +117,8 @@ class DaemonCore:
         self.draining = False
         self.finished = trio.Event()
         self.history_counter: MessageCounter | None = None
+        #: records of history pages already answered, for every channel (issue 34)
+        self.history_pages = PageRecordsCache()
         self._drain_scope = trio.CancelScope()
         self.abort_requested = False  # a signal (or a gone host): stop the work, do not finish it
         self._open_commands = 0  # accepted commands whose reply is not written yet

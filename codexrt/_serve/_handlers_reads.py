@@ -42,7 +42,8 @@ async def read_only(d: DaemonCore, cmd: Command, ch: Channel) -> None:
                 assert d.nursery is not None
                 d.history_counter = MessageCounter(d.nursery)  # host-level (R-H-7)
             await d.reply(cmd.id, await run_history_command(ch.rt, cmd.name, cmd.params,
-                                                            counter=d.history_counter, nursery=d.nursery))
+                                                            counter=d.history_counter, nursery=d.nursery,
+                                                            page_cache=d.history_pages))
             return
         if cmd.name == "codex.readHistoryPage":
             scope = p.pop("scope", "turns")

@@ -2,7 +2,7 @@
 item kind, grouped by turn. Both sources (native items, rollout records) land in these.
 
 The records carry no ``to_wire``/``to_dict`` methods: their JSON form (serve, ``show --json``) is
-:func:`codexrt._features._history.record_to_json`, one generic walk over the attrs fields
+:func:`codexrt._features._history_json.record_to_json`, one generic walk over the attrs fields
 (camelCase names, ``kind`` first), so there is no per-class conversion here for a cattrs
 converter to replace."""
 
