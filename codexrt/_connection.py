@@ -818,14 +818,18 @@ class Connection:
         await self._write_and_wait(self.core.encode_notification(method, params),
                                    self.rpc_timeout if timeout is None else timeout)
 
-    async def reply(self, request_id: RequestId, result: Any, *, timeout: float | None = None) -> None:
+    async def reply(self, request_id: RequestId, result: Any, *, timeout: float | None = None,
+                    accepted: Callable[[], None] | None = None) -> None:
         """Answer server request ``request_id`` with ``result`` (R-WIRE-8). Raises
         :class:`LocalProtocolError` when it is not pending (duplicate answer, or the server
-        already resolved it)."""
+        already resolved it). ``accepted`` runs once the answer is taken (no longer pending),
+        before anything awaits: what it publishes comes before whatever the server does next."""
         if self._final is not None:
             raise self._fresh_final()
-        await self._write_and_wait(self.core.reply(request_id, result),
-                                   self.rpc_timeout if timeout is None else timeout)
+        data = self.core.reply(request_id, result)
+        if accepted is not None:
+            accepted()
+        await self._write_and_wait(data, self.rpc_timeout if timeout is None else timeout)
 
     def reply_nowait(self, request_id: RequestId, result: Any = None, *,
                      error: tuple[int, str] | None = None) -> bool:
@@ -842,11 +846,15 @@ class Connection:
         return True
 
     async def reply_error(self, request_id: RequestId, code: int, message: str, data: Any = None,
-                          *, timeout: float | None = None) -> None:
+                          *, timeout: float | None = None, accepted: Callable[[], None] | None = None) -> None:
+        """A JSON-RPC error answer to server request ``request_id``; ``accepted`` as for
+        :meth:`reply`."""
         if self._final is not None:
             raise self._fresh_final()
-        await self._write_and_wait(self.core.reply_error(request_id, code, message, data),
-                                   self.rpc_timeout if timeout is None else timeout)
+        frame = self.core.reply_error(request_id, code, message, data)
+        if accepted is not None:
+            accepted()
+        await self._write_and_wait(frame, self.rpc_timeout if timeout is None else timeout)
 
     async def aclose(self) -> ExitStatus | None:
         """Close the transport (escalating for a child) and wait until everything is settled.

@@ -230,10 +230,18 @@ class RuntimeInteractions:
                                                                                "forwarded": False})
                     raise PrivacyIndexWriteFailed(f"privacy index write failed ({why}); the answer was not forwarded",
                                                   details={"interactionKey": inter.key}) from None
+            def accepted() -> None:
+                # Published when the answer is taken, before the write yields: the server's
+                # reaction (the turn's end, the operation's terminal) can only come after it, so
+                # the operation's own stream always has it (it used to race the terminal).
+                if final == "sent":
+                    self._interaction_event("interactionAnswered", inter,
+                                            {"by": by, "error": True} if error is not None else {"by": by})
+
             if error is not None:
-                await conn.reply_error(inter._request_id, *error)
+                await conn.reply_error(inter._request_id, *error, accepted=accepted)
             else:
-                await conn.reply(inter._request_id, result)
+                await conn.reply(inter._request_id, result, accepted=accepted)
         except LocalProtocolError as exc:
             inter._finish_answering("resolve")
             raise InteractionExpired(str(exc)) from None
@@ -242,9 +250,6 @@ class RuntimeInteractions:
             inter._finish_answering("failed")
             raise
         inter._finish_answering(final)
-        if final == "sent":
-            self._interaction_event("interactionAnswered", inter,
-                                    {"by": by, "error": True} if error is not None else {"by": by})
 
 
     async def respond_interaction(self, key: str, dialog_token: str, result: Any, *, by: str = "host") -> None:
