@@ -37,6 +37,7 @@ next).
 
 from __future__ import annotations
 
+import collections
 import itertools
 import json
 import logging
@@ -286,6 +287,9 @@ class _KnownValues:
         self._permanent: set[str] = set()
         self._matcher: _Matcher | None = None
         self._lock = threading.Lock()  # the log filter may run on any thread
+        # Releases that could not take the lock at once (see release()); applied, in order, by
+        # the next step that holds it.
+        self._pending: collections.deque[Hashable] = collections.deque()
 
     def _incref(self, variants: Iterable[str]) -> None:
         refs = self._refs
@@ -313,6 +317,7 @@ class _KnownValues:
             return False
         variants = _variants(value)
         with self._lock:
+            self._drain_pending()
             if owner is None:
                 new = variants - self._permanent
                 self._permanent |= new
@@ -331,19 +336,43 @@ class _KnownValues:
             if isinstance(value, str) and len(value.strip()) >= MIN_KNOWN_LENGTH:
                 variants |= _variants(value)
         with self._lock:
-            held = self._owned.pop(owner, frozenset())
-            self._incref(variants - held)
-            self._decref(held - variants)
-            if variants:
-                self._owned[owner] = frozenset(variants)
+            self._drain_pending()
+            self._replace_locked(owner, variants)
+
+    def _replace_locked(self, owner: Hashable, variants: set[str] | frozenset[str]) -> None:
+        held = self._owned.pop(owner, frozenset())
+        self._incref(variants - held)
+        self._decref(held - variants)
+        if variants:
+            self._owned[owner] = frozenset(variants)
+
+    def _drain_pending(self) -> None:
+        while self._pending:
+            self._replace_locked(self._pending.popleft(), frozenset())
 
     def release(self, owner: Hashable) -> None:
-        self.replace(owner, ())
+        """Let go of what ``owner`` holds. Never blocks: ``weakref.finalize`` calls this, and a
+        finalizer may run on a thread that already holds the lock (a garbage collection inside
+        :meth:`sub` building its matcher) — waiting there would deadlock (it did: a real launch
+        test hung in ``sub``). Then the release is queued and the next locked step applies it."""
+        if self._lock.acquire(blocking=False):
+            try:
+                self._drain_pending()
+                self._replace_locked(owner, frozenset())
+            finally:
+                self._lock.release()
+        else:
+            self._pending.append(owner)
 
     def __len__(self) -> int:
         return len(self._refs)
 
     def sub(self, text: str) -> str:
+        if self._pending and self._lock.acquire(blocking=False):
+            try:
+                self._drain_pending()
+            finally:
+                self._lock.release()
         if not self._refs:
             return text
         matcher = self._matcher

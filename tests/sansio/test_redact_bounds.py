@@ -179,3 +179,19 @@ def test_issue_35_the_registry_does_not_grow_with_replaced_configurations() -> N
     assert len(_redact._PROCESS) - before <= 5  # one key's variants
     release_process_secrets("test.growth")
     assert len(_redact._PROCESS) == before
+
+
+def test_issue_35_a_release_from_a_finalizer_never_blocks_on_the_lock_its_thread_holds():
+    """weakref.finalize runs release(); a collection can run it while this thread holds the
+    registry's lock (inside sub(), building the matcher). It must not wait there (a real launch
+    test deadlocked): the release is queued and applied by the next locked step."""
+    from codexrt._sansio._redact import _KnownValues
+
+    known = _KnownValues()
+    known.add("sk-finalizer-secret-000000000000", owner="cfg")
+    assert "[REDACTED]" in known.sub("x sk-finalizer-secret-000000000000 y") or \
+        "sk-finalizer-secret-000000000000" not in known.sub("x sk-finalizer-secret-000000000000 y")
+    with known._lock:  # as inside sub() when a finalizer fires
+        known.release("cfg")  # returns at once
+    assert "sk-finalizer-secret-000000000000" in known.sub("x sk-finalizer-secret-000000000000 y")
+    assert len(known) == 0
