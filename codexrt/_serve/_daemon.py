@@ -87,7 +87,7 @@ from typing import Any
 import trio
 
 from codexrt._io._lines import read_frames
-from codexrt._sansio._errors import AccessInactive, CodexError, DuplicateRequestId
+from codexrt._sansio._errors import AccessInactive, CodexError, DuplicateRequestId, QueueFull
 from codexrt._sansio._framing import OversizedLine
 from codexrt._sansio._redact import register_process_secrets
 from codexrt._serve._channel import Answer, answering
@@ -113,6 +113,11 @@ async def _no_host_policy(inter: Any) -> Any:
     from codexrt._sansio._methods import safe_negative_reply
 
     return safe_negative_reply(inter.method, inter.params)
+
+
+#: Commands accepted and not yet replied to (each a task or a waiter). One more — other than
+#: ``status`` and the control commands — gets ``QUEUE_FULL`` at once. Far above an IDE's need.
+MAX_OPEN_COMMANDS = 1024
 
 
 class Daemon(DaemonCore):
@@ -183,6 +188,15 @@ class Daemon(DaemonCore):
         if isinstance(cmd, BadCommand):
             log.info("bad command line: %s %s", cmd.code, cmd.message)
             await self.write(cmd.reply())
+            return
+        if (self._open_commands >= MAX_OPEN_COMMANDS
+                and COMMANDS[cmd.name].lane not in (Lane.STATUS, Lane.CONTROL)):
+            # refused here, by the reader, which then waits on stdout like the host: a host that
+            # sends without reading its replies cannot make serve grow without bound. Control
+            # commands still pass (R-OP-1: an approval's answer never waits behind work).
+            await self.write(error_reply(cmd.id, QueueFull(
+                f"{self._open_commands} commands are in flight (the limit); read their replies first; "
+                f"this {cmd.name} was not run", details={"command": cmd.name, "limit": MAX_OPEN_COMMANDS})))
             return
         key = (type(cmd.id), cmd.id)
         if key in self.pending_ids:  # the pending command keeps its one reply; this one is refused

@@ -329,3 +329,23 @@ async def test_r_op_4_discard_events_ends_a_running_iteration(nursery: Any) -> N
         rt.abort(op)
         with trio.fail_after(20):
             assert (await op.wait()).status == "interrupted"
+
+
+async def test_r_d_4_commands_past_the_open_limit_get_queue_full_control_still_passes(nursery: Any,
+                                                                                     monkeypatch: Any) -> None:
+    """A host that sends without reading its replies cannot make serve grow: past
+    ``MAX_OPEN_COMMANDS`` accepted-but-unreplied commands a new one gets ``QUEUE_FULL`` from the
+    reader (which then waits on stdout like the host). ``status`` and control commands still pass
+    (R-OP-1). Here the limit is 0, so every other command is past it."""
+    from codexrt._serve import _daemon
+
+    monkeypatch.setattr(_daemon, "MAX_OPEN_COMMANDS", 0)
+    peers = MemoryPeers(nursery)
+    wire = await Wire(DaemonConfig(runtime=RuntimeConfig(transports=[peers.factory("handshake-ok")]))).start(nursery)
+    refused = await wire.request("codex.listThreads", {"channelId": "c"})
+    assert refused["ok"] is False and refused["error"]["code"] == "QUEUE_FULL", refused
+    assert refused["error"]["details"]["limit"] == 0
+    assert (await wire.request("status", {}))["ok"] is True
+    control = await wire.request("codex.abortTurn", {"channelId": "c", "clientOperationId": "nope"})
+    assert control.get("error", {}).get("code") != "QUEUE_FULL", control
+    assert not peers.peers  # nothing refused ever started a child
