@@ -52,14 +52,13 @@ from codexrt._acp._wire import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST,
                                 RESOURCE_NOT_FOUND, ClientCapabilities, Ignored, Invalid, Notification, Request,
                                 Response, decode_message, encode, error_response, notification, request, response)
 from codexrt._features._catalog import list_models
-from codexrt._features._history import HistoryReader, ThreadPage, Transcript, open_history_reader
+from codexrt._features._history import ThreadPage, Transcript, open_history_reader
 from codexrt._runtime._events import EventStream
 from codexrt._runtime._runtime import Runtime, RuntimeConfig
 from codexrt._sansio._context import EditorState, FileReference
 from codexrt._sansio._errors import (CodexError, ConfigError, InvalidParams, RpcError, ThreadNotFound,
                                      from_rpc_error)
 from codexrt._io._lines import LineWriter, read_frames
-from codexrt._io._util import unwrap_single_group
 from codexrt._sansio._framing import DEFAULT_MAX_LINE, OversizedLine
 from codexrt._sansio._redact import process_redactor, register_process_secrets
 from codexrt._version import __version__
@@ -106,20 +105,11 @@ class AcpError(Exception):
         self.data = data
 
 
-@contextlib.asynccontextmanager
-async def _history(rt: Runtime) -> AsyncIterator[HistoryReader]:
-    """``open_history_reader`` whose failures arrive as themselves: its nursery would wrap a
-    ``read_thread``/``list_threads`` error (an unknown thread) in an ``ExceptionGroup``, which
-    the fault barrier could only answer ``-32603``."""
-    async with unwrap_single_group(), open_history_reader(rt) as reader:
-        yield reader
-
-
 async def _read_thread(rt: Runtime, thread_id: str) -> Transcript:
     """The thread's transcript; a thread the server does not know is :class:`ThreadNotFound`
     (``-32002``, as ``session/resume`` names it)."""
     try:
-        async with _history(rt) as reader:
+        async with open_history_reader(rt) as reader:
             return await reader.read_thread(thread_id)
     except RpcError as exc:
         if from_rpc_error(exc) is not ThreadNotFound:
@@ -131,7 +121,7 @@ async def _read_thread(rt: Runtime, thread_id: str) -> Transcript:
 async def _list_page(rt: Runtime, cursor: str | None, **filters: Any) -> ThreadPage:
     """One ``thread/list`` page; a cursor the server refuses is the client's bad parameter."""
     try:
-        async with _history(rt) as reader:
+        async with open_history_reader(rt) as reader:
             return await reader.list_threads(cursor=cursor, limit=50, **filters)
     except RpcError as exc:  # a stale or mangled cursor
         if cursor is None or "cursor" not in (exc.message or "").lower():

@@ -85,6 +85,7 @@ import attrs
 import trio
 
 from codexrt._io._retry import call_read
+from codexrt._io._util import unwrap_single_group
 from codexrt._connection import Connection
 from codexrt._features._paging import CursorRepeated, CursorWalk
 from codexrt._sansio._paging import page_is_partial
@@ -588,6 +589,10 @@ async def open_history_reader(
     transcript and page, native and legacy (R-PRIV-2, R-H-3); for a ``Runtime`` it defaults to
     ``rt.privacy_index``. Without an index, transcripts read from rollout files carry
     :data:`MASKING_NOTICE`. ``redact`` is a text-level hook (a ``Runtime``'s known secrets).
+
+    An error raised in the ``async with`` body (a reader call's own error, say an unknown
+    thread's ``RpcError``) leaves the block as itself, not wrapped in an ``ExceptionGroup`` by
+    the reader's nursery.
     """
     from codexrt._runtime._runtime import Runtime
 
@@ -604,7 +609,7 @@ async def open_history_reader(
             privacy = source.privacy_index
     else:
         provider = source
-    async with trio.open_nursery() as nursery:
+    async with unwrap_single_group(), trio.open_nursery() as nursery:
         reader = HistoryReader(nursery, provider, codex_home=codex_home, inactive=bool(inactive), redact=redact,
                                counter=counter, page_limit=page_limit, max_pages=max_pages, privacy=privacy)
         if isinstance(source, Runtime):

@@ -165,6 +165,17 @@ async def test_r_h_2_other_pagination_errors_stay_visible_no_full_read(peers, tm
     assert [m["params"].get("includeTurns") for m in methods(peers, "thread/read")] == [None]
 
 
+async def test_r_h_2_an_error_leaving_the_reader_block_is_itself_not_a_group(peers, tmp_path):
+    """The reader's nursery does not wrap a reader call's error in an ``ExceptionGroup`` (a
+    host's ``except RpcError`` around the whole ``async with`` must catch it)."""
+    sc = scenario(rule("thread/read", [{"error": {"code": -32600, "message": "thread not found: nope"}}]))
+    async with rt_for(peers, sc) as rt:
+        with pytest.raises(RpcError, match="thread not found") as info:
+            async with open_history_reader(rt, codex_home=tmp_path) as reader:
+                await reader.read_thread(T1)
+    assert type(info.value) is RpcError
+
+
 async def test_r_h_2_auth_error_is_raised_even_when_a_rollout_exists(peers, tmp_path):
     tid, _ = install_rollout(tmp_path, "paginated")
     sc = scenario(rule("thread/read", [{"error": {"code": -32600, "message": "401 Unauthorized: sign in again"}}]))
