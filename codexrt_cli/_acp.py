@@ -11,16 +11,12 @@ from __future__ import annotations
 
 import argparse
 import logging
-import sys
 from typing import Any
-
-import attrs
-import trio
 
 from codexrt import ConfigError
 from codexrt._acp._agent import AcpConfig, run_acp_agent
-from codexrt_cli._serve import (add_loopback_and_log_options, add_runtime_options, check_token, loopback_runtime, missing_cwd,
-                                run_on_stdio, runtime_config_from_args)
+from codexrt_cli._serve import (add_loopback_and_log_options, add_runtime_options, main_on_stdio, run_on_stdio,
+                                runtime_config_from_args)
 
 __all__ = ["add_parser", "run_acp"]
 
@@ -65,24 +61,7 @@ def config_from_args(args: argparse.Namespace) -> AcpConfig:
 
 
 def _main(args: argparse.Namespace) -> int:
-    if getattr(args, "log_level", None):
-        logging.getLogger().setLevel(getattr(logging, args.log_level.upper()))
-    try:
-        config = config_from_args(args)
-        check_token(config.runtime)
-    except ConfigError as exc:
-        print(f"codexrt acp: {exc.message}", file=sys.stderr)
-        return 2
-    if getattr(args, "loopback", False):
-        if config.runtime.connect or config.runtime.access_mode == "managed":
-            print("codexrt acp: --loopback cannot be combined with --connect or --access-mode managed",
-                  file=sys.stderr)
-            return 2
-        if missing_cwd(args, "acp"):
-            return 2
-        with loopback_runtime(args, config.runtime, "acp") as runtime:
-            return trio.run(run_acp, attrs.evolve(config, runtime=runtime))
-    return trio.run(run_acp, config)
+    return main_on_stdio(args, "acp", config_from_args, run_acp)
 
 
 async def run_acp(config: AcpConfig) -> int:

@@ -42,7 +42,7 @@ from codexrt._serve._daemon import DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_CHANNELS, 
 from codexrt import ConfigError, RuntimeConfig
 
 __all__ = ["add_parser", "add_runtime_options", "add_loopback_and_log_options", "runtime_config_from_args",
-           "check_token", "loopback_runtime", "missing_cwd", "run_on_stdio", "run_serve", "open_stdio"]
+           "check_token", "loopback_runtime", "main_on_stdio", "missing_cwd", "run_on_stdio", "run_serve", "open_stdio"]
 
 log = logging.getLogger("codexrt.serve")
 
@@ -218,24 +218,35 @@ def _managed_from_args(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _main(args: argparse.Namespace) -> int:
+    return main_on_stdio(args, "serve", config_from_args, run_serve,
+                         loopback_refused=lambda c: c.inactive, refused_modes="--connect, --access-mode managed or inactive")
+
+
+def main_on_stdio(args: argparse.Namespace, name: str, make_config: Callable[[argparse.Namespace], Any],
+                  run: Callable[[Any], Awaitable[int]], *, loopback_refused: Callable[[Any], bool] = lambda c: False,
+                  refused_modes: str = "--connect or --access-mode managed") -> int:
+    """The shared body of ``codexrt serve`` and ``codexrt acp``: the log level, the config (a
+    :class:`ConfigError` is ``codexrt NAME: why`` on stderr and exit 2), ``--loopback``'s checks
+    and its throw-away model, then ``trio.run(run, config)``. ``make_config`` returns a config
+    with a ``runtime`` (:class:`RuntimeConfig`); ``loopback_refused`` names what else
+    ``--loopback`` cannot be combined with."""
     if getattr(args, "log_level", None):
         logging.getLogger().setLevel(getattr(logging, args.log_level.upper()))
     try:
-        config = config_from_args(args)
+        config = make_config(args)
         check_token(config.runtime)
     except ConfigError as exc:
-        print(f"codexrt serve: {exc.message}", file=sys.stderr)
+        print(f"codexrt {name}: {exc.message}", file=sys.stderr)
         return 2
     if getattr(args, "loopback", False):
-        if config.inactive or config.runtime.connect or config.runtime.access_mode == "managed":
-            print("codexrt serve: --loopback cannot be combined with --connect, --access-mode managed or inactive",
-                  file=sys.stderr)
+        if loopback_refused(config) or config.runtime.connect or config.runtime.access_mode == "managed":
+            print(f"codexrt {name}: --loopback cannot be combined with {refused_modes}", file=sys.stderr)
             return 2
-        if missing_cwd(args, "serve"):
+        if missing_cwd(args, name):
             return 2
-        with loopback_runtime(args, config.runtime, "serve") as runtime:
-            return trio.run(run_serve, attrs.evolve(config, runtime=runtime))
-    return trio.run(run_serve, config)
+        with loopback_runtime(args, config.runtime, name) as runtime:
+            return trio.run(run, attrs.evolve(config, runtime=runtime))
+    return trio.run(run, config)
 
 
 class _ThreadFdStream(trio.abc.Stream):
