@@ -53,6 +53,7 @@ from codexrt._acp._wire import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST,
                                 Response, decode_message, encode, error_response, notification, request, response)
 from codexrt._features._catalog import list_models
 from codexrt._features._history import ThreadPage, Transcript, open_history_reader
+from codexrt._io._work import OpenRequests, sweep_idle
 from codexrt._runtime._events import EventStream
 from codexrt._runtime._runtime import Runtime, RuntimeConfig
 from codexrt._sansio._context import EditorState, FileReference
@@ -235,9 +236,7 @@ class AcpAgent:
         self._next_id = 0
         self._pending: dict[int, _Pending] = {}
         self._requests: dict[tuple[type, Any], list[trio.CancelScope]] = {}
-        self._open_requests = 0
-        self._requests_idle = trio.Event()
-        self._requests_idle.set()
+        self._open = OpenRequests()
         self.draining = False
         self.finished = trio.Event()
         self._models: tuple[tuple[str, str], ...] = ()  # (slug, name) of the models on offer
@@ -324,8 +323,8 @@ class AcpAgent:
             pending.done.set()
         elif isinstance(msg, Notification):
             self._notification(msg)
-        elif self._open_requests >= MAX_OPEN_REQUESTS:
-            await self.write(error_response(msg.id, INVALID_REQUEST, f"{msg.method}: {self._open_requests} requests "
+        elif self._open.count >= MAX_OPEN_REQUESTS:
+            await self.write(error_response(msg.id, INVALID_REQUEST, f"{msg.method}: {self._open.count} requests "
                                             "are in flight (the limit); read their answers first"))
         else:
             self._spawn(msg)
@@ -345,9 +344,7 @@ class AcpAgent:
         if self.draining:
             self.nursery.start_soon(self.write, error_response(req.id, INVALID_REQUEST, "the agent is shutting down"))
             return
-        self._open_requests += 1
-        if self._requests_idle.is_set():
-            self._requests_idle = trio.Event()
+        self._open.opened()
         self.nursery.start_soon(self._answer, req)
 
     # -- the fault barrier -----------------------------------------------------------------
@@ -383,9 +380,7 @@ class AcpAgent:
                 scopes.remove(scope)
             if not scopes:
                 self._requests.pop(key, None)
-            self._open_requests -= 1
-            if self._open_requests == 0:
-                self._requests_idle.set()
+            self._open.closed()
 
     async def _handle(self, req: Request) -> Any:
         p = req.params
@@ -684,13 +679,12 @@ class AcpAgent:
         return list(self.sessions.values()) + ([self._catalog] if self._catalog is not None else [])
 
     async def _idle_reaper(self, idle_timeout: float) -> None:
-        while True:
-            await trio.sleep(max(0.05, min(idle_timeout / 2, 5.0)))
-            now = trio.current_time()
-            for s in self._all_sessions():
-                if s.rt is not None and not s.busy and now - s.last_activity >= idle_timeout:
-                    log.info("retiring the idle runtime of session %s", s.id)
-                    s.request_close()
+        async def close(s: Session) -> None:
+            s.request_close()
+
+        await sweep_idle(idle_timeout, self._all_sessions, retirable=lambda s: s.rt is not None and not s.busy,
+                         last_activity=lambda s: s.last_activity, retire=close, log=log,
+                         what=lambda s: f"session {s.id}")
 
     async def _shutdown(self) -> None:
         """stdin EOF (or stdout gone): cancel the turns, decline open questions, give them
@@ -704,7 +698,7 @@ class AcpAgent:
                     s.rt.set_interaction_policy(_asks.no_host_policy)
                 self.cancel_turn(s)
             with trio.move_on_after(self.config.eof_grace):
-                await self._requests_idle.wait()
+                await self._open.wait_none()
             for s in sessions:
                 rt = s.rt
                 if rt is not None and rt.busy:
@@ -713,7 +707,7 @@ class AcpAgent:
             for s in sessions:
                 s.request_close()
             with trio.move_on_after(self.config.eof_grace):
-                await self._requests_idle.wait()
+                await self._open.wait_none()
             for scopes in list(self._requests.values()):
                 for scope in scopes:
                     scope.cancel()

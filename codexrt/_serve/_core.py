@@ -18,6 +18,7 @@ import trio
 
 from codexrt._features._history_pages import PageRecordsCache
 from codexrt._io._lines import LineWriter
+from codexrt._io._work import OpenRequests, sweep_idle
 from codexrt._runtime._config import RuntimeConfig
 from codexrt._sansio._errors import ClosedError, CodexError, TooManyChannels
 from codexrt._sansio._framing import DEFAULT_MAX_LINE
@@ -121,9 +122,7 @@ class DaemonCore:
         self.history_pages = PageRecordsCache()
         self._drain_scope = trio.CancelScope()
         self.abort_requested = False  # a signal (or a gone host): stop the work, do not finish it
-        self._open_commands = 0  # accepted commands whose reply is not written yet
-        self._commands_idle = trio.Event()
-        self._commands_idle.set()
+        self._open = OpenRequests()  # accepted commands whose reply is not written yet
         # ids of the accepted commands not replied to yet, by JSON type (3 and "3" differ): a
         # command reusing one is refused (DUPLICATE_REQUEST_ID), so an id never has two replies
         self.pending_ids: set[tuple[type, RequestId]] = set()
@@ -212,17 +211,13 @@ class DaemonCore:
         barrier; counted until it finishes (its reply is written), so an EOF drain knows when the
         accepted work is done."""
         assert self.nursery is not None
-        self._open_commands += 1
-        if self._commands_idle.is_set():
-            self._commands_idle = trio.Event()
+        self._open.opened()
 
         async def run() -> None:
             try:
                 await self._guarded(fn, cmd, *args)
             finally:
-                self._open_commands -= 1
-                if self._open_commands == 0:
-                    self._commands_idle.set()
+                self._open.closed()
 
         self.nursery.start_soon(run)
 
@@ -345,18 +340,14 @@ class DaemonCore:
     async def _idle_reaper(self, idle_timeout: float) -> None:
         """R-RT-6: never retire while a session is loaded, work is queued or running, an
         interaction waits, or a read is in flight; otherwise retire after ``idle_timeout``."""
-        while True:
-            await trio.sleep(max(0.05, min(idle_timeout / 2, 5.0)))
-            now = trio.current_time()
-            for ch in list(self.channels.values()):
-                if (ch.rt.idle_retirable() and ch.inflight == 0
-                        and not (ch.titles is not None and ch.titles.pending())
-                        and now - ch.last_activity >= idle_timeout):
-                    log.info("retiring idle runtime of channel %s", ch.id)
-                    try:
-                        await ch.rt.reset(reason="idle")
-                    except Exception as exc:  # one channel's failed retirement never ends serve
-                        log.warning("idle retirement of channel %s failed: %s", ch.id, type(exc).__name__)
+        def retirable(ch: Channel) -> bool:
+            return ch.rt.idle_retirable() and ch.inflight == 0 and not (ch.titles is not None and ch.titles.pending())
+
+        async def retire(ch: Channel) -> None:
+            await ch.rt.reset(reason="idle")
+
+        await sweep_idle(idle_timeout, self.channels.values, retirable=retirable, last_activity=lambda ch: ch.last_activity,
+                         retire=retire, log=log, what=lambda ch: f"channel {ch.id}")
 
     # -- status ----------------------------------------------------------------------------
 

@@ -145,11 +145,11 @@ class Daemon(DaemonCore):
                 # a server request, so pending and later ones get their safe negative reply at
                 # once (never an approval) instead of holding the drain for its whole bound.
                 log.info("stdin closed: finishing %d accepted command(s) (at most %gs)",
-                         self._open_commands, self.config.drain_timeout)
+                         self._open.count, self.config.drain_timeout)
                 with self._drain_scope:  # a signal (abort) ends this at once, declines included
                     with trio.move_on_after(self.config.drain_timeout):
                         await self._answer_for_absent_host()
-                        await self._commands_idle.wait()
+                        await self._open.wait_none()
             log.info("draining %d channel(s)", len(self.channels))
             for ch in list(self.channels.values()):
                 ch.close_requested.set()
@@ -189,13 +189,13 @@ class Daemon(DaemonCore):
             log.info("bad command line: %s %s", cmd.code, cmd.message)
             await self.write(cmd.reply())
             return
-        if (self._open_commands >= MAX_OPEN_COMMANDS
+        if (self._open.count >= MAX_OPEN_COMMANDS
                 and COMMANDS[cmd.name].lane not in (Lane.STATUS, Lane.CONTROL)):
             # refused here, by the reader, which then waits on stdout like the host: a host that
             # sends without reading its replies cannot make serve grow without bound. Control
             # commands still pass (R-OP-1: an approval's answer never waits behind work).
             await self.write(error_reply(cmd.id, QueueFull(
-                f"{self._open_commands} commands are in flight (the limit); read their replies first; "
+                f"{self._open.count} commands are in flight (the limit); read their replies first; "
                 f"this {cmd.name} was not run", details={"command": cmd.name, "limit": MAX_OPEN_COMMANDS})))
             return
         key = (type(cmd.id), cmd.id)

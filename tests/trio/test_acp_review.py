@@ -28,7 +28,7 @@ async def test_a_client_that_sends_requests_but_never_reads_keeps_the_agent_boun
     for i in range(total):
         await c.send({"jsonrpc": "2.0", "id": f"r{i}", "method": "initialize", "params": {"protocolVersion": 1}})
     await trio.testing.wait_all_tasks_blocked()
-    assert c.agent._open_requests <= MAX_OPEN_REQUESTS
+    assert c.agent._open.count <= MAX_OPEN_REQUESTS
     c.stdout.open.set()
     await c.to_send.aclose()  # stdin EOF: the agent drains and ends
     await c.read_to_end()

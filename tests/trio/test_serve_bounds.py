@@ -123,7 +123,7 @@ async def test_r_d_1_serve_tables_stay_bounded_over_many_sends(nursery: Any) -> 
     assert all(len(op.stream._buf) == 0 for op in rt._recent_ops.values())  # nothing buffered per op
     assert len(rt.threads) <= Runtime.MAX_THREADS
     assert counts[99] <= counts[20] + 20, counts  # no per-turn growth of buffered events
-    assert wire.daemon._open_commands == 0
+    assert wire.daemon._open.count == 0
     await wire.to_send.aclose()
     await wire.read_to_end()
 
