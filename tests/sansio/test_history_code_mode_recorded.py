@@ -203,3 +203,38 @@ def test_r_h_5_a_poll_after_a_restart_that_reused_the_process_id_updates_the_new
     new = next(r for c, r in cmds.items() if c.endswith("echo new'"))
     assert (new.status, new.exit_code, new.output) == ("completed", 0, "new\n")
     assert old.status != "completed" and old.exit_code is None and "new" not in (old.output or "")
+
+
+def _with_second_cell(name: str, after_line: int, tmp_path: Path) -> Path:
+    """The recording with a copy of its first cell (another call id and cell id, the same script
+    and output) inserted after 1-based line ``after_line``, in the same turn: the real shapes, a second cell
+    that could have started the same command."""
+    lines = (DATA / f"code-{name}.rollout.jsonl").read_text().splitlines()
+    cell = [ln for ln in lines if '"custom_tool_call"' in ln or '"custom_tool_call_output"' in ln][:2]
+    twin = [ln.replace("call_mock_0_0", "call_twin").replace("cell ID 1", "cell ID 2") for ln in cell]
+    path = tmp_path / f"{name}-twin.jsonl"
+    path.write_text("\n".join(lines[:after_line] + twin + lines[after_line:]) + "\n")
+    return path
+
+
+def test_r_h_5_a_late_item_joins_a_cell_only_when_no_other_cell_of_its_turn_could_claim_it(tmp_path: Path) -> None:
+    """code-autocompact: the command's item is written after the cell ended; with a second cell
+    of the same command in that turn either could have started it — both stay whole, the item
+    is shown once, as itself."""
+    assert _legacy("autocompact").wrappers["call_mock_0_0"].replace  # alone in its turn: attributed
+    tr = _legacy("autocompact", _with_second_cell("autocompact", 12, tmp_path))
+    assert {k: a.replace for k, a in tr.wrappers.items()} == {"call_mock_0_0": False, "call_twin": False}
+    cmds = [r for r in tr.records() if r.kind == "commandExecution"]
+    assert [(r.status, r.exit_code) for r in cmds] == [("failed", -1)]
+
+
+def test_r_h_5_a_wait_finishes_its_cell_only_when_no_other_cell_started_in_between(tmp_path: Path) -> None:
+    """code-yield: the cell yields, `wait` returns its end — attributed, no card for the wait.
+    With another cell started between them, the receipts in that window could be either's: the
+    cell stays whole and the wait stays a card."""
+    plain = _legacy("yield")
+    assert plain.wrappers["call_mock_0_0"].replace
+    assert not [r for r in plain.records() if isinstance(r, DynamicToolCall)]
+    tr = _legacy("yield", _with_second_cell("yield", 12, tmp_path))
+    assert not tr.wrappers["call_mock_0_0"].replace
+    assert [r.tool for r in tr.records() if isinstance(r, DynamicToolCall)] == ["exec", "exec", "wait"]

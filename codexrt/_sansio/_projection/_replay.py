@@ -246,10 +246,12 @@ class WrapperReplay:
             nested = self._wrapper_receipts(w, None, ix)
             a = attribute_wrapper(call, nested, known_processes=known, settled_processes=settled)
             tied = self._wrapper_receipts(w, a, ix)
-            if not a.replace and len(tied) == len(nested):
-                tied += self._turn_orphans(w, ordered, ix, res.hidden)
             if len(tied) > len(nested):
                 a = attribute_wrapper(call, tied, known_processes=known, settled_processes=settled)
+            orphans = [] if a.replace else self._turn_orphans(w, ordered, ix, res.hidden)
+            if orphans:
+                b = attribute_wrapper(call, tied + orphans, known_processes=known, settled_processes=settled)
+                a = b if b.replace else a  # a kept cell keeps the reason of its own receipts
             res.attributions[w.key] = a
             if not a.replace:
                 continue
