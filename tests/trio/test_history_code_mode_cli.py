@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from codexrt._features._history import MAX_VALUE_DEPTH, load_rollout_transcript, transcript_to_json
 from codexrt_cli._main import build_parser
 from codexrt_cli._show import run_show
+from tests import _hostile_home as H
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "rollouts"
 NAMES = sorted(p.name[len("code-"):-len(".native.json")] for p in DATA.glob("code-*.native.json"))
@@ -43,17 +44,6 @@ async def test_r_h_3_show_offline_json_is_the_in_process_transcript(name: str, t
     want = transcript_to_json(load_rollout_transcript(path, thread_id=tid, mask=lambda r: r))
     assert (shown["threadId"], shown["source"], shown["messageCount"]) == (tid, "legacy", want["messageCount"])
     assert shown["turns"] == want["turns"] and shown["turns"]
-
-
-def _depth(v: Any) -> int:
-    """Container nesting of a JSON value (a scalar is 0), without recursion."""
-    best, stack = 0, [(v, 0)]
-    while stack:
-        x, d = stack.pop()
-        if isinstance(x, (dict, list)):
-            best = max(best, d + 1)
-            stack.extend((y, d + 1) for y in (x.values() if isinstance(x, dict) else x))
-    return best
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -86,4 +76,4 @@ def test_r_h_3_fuzz_show_json_on_cells_printing_deep_and_wide_values(
     args = build_parser().parse_args(["show", tid, "--offline", "--json", "--codex-home", str(home)])
     assert trio.run(run_show, args, out, err) == 0, err.getvalue()
     shown = json.loads(out.getvalue())
-    assert shown["turns"] and max(_depth(r) for t in shown["turns"] for r in t["records"]) <= MAX_VALUE_DEPTH
+    assert shown["turns"] and max(H.depth_of(r) for t in shown["turns"] for r in t["records"]) <= MAX_VALUE_DEPTH
