@@ -49,7 +49,8 @@ def _commands(records: Any) -> Counter[tuple[Any, ...]]:
 #: issue 32's attribution situations (several calls per cell, several cells per turn)
 ATTRIBUTION = {"two-printed", "two-silent", "two-cells", "two-cells-two-each", "same-twice", "same-two-cells",
                "all-in-order", "all-reversed", "all-labelled", "loop", "nonzero", "extra-text", "stringify-done",
-               "stringify-running", "stringify-yield", "poll-second-cell", "empty-output", "print-only"}
+               "stringify-running", "stringify-yield", "poll-second-cell", "empty-output", "print-only",
+               "notify-print", "notify-loop"}
 
 #: What the file shows beyond the server's records, on purpose (docs/history.md, "Known
 #: differences"): a cell's own outcome — a cell kept whole (``exec``), its ``Script failed``
@@ -59,6 +60,8 @@ CELL_EXTRAS: dict[str, list[list[tuple[str, str]]]] = {
     "image": [[("dynamicToolCall", "completed")]],  # image(): no call made it
     "loop": [[("dynamicToolCall", "completed")]],  # calls in a loop: how many ran is not in the source
     "print-only": [[("dynamicToolCall", "completed")]],  # no tool call: only what it printed
+    "notify-print": [[("dynamicToolCall", "completed")]],
+    "notify-loop": [[("dynamicToolCall", "completed")]],
     "restart": [[("dynamicToolCall", "interrupted")], [], []],  # cut by the kill before any call ended
     "throw": [[("error", "failed")], [("dynamicToolCall", "failed")]],  # threw / not JavaScript
 }
@@ -238,3 +241,14 @@ def test_r_h_5_a_wait_finishes_its_cell_only_when_no_other_cell_started_in_betwe
     tr = _legacy("yield", _with_second_cell("yield", 12, tmp_path))
     assert not tr.wrappers["call_mock_0_0"].replace
     assert [r.tool for r in tr.records() if isinstance(r, DynamicToolCall)] == ["exec", "exec", "wait"]
+
+
+def test_r_h_5_a_kept_cell_shows_what_it_printed_not_its_last_notification() -> None:
+    """0.171.0 writes each `notify()` message as one more output with the cell's call id, after
+    the script's own output: a cell kept whole showed only its last notification and lost what
+    it printed (issue 32: "drops a wrapper that must be kept whole with its output")."""
+    for name, printed in (("notify-print", "just words"), ("notify-loop", "done")):
+        (cell,) = [r for r in _legacy(name).records() if isinstance(r, DynamicToolCall)]
+        assert cell.content[0].text.startswith("Script completed") and cell.content[-1].text == printed, name
+    # an attributed cell reads its script's output too (its header: completed)
+    assert _legacy("notify").wrappers["call_mock_0_0"].script_status == "completed"

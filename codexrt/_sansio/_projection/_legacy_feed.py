@@ -44,7 +44,7 @@ from ._records import (
     UserMessage,
     WebSearch,
 )
-from ._replay import ReplayLog, _Poll, _Wait, _Wrapper
+from ._replay import ReplayLog, _Poll, _Wait, _Wrapper, is_notification
 from ._shapes import (
     _IMAGE_TYPES,
     _TEXT_TYPES,
@@ -388,6 +388,8 @@ class LegacyFeed:
             poll.out_line, poll.receipt = self._line, _parse_exec_output(p.get("output"), "write_stdin")
             return
         if key in self._log.wrappers:
+            if is_notification(self._log.wrappers[key].output, p):
+                return  # a notify() message: the cell's output stays what the script printed
             self._log.wrappers[key].output = dict(p)
             self._log.wrappers[key].output_line = self._line
         if key in self._log.waits:

@@ -45,15 +45,31 @@ class _Wait:
 
 
 _RUNNING_CELL = re.compile(r"Script running with cell ID (\S+)\n")
+_SCRIPT_HEADER = re.compile(r"Script (?:completed|failed|terminated|running with cell ID \S+)\n")
+
+
+def _first_text(output: dict[str, Any] | None) -> str | None:
+    out = output.get("output") if isinstance(output, dict) else None
+    if isinstance(out, list):
+        out = next((b.get("text") for b in out if isinstance(b, dict) and isinstance(b.get("text"), str)), None)
+    return out if isinstance(out, str) else None
 
 
 def _running_cell(output: dict[str, Any] | None) -> str | None:
     """The cell id when a cell's (or a wait's) output says the cell still runs."""
-    out = output.get("output") if isinstance(output, dict) else None
-    if isinstance(out, list):
-        out = next((b.get("text") for b in out if isinstance(b, dict) and isinstance(b.get("text"), str)), None)
-    m = _RUNNING_CELL.match(out) if isinstance(out, str) else None
+    text = _first_text(output)
+    m = _RUNNING_CELL.match(text) if text is not None else None
     return m.group(1) if m else None
+
+
+def is_notification(current: dict[str, Any] | None, new: dict[str, Any]) -> bool:
+    """Whether ``new``, a later output of a cell that already has its script's output (a
+    ``Script …`` header), is one of the cell's ``notify()`` messages: 0.171.0 writes each as
+    one more output with the cell's call id and no header — after the script's own output —
+    and it must not replace what the cell printed (issue 32)."""
+    have, got = _first_text(current), _first_text(new)
+    return (have is not None and _SCRIPT_HEADER.match(have) is not None
+            and not (got is not None and _SCRIPT_HEADER.match(got) is not None))
 
 
 @attrs.define

@@ -127,6 +127,10 @@ CELLS: dict[str, list[tuple[str, list[Any]]]] = {
     "empty-output": [("a command with no output", [
         'const r = await tools.exec_command({cmd: "true"});\ntext(r.output);'])],
     "print-only": [("a cell that only prints", ['text("just words");'])],
+    "notify-print": [("a cell that notifies and prints, no tool", ['notify("halfway");\ntext("just words");'])],
+    "notify-loop": [("a loop that notifies", [
+        'for (const c of ["echo n1", "echo n2"]) {\n  const r = await tools.exec_command({cmd: c});\n'
+        '  notify(r.output);\n}\ntext("done");'])],
 }
 
 
