@@ -50,7 +50,7 @@ def _commands(records: Any) -> Counter[tuple[Any, ...]]:
 ATTRIBUTION = {"two-printed", "two-silent", "two-cells", "two-cells-two-each", "same-twice", "same-two-cells",
                "all-in-order", "all-reversed", "all-labelled", "loop", "nonzero", "extra-text", "stringify-done",
                "stringify-running", "stringify-yield", "poll-second-cell", "empty-output", "print-only",
-               "notify-print", "notify-loop"}
+               "notify-print", "notify-loop", "two-cells-running"}
 
 #: What the file shows beyond the server's records, on purpose (docs/history.md, "Known
 #: differences"): a cell's own outcome — a cell kept whole (``exec``), its ``Script failed``
@@ -223,12 +223,14 @@ def _with_second_cell(name: str, after_line: int, tmp_path: Path) -> Path:
 def test_r_h_5_a_late_item_joins_a_cell_only_when_no_other_cell_of_its_turn_could_claim_it(tmp_path: Path) -> None:
     """code-autocompact: the command's item is written after the cell ended; with a second cell
     of the same command in that turn either could have started it — both stay whole, the item
-    is shown once, as itself."""
+    is shown once, as itself. (code-two-cells-running: two cells of one turn each leave another
+    command running; each late item can be only one cell's — both cells give way.)"""
     assert _legacy("autocompact").wrappers["call_mock_0_0"].replace  # alone in its turn: attributed
     tr = _legacy("autocompact", _with_second_cell("autocompact", 12, tmp_path))
     assert {k: a.replace for k, a in tr.wrappers.items()} == {"call_mock_0_0": False, "call_twin": False}
     cmds = [r for r in tr.records() if r.kind == "commandExecution"]
     assert [(r.status, r.exit_code) for r in cmds] == [("failed", -1)]
+    assert all(a.replace for a in _legacy("two-cells-running").wrappers.values())
 
 
 def test_r_h_5_a_wait_finishes_its_cell_only_when_no_other_cell_started_in_between(tmp_path: Path) -> None:

@@ -12,7 +12,16 @@ from typing import Any
 
 import attrs
 
-from .._wrappers import Attribution, PollUpdate, Receipt, ToolRecord, WrapperCall, attribute_wrapper
+from .._wrappers import (
+    Attribution,
+    PollUpdate,
+    Receipt,
+    ToolRecord,
+    WrapperCall,
+    attribute_wrapper,
+    receipt_command,
+    static_commands,
+)
 from ._legacy import ExecReceipt
 from ._records import CommandExecution, ContentBlock, DynamicToolCall, ErrorRecord, FileChange
 from ._shapes import _content_blocks, parse_apply_patch
@@ -264,7 +273,7 @@ class WrapperReplay:
             tied = self._wrapper_receipts(w, a, ix)
             if len(tied) > len(nested):
                 a = attribute_wrapper(call, tied, known_processes=known, settled_processes=settled)
-            orphans = [] if a.replace else self._turn_orphans(w, ordered, ix, res.hidden)
+            orphans = [] if a.replace else self._turn_orphans(w, ordered, ix, res)
             if orphans:
                 b = attribute_wrapper(call, tied + orphans, known_processes=known, settled_processes=settled)
                 a = b if b.replace else a  # a kept cell keeps the reason of its own receipts
@@ -330,19 +339,30 @@ class WrapperReplay:
         return res
 
     def _turn_orphans(self, w: _Wrapper, wrappers: Sequence[_Wrapper], ix: _ReceiptIndex,
-                      claimed: set[str]) -> list[Receipt]:
+                      res: _Resolution) -> list[Receipt]:
         """Receipts written after the cell ended that name its turn — a command the cell left
-        running, whose item the server writes when it ends — offered when the cell is the only
-        one of its turn (so no other cell could have started it) and no model call made them
-        (issue 32). The engine still pairs them by command only when that is unique."""
+        running, whose item the server writes when it ends — that no model call made, offered
+        when no other cell of the turn could have started that command: each other cell is
+        attributed already, or its source runs only other commands (one that could run
+        anything claims everything). The engine still pairs them by unique command (issue 32)."""
         assert w.output_line is not None
-        if sum(o.turn_id == w.turn_id for o in wrappers) != 1:
-            return []
+        mates = [o for o in wrappers if o is not w and o.turn_id == w.turn_id
+                 and not (o.key in res.attributions and res.attributions[o.key].replace)]
+        theirs: list[frozenset[str] | None] = []
+        for o in mates:
+            call = WrapperCall.from_response_items(o.call, o.output) if o.output is not None else None
+            theirs.append(static_commands(call) if call is not None else None)
         log = self._log.receipt_log
         lo = bisect.bisect_right(ix.lines, w.output_line)
-        return [log[i][2] for i in range(lo, len(log))
+        late = [(i, log[i][2]) for i in range(lo, len(log))
                 if log[i][1] == w.turn_id and log[i][2].call_id not in self._log.direct_ids
-                and log[i][2].call_id not in claimed]
+                and log[i][2].call_id not in res.hidden]
+        ok = set()
+        for _, r in late:
+            cmd = receipt_command(r)
+            if cmd is not None and all(c is not None and cmd not in c for c in theirs):
+                ok.add(r.call_id)
+        return [r for _, r in late if r.call_id in ok]
 
     def _in_place(self, w: _Wrapper, r: ToolRecord, res: _Resolution) -> bool:
         """A call whose receipt is the server's command record stays that record, where the

@@ -154,6 +154,32 @@ def attribute_wrapper(
         return keep(e.reason, e.detail)
 
 
+def static_commands(wrapper: WrapperCall) -> frozenset[str] | None:
+    """The commands a cell's source runs (static ``exec_command``-family calls), or None when
+    the source could run anything (unparseable, a dynamic call, a call in a loop). Used to
+    tell whether a receipt could belong to this cell at all (issue 32)."""
+    try:
+        src = _scan_source(wrapper.source)
+    except _Unresolved:
+        return None
+    out = set()
+    for c in src.calls:
+        if _tool_family(c.tool) != "command":
+            continue
+        cmd = _command_of(c.tool, c.args)
+        if cmd is None or _has_dynamic(c.args.get("cmd", c.args.get("command"))):
+            return None
+        out.add(cmd)
+    return frozenset(out)
+
+
+def receipt_command(r: Receipt) -> str | None:
+    """The command a ``call`` receipt of the command family ran, else None."""
+    if r.kind != "call" or _tool_family(r.tool or "") != "command":
+        return None
+    return _command_of(r.tool or "", r.arguments)
+
+
 def _display(v: SlotValue | None) -> str | None:
     if v is None:
         return None

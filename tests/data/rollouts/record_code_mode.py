@@ -69,6 +69,8 @@ ONE_CELL = {
 #: per turn. name -> turns, each ``(prompt, [cell source | Script, ...])``, every step one model
 #: request in order (after the last one the mock answers with text quoting the last output).
 #: ``{SID}`` in a cell is the newest process id the rollout holds when that turn starts.
+#: a step that waits (a command left running ends meanwhile) before its turn starts
+PAUSE = ("pause", 4.0)
 _RUNNING = 'const r = await tools.exec_command({cmd: "sleep 3; echo late", yield_time_ms: 300});\n'
 CELLS: dict[str, list[tuple[str, list[Any]]]] = {
     "two-printed": [("two commands, both printed", [
@@ -127,6 +129,11 @@ CELLS: dict[str, list[tuple[str, list[Any]]]] = {
     "empty-output": [("a command with no output", [
         'const r = await tools.exec_command({cmd: "true"});\ntext(r.output);'])],
     "print-only": [("a cell that only prints", ['text("just words");'])],
+    "two-cells-running": [
+        ("two cells, each leaves a command running", [
+            'const r = await tools.exec_command({cmd: "sleep 2; echo one-late", yield_time_ms: 300});\ntext(r.output);',
+            'const r = await tools.exec_command({cmd: "sleep 2; echo two-late", yield_time_ms: 300});\ntext(r.output);']),
+        ("later [[mock:text:Later.]]", [PAUSE])],
     "notify-print": [("a cell that notifies and prints, no tool", ['notify("halfway");\ntext("just words");'])],
     "notify-loop": [("a loop that notifies", [
         'for (const c of ["echo n1", "echo n2"]) {\n  const r = await tools.exec_command({cmd: c});\n'
@@ -247,6 +254,9 @@ def situation(name: str, binary: Path, tmp: Path) -> None:
             elif name in CELLS:
                 for prompt, steps in CELLS[name]:
                     for step in steps:
+                        if step == PAUSE:
+                            time.sleep(PAUSE[1])
+                            continue
                         if isinstance(step, str) and "{SID}" in step:
                             rollout = Path(_native(peer, tid)["path"]).read_text()
                             step = step.replace("{SID}", newest_process_id(rollout))
