@@ -50,7 +50,8 @@ def _commands(records: Any) -> Counter[tuple[Any, ...]]:
 ATTRIBUTION = {"two-printed", "two-silent", "two-cells", "two-cells-two-each", "same-twice", "same-two-cells",
                "all-in-order", "all-reversed", "all-labelled", "loop", "nonzero", "extra-text", "stringify-done",
                "stringify-running", "stringify-yield", "poll-second-cell", "empty-output", "print-only",
-               "notify-print", "notify-loop", "two-cells-running"}
+               "notify-print", "notify-loop", "two-cells-running", "ctrl-c-second-cell", "direct-and-cell",
+               "bad-workdir", "patch-cell"}
 
 #: What the file shows beyond the server's records, on purpose (docs/history.md, "Known
 #: differences"): a cell's own outcome — a cell kept whole (``exec``), its ``Script failed``
@@ -61,6 +62,8 @@ CELL_EXTRAS: dict[str, list[list[tuple[str, str]]]] = {
     "loop": [[("dynamicToolCall", "completed")]],  # calls in a loop: how many ran is not in the source
     "print-only": [[("dynamicToolCall", "completed")]],  # no tool call: only what it printed
     "notify-print": [[("dynamicToolCall", "completed")]],
+    "bad-workdir": [[("error", "failed")]],  # the call could not start: Script failed
+    "patch-cell": [[("dynamicToolCall", "failed")]],  # tools.apply_patch is not a function (0.171.0)
     "notify-loop": [[("dynamicToolCall", "completed")]],
     "restart": [[("dynamicToolCall", "interrupted")], [], []],  # cut by the kill before any call ended
     "throw": [[("error", "failed")], [("dynamicToolCall", "failed")]],  # threw / not JavaScript
@@ -254,3 +257,20 @@ def test_r_h_5_a_kept_cell_shows_what_it_printed_not_its_last_notification() -> 
         assert cell.content[0].text.startswith("Script completed") and cell.content[-1].text == printed, name
     # an attributed cell reads its script's output too (its header: completed)
     assert _legacy("notify").wrappers["call_mock_0_0"].script_status == "completed"
+
+
+def test_r_h_5_ctrl_c_from_a_later_cell_leaves_the_servers_outcome() -> None:
+    """code-ctrl-c-second-cell: a cell sends Ctrl+C to a command another cell left running; the
+    server's item for it says `failed`, exit 130 — the file said `interrupted` (a poll's Ctrl+C
+    overrode the server's completed item)."""
+    (cmd,) = [r for r in _legacy("ctrl-c-second-cell").records() if r.kind == "commandExecution"]
+    assert (cmd.status, cmd.exit_code) == ("failed", 130)
+
+
+def test_r_h_5_a_patch_whose_tool_does_not_exist_is_no_preview() -> None:
+    """code-patch-cell: 0.171.0 has no `tools.apply_patch` in code mode; the script fails with
+    `TypeError: tools.apply_patch is not a function` — no patch ran, so no grey preview of one
+    (there was one, `unknown`); the cell stays whole, `failed`, with its error."""
+    tr = _legacy("patch-cell")
+    assert [(r.kind, r.status) for r in tr.records()] == [("userMessage", "completed"), ("dynamicToolCall", "failed"),
+                                                          ("assistantMessage", "completed")]

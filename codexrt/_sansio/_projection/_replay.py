@@ -455,12 +455,17 @@ class WrapperReplay:
         appended in order, the exit code they report, ``interrupted`` after a Ctrl+C. A command
         whose record is the server's completed item already holds its whole output
         (``aggregated_output``): polls then add no text (the real server writes that item when
-        the process ends, after the polls that read its chunks)."""
+        the process ends, after the polls that read its chunks); with its exit code it is the
+        whole outcome, which no poll changes."""
         r = e.record
         if not isinstance(r, CommandExecution) or not ups:
             return e
         snap = self._store.entries.get(r.id)
         whole = snap is not None and snap.channel == "snapshot" and r.status != "inProgress"
+        if whole and r.exit_code is not None:
+            # the server's completed item is the outcome: after a Ctrl+C it says `failed`, 130
+            # (code-ctrl-c-second-cell), so a poll changes nothing (issue 32)
+            return e
         out, code, status, interrupted = r.output, r.exit_code, r.status, False
         for u in ups:
             if u.body and not whole:

@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Container, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -144,7 +145,7 @@ def attribute_wrapper(
     except _Unresolved as e:
         return keep(e.reason, e.detail)
     for c in src.calls:
-        if c.tool == "apply_patch" and isinstance(c.args, str):
+        if c.tool == "apply_patch" and isinstance(c.args, str) and c.tool not in _missing_tools(error):
             previews.append(_patch_preview(c.index, c.args))
     try:
         known: Mapping[Any, str] = known_processes if known_processes is not None else {}
@@ -152,6 +153,16 @@ def attribute_wrapper(
         return replay.run(status, error, items, text)
     except _Unresolved as e:
         return keep(e.reason, e.detail)
+
+
+_NOT_A_FUNCTION = re.compile(r"TypeError: tools\.(\w+) is not a function")
+
+
+def _missing_tools(error: str | None) -> set[str]:
+    """Tools the script's own error says do not exist (``TypeError: tools.X is not a
+    function``; 0.171.0 has no ``tools.apply_patch`` in code mode): none of their calls ran,
+    so a patch of one is no preview (issue 32)."""
+    return set(_NOT_A_FUNCTION.findall(error or ""))
 
 
 def static_commands(wrapper: WrapperCall) -> frozenset[str] | None:

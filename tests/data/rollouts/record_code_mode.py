@@ -134,6 +134,20 @@ CELLS: dict[str, list[tuple[str, list[Any]]]] = {
             'const r = await tools.exec_command({cmd: "sleep 2; echo one-late", yield_time_ms: 300});\ntext(r.output);',
             'const r = await tools.exec_command({cmd: "sleep 2; echo two-late", yield_time_ms: 300});\ntext(r.output);']),
         ("later [[mock:text:Later.]]", [PAUSE])],
+    "ctrl-c-second-cell": [
+        ("start a long command", ['const r = await tools.exec_command({cmd: "sleep 30; echo never", '
+                                  'yield_time_ms: 300});\ntext(JSON.stringify(r));']),
+        ("stop it from another cell", ['const p = await tools.write_stdin({session_id: {SID}, chars: "\\u0003", '
+                                       'yield_time_ms: 2000});\ntext(JSON.stringify(p));'])],
+    "direct-and-cell": [("a direct command, then a cell running the same", [
+        _model.Script.exec_command("echo same"),
+        'const r = await tools.exec_command({cmd: "echo same"});\ntext(r.output);'])],
+    "bad-workdir": [("a command in a directory that does not exist", [
+        'const r = await tools.exec_command({cmd: "echo x", workdir: "/nonexistent/dir"});\n'
+        'text(JSON.stringify(r));'])],
+    "patch-cell": [("a patch from a cell", [
+        'const r = await tools.apply_patch("*** Begin Patch\\n*** Add File: notes.txt\\n+hello\\n'
+        '*** End Patch\\n");\ntext(JSON.stringify(r));'])],
     "notify-print": [("a cell that notifies and prints, no tool", ['notify("halfway");\ntext("just words");'])],
     "notify-loop": [("a loop that notifies", [
         'for (const c of ["echo n1", "echo n2"]) {\n  const r = await tools.exec_command({cmd: c});\n'
