@@ -274,3 +274,17 @@ def test_r_h_5_a_patch_whose_tool_does_not_exist_is_no_preview() -> None:
     tr = _legacy("patch-cell")
     assert [(r.kind, r.status) for r in tr.records()] == [("userMessage", "completed"), ("dynamicToolCall", "failed"),
                                                           ("assistantMessage", "completed")]
+
+
+def test_r_h_5_what_counts_as_a_cells_notification() -> None:
+    """Only a headerless output after the script's own (headered) output is a `notify()`
+    message; the script's end — a header, or the user's abort of a yielded cell — always wins."""
+    from codexrt._sansio._projection._replay import is_notification
+
+    running = {"output": "Script running with cell ID 1\nWall time 0.3 seconds\nOutput:\n"}
+    done = {"output": [{"type": "input_text", "text": "Script completed\nWall time 1.0 seconds\nOutput:\n"}]}
+    assert is_notification(done, {"output": "halfway"}) and is_notification(running, {"output": "n1\n"})
+    assert not is_notification(running, {"output": "aborted by user after 2.2s"})
+    assert not is_notification(running, done)
+    assert not is_notification(None, {"output": "halfway"})
+    assert not is_notification({"output": "halfway"}, done)

@@ -44,7 +44,7 @@ from ._records import (
     UserMessage,
     WebSearch,
 )
-from ._replay import ReplayLog, _Poll, _Wait, _Wrapper, is_notification
+from ._replay import _ABORTED, ReplayLog, _Poll, _Wait, _Wrapper, is_notification
 from ._shapes import (
     _IMAGE_TYPES,
     _TEXT_TYPES,
@@ -66,7 +66,6 @@ _TOOL_ENDS = frozenset({"patch_apply_end", "exec_command_end", "mcp_tool_call_en
                         "image_generation_end", "view_image_tool_call"})
 
 
-_ABORTED = re.compile(r"aborted by user(?: after [0-9.]+ ?m?s)?", re.I)
 _CELL_HEADER = re.compile(r"Script (completed|failed|terminated)\b")
 
 

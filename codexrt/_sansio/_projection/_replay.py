@@ -54,6 +54,7 @@ class _Wait:
 
 
 _RUNNING_CELL = re.compile(r"Script running with cell ID (\S+)\n")
+_ABORTED = re.compile(r"aborted by user(?: after [0-9.]+ ?m?s)?", re.I)
 _SCRIPT_HEADER = re.compile(r"Script (?:completed|failed|terminated|running with cell ID \S+)\n")
 
 
@@ -77,8 +78,9 @@ def is_notification(current: dict[str, Any] | None, new: dict[str, Any]) -> bool
     one more output with the cell's call id and no header — after the script's own output —
     and it must not replace what the cell printed (issue 32)."""
     have, got = _first_text(current), _first_text(new)
-    return (have is not None and _SCRIPT_HEADER.match(have) is not None
-            and not (got is not None and _SCRIPT_HEADER.match(got) is not None))
+    if got is not None and (_SCRIPT_HEADER.match(got) is not None or _ABORTED.fullmatch(got.strip())):
+        return False  # the script's own end (an abort of a yielded cell, too)
+    return have is not None and _SCRIPT_HEADER.match(have) is not None
 
 
 @attrs.define
