@@ -59,12 +59,10 @@ ATTRIBUTION = {"two-printed", "two-silent", "two-cells", "two-cells-two-each", "
 #: Everything else must be the server's records, in the server's order.
 CELL_EXTRAS: dict[str, list[list[tuple[str, str]]]] = {
     "image": [[("dynamicToolCall", "completed")]],  # image(): no call made it
-    "loop": [[("dynamicToolCall", "completed")]],  # calls in a loop: how many ran is not in the source
     "print-only": [[("dynamicToolCall", "completed")]],  # no tool call: only what it printed
     "notify-print": [[("dynamicToolCall", "completed")]],
     "bad-workdir": [[("error", "failed")]],  # the call could not start: Script failed
     "patch-cell": [[("dynamicToolCall", "failed")]],  # tools.apply_patch is not a function (0.171.0)
-    "notify-loop": [[("dynamicToolCall", "completed")]],
     "restart": [[("dynamicToolCall", "interrupted")], [], []],  # cut by the kill before any call ended
     "throw": [[("error", "failed")], [("dynamicToolCall", "failed")]],  # threw / not JavaScript
 }
@@ -252,11 +250,12 @@ def test_r_h_5_a_kept_cell_shows_what_it_printed_not_its_last_notification() -> 
     """0.171.0 writes each `notify()` message as one more output with the cell's call id, after
     the script's own output: a cell kept whole showed only its last notification and lost what
     it printed (issue 32: "drops a wrapper that must be kept whole with its output")."""
-    for name, printed in (("notify-print", "just words"), ("notify-loop", "done")):
+    for name, printed in (("notify-print", "just words"),):
         (cell,) = [r for r in _legacy(name).records() if isinstance(r, DynamicToolCall)]
         assert cell.content[0].text.startswith("Script completed") and cell.content[-1].text == printed, name
     # an attributed cell reads its script's output too (its header: completed)
     assert _legacy("notify").wrappers["call_mock_0_0"].script_status == "completed"
+    assert _legacy("notify-loop").wrappers["call_mock_0_0"].script_status == "completed"
 
 
 def test_r_h_5_ctrl_c_from_a_later_cell_leaves_the_servers_outcome() -> None:

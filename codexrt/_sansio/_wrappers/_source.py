@@ -19,6 +19,7 @@ from ._lexer import (
     _brackets,
     _callback,
     _expr_end,
+    _has_dynamic,
     _is,
     _literal,
     _split_top,
@@ -26,7 +27,7 @@ from ._lexer import (
     _tok_text,
     _tokenize,
 )
-from ._model import _PRINT_FUNCS, KNOWN_TOOLS, KeepReason, _Unresolved
+from ._model import _PRINT_FUNCS, COMMAND_TOOLS, KNOWN_TOOLS, KeepReason, _Unresolved
 
 
 @attrs.define
@@ -142,9 +143,15 @@ def _tool_calls(toks: Sequence[_Tok], match: Mapping[int, int]) -> list[_SrcCall
         if name not in KNOWN_TOOLS:
             raise _Unresolved(KeepReason.UNKNOWN_TOOL, f"tool {name!r} has no individual record form")
         if any(a <= i <= b for a, b in scopes):
-            raise _Unresolved(
-                KeepReason.DYNAMIC_MULTIPLICITY, f"{name} call inside a loop or callback may run any number of times"
-            )
+            unrolled = _unrolled(toks, match, scopes, i, name, lp, rp)
+            if unrolled is None:
+                raise _Unresolved(
+                    KeepReason.DYNAMIC_MULTIPLICITY, f"{name} call inside a loop or callback may run any number of times"
+                )
+            for args in unrolled:
+                calls.append(_SrcCall(len(calls), name, args, i, rp + 1))
+            used_tools_tokens.add(i)
+            continue
         argspans = _split_top(toks, lp + 1, rp, match)
         args: Any = {} if not argspans else _literal(toks, argspans[0][0], argspans[0][1], match)
         if name == "apply_patch" and isinstance(args, dict) and set(args) <= {"input", "patch"} and args:
@@ -157,6 +164,61 @@ def _tool_calls(toks: Sequence[_Tok], match: Mapping[int, int]) -> list[_SrcCall
             if not _is(prev, "p", "."):
                 raise _Unresolved(KeepReason.DYNAMIC_TOOL, "the tools object is used other than as a direct call")
     return calls
+
+
+#: what may not appear in an unrolled loop's body: anything that could skip or repeat its call
+_NO_UNROLL_IDS = frozenset({"break", "continue", "return", "throw", "if", "else", "switch", "case", "try", "catch",
+                            "finally", "while", "do", "for", "function", "yield", "eval", "tools"})
+_NO_UNROLL_PUNCTS = frozenset({"?", "?.", "&&", "||", "??", "&&=", "||=", "??=", "=>"})
+
+
+def _unrolled(toks: Sequence[_Tok], match: Mapping[int, int], scopes: Sequence[tuple[int, int]], i: int, name: str,
+              lp: int, rp: int) -> list[Any] | None:
+    """The arguments of each run of a command call in ``for (const V of [literals]) { … }``
+    (issue 32): one per element, in order, when the loop body holds that one call (``tools``
+    used nowhere else in it) and nothing that could skip or repeat it, and ``V`` appears in the
+    call's arguments only as a whole value. None otherwise (the call's multiplicity is unknown)."""
+    if name not in COMMAND_TOOLS:
+        return None
+    inside = [(a, b) for a, b in scopes if a <= i <= b]
+    if len(inside) != 1:
+        return None
+    a, b = inside[0]
+    if not (_is(toks[a], "p", "{") and a >= 1 and _is(toks[a - 1], "p", ")")):
+        return None
+    head = next((k for k, v in match.items() if v == a - 1), None)
+    if head is None or head < 1 or not _is(toks[head - 1], "id", "for") or head + 4 >= a - 1:
+        return None
+    if not (_is(toks[head + 1], "id", "const") and toks[head + 2].kind == "id" and _is(toks[head + 3], "id", "of")
+            and _is(toks[head + 4], "p", "[") and match.get(head + 4) == a - 2):
+        return None
+    var = toks[head + 2].value
+    values = _literal(toks, head + 4, a - 1, match)
+    if not isinstance(values, list) or not all(isinstance(v, str) and v for v in values):
+        return None
+    for k in range(a + 1, b):
+        t = toks[k]
+        if t.kind == "tpl" or (t.kind == "id" and t.value in _NO_UNROLL_IDS and k != i) or (
+                t.kind == "p" and t.value in _NO_UNROLL_PUNCTS):
+            return None
+    argspans = _split_top(toks, lp + 1, rp, match)
+    if len(argspans) != 1:
+        return None
+    lo, hi = argspans[0]
+    uses = [k for k in range(lo, hi) if _is(toks[k], "id", var)]
+    if not uses or any(not (_is(toks[k - 1], "p", ":") and (_is(toks[k + 1], "p", ",") or _is(toks[k + 1], "p", "}")))
+                       for k in uses):
+        return None
+    out = []
+    for v in values:
+        sub = list(toks)
+        for k in uses:
+            sub[k] = _Tok("str", v, toks[k].pos)
+        args = _literal(sub, lo, hi, match)
+        if not isinstance(args, dict) or _has_dynamic(args):
+            return None
+        out.append(args)
+    return out
 
 
 def _batches(toks: Sequence[_Tok], match: Mapping[int, int], calls: Sequence[_SrcCall]) -> list[_Batch]:
