@@ -3,7 +3,9 @@
 Finds every ``tools.NAME(...)`` call (name, literal arguments, token span) and every
 ``Promise.all([...])`` / ``Promise.allSettled([...])`` batch with its element slots. A call
 inside a loop or callback, a dynamic tool name, or the ``tools`` object reached through an alias
-makes the call's multiplicity unknown: ``_Unresolved`` is raised and the wrapper is kept. After
+makes the call's multiplicity unknown: ``_Unresolved`` is raised and the wrapper is kept — but a
+command call in ``for (const V of [literals])`` whose body cannot skip or repeat it is unrolled
+into one call per element (``_unrolled``). After
 a batch, its array variable may only be *read* (``_check_not_rebound``), so a slot index
 printed later still names the element ``Promise.all`` returned.
 """
