@@ -51,7 +51,7 @@ ATTRIBUTION = {"two-printed", "two-silent", "two-cells", "two-cells-two-each", "
                "all-in-order", "all-reversed", "all-labelled", "loop", "nonzero", "extra-text", "stringify-done",
                "stringify-running", "stringify-yield", "poll-second-cell", "empty-output", "print-only",
                "notify-print", "notify-loop", "two-cells-running", "ctrl-c-second-cell", "direct-and-cell",
-               "bad-workdir", "patch-cell"}
+               "bad-workdir", "patch-cell", "stdin-same-cell", "stdin-tty-same-cell", "all-settled-failing"}
 
 #: What the file shows beyond the server's records, on purpose (docs/history.md, "Known
 #: differences"): a cell's own outcome — a cell kept whole (``exec``), its ``Script failed``
@@ -63,6 +63,7 @@ CELL_EXTRAS: dict[str, list[list[tuple[str, str]]]] = {
     "notify-print": [[("dynamicToolCall", "completed")]],
     "bad-workdir": [[("error", "failed")]],  # the call could not start: Script failed
     "patch-cell": [[("dynamicToolCall", "failed")]],  # tools.apply_patch is not a function (0.171.0)
+    "stdin-same-cell": [[("error", "failed")]],  # write_stdin failed: stdin is closed (no tty)
     "restart": [[("dynamicToolCall", "interrupted")], [], []],  # cut by the kill before any call ended
     "throw": [[("error", "failed")], [("dynamicToolCall", "failed")]],  # threw / not JavaScript
 }
@@ -287,3 +288,14 @@ def test_r_h_5_what_counts_as_a_cells_notification() -> None:
     assert not is_notification(running, done)
     assert not is_notification(None, {"output": "halfway"})
     assert not is_notification({"output": "halfway"}, done)
+
+
+def test_r_h_5_a_poll_of_the_cells_own_command_by_its_result_is_attributed() -> None:
+    """code-stdin-tty-same-cell: `const r = await tools.exec_command({cmd: "head -n1", tty:
+    true})` then `tools.write_stdin({session_id: r.session_id, chars: "hello\\n"})` — the poll
+    targets call 0's process (r is bound once); its record is the server's completed item, so
+    the poll needs no result of its own. The cell was kept (`unknown_process`)."""
+    tr = _legacy("stdin-tty-same-cell")
+    assert tr.wrappers["call_mock_0_0"].replace
+    (cmd,) = [r for r in tr.records() if r.kind == "commandExecution"]
+    assert (cmd.status, cmd.exit_code) == ("completed", 0) and "hello" in (cmd.output or "")

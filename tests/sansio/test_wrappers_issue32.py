@@ -78,3 +78,17 @@ def test_r_h_5_a_poll_of_a_settled_process_needs_no_result_of_its_own() -> None:
     assert a.replace and a.records == () and a.updates == ()
     k = attribute_wrapper(w, [], known_processes={pid: "exec-x"})  # a command still open: its output is needed
     assert not k.replace and k.reason is KeepReason.MISSING_RESULT
+
+
+def test_r_h_5_a_poll_names_its_target_by_the_result_it_was_given_only_when_that_is_certain() -> None:
+    """`session_id: r.session_id` with `const r = await tools.exec_command(…)`: the poll targets
+    call 0's process (code-stdin-tty-same-cell). With `let r`, or `r.session_id` assigned, the
+    target is not provable: kept (`unknown_process`)."""
+    (cell,), items = _cells("stdin-tty-same-cell")
+    call, out = cell
+    a = attribute_wrapper(WrapperCall.from_response_items(call, out), items)
+    assert a.replace and [r.tool for r in a.records] == ["exec_command"]
+    for src in (call["input"].replace("const r", "let r"),
+                call["input"].replace("const p", "r.session_id = 7;\nconst p")):
+        k = attribute_wrapper(WrapperCall.from_response_items({**call, "input": src}, out), items)
+        assert not k.replace and k.reason is KeepReason.UNKNOWN_PROCESS, src

@@ -448,6 +448,16 @@ class _Replay:
                     raise _Unresolved(KeepReason.IDENTITY_CONFLICT, f"two commands claim process {pid}")
                 self.by_pid[pid] = idx
 
+    def _settled_here(self, pid: str) -> bool:
+        """Whether a call of this cell started process ``pid`` and its receipt is the server's
+        completed item (the command's own bytes, whole, with its exit code)."""
+        idx = self.by_pid.get(pid)
+        j = self.match_of.get(idx) if idx is not None else None
+        if j is None:
+            return False
+        nv = self.native[j]
+        return nv.inv.output is not None and nv.inv.output.headerless and nv.exit_code is not None and not nv.running
+
     def _settled(self, pid: str) -> bool:
         return pid in self.settled or (pid.isdigit() and int(pid) in self.settled)
 
@@ -490,10 +500,12 @@ class _Replay:
                 n_pid, n_chars = _stdin_args(nv.inv.args)
                 s_pid = s_pid or n_pid
                 s_chars = s_chars if s_chars is not None else n_chars
+            if s_pid is None and c.target is not None and c.target in self.records:
+                s_pid = self.records[c.target].process_id  # `session_id: r.session_id` of call `r`
             if s_pid is None:
                 raise _Unresolved(KeepReason.UNKNOWN_PROCESS, f"write_stdin call {c.index} has no provable target")
             if (nv is None or nv.inv.output is None) and v is None:
-                if s_pid in self.known and self._settled(s_pid):
+                if (s_pid in self.known and self._settled(s_pid)) or self._settled_here(s_pid):
                     continue  # its command's record already holds all it could read (issue 32)
                 raise _Unresolved(KeepReason.MISSING_RESULT, f"write_stdin call {c.index} has no attributable result")
             ev = ([self._slot_name(c)] if v is not None else []) + (

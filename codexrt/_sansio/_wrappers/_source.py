@@ -41,6 +41,7 @@ class _SrcCall:
     hi: int
     batch: int | None = None
     slot: int | None = None
+    target: int | None = None  # write_stdin: the call whose result's session_id it names
 
 
 @attrs.define
@@ -124,6 +125,7 @@ def _scan_source(src: str) -> _Source:
         if t.kind == "tpl" and any(not isinstance(p, str) and any(_is(x, "id", "tools") for x in p) for p in t.value):
             raise _Unresolved(KeepReason.DYNAMIC_TOOL, "tools used inside a template substitution")
     calls = _tool_calls(toks, match)
+    _stdin_targets(toks, calls)
     batches = _batches(toks, match, calls)
     for bt in batches:
         if bt.var is not None:
@@ -150,8 +152,8 @@ def _tool_calls(toks: Sequence[_Tok], match: Mapping[int, int]) -> list[_SrcCall
                 raise _Unresolved(
                     KeepReason.DYNAMIC_MULTIPLICITY, f"{name} call inside a loop or callback may run any number of times"
                 )
-            for args in unrolled:
-                calls.append(_SrcCall(len(calls), name, args, i, rp + 1))
+            for run_args in unrolled:
+                calls.append(_SrcCall(len(calls), name, run_args, i, rp + 1))
             used_tools_tokens.add(i)
             continue
         argspans = _split_top(toks, lp + 1, rp, match)
@@ -166,6 +168,33 @@ def _tool_calls(toks: Sequence[_Tok], match: Mapping[int, int]) -> list[_SrcCall
             if not _is(prev, "p", "."):
                 raise _Unresolved(KeepReason.DYNAMIC_TOOL, "the tools object is used other than as a direct call")
     return calls
+
+
+def _stdin_targets(toks: Sequence[_Tok], calls: Sequence[_SrcCall]) -> None:
+    """``const V = await tools.exec_command(…)`` then ``tools.write_stdin({session_id:
+    V.session_id, …})``: the poll targets that call's process (issue 32) — ``V`` is bound once
+    (``const``) to that one call's result and its ``session_id`` is never assigned."""
+    bound: dict[str, _SrcCall] = {}
+    for c in calls:
+        i = c.lo
+        if (c.batch is None and c.tool in COMMAND_TOOLS and i >= 4 and _is(toks[i - 1], "id", "await")
+                and _is(toks[i - 2], "p", "=") and toks[i - 3].kind == "id" and _is(toks[i - 4], "id", "const")):
+            bound.setdefault(toks[i - 3].value, c)
+    for c in calls:
+        if c.tool != "write_stdin" or not isinstance(c.args, dict):
+            continue
+        for k in range(c.lo, c.hi - 4):
+            if not (_is(toks[k], "id", "session_id") and _is(toks[k + 1], "p", ":") and toks[k + 2].kind == "id"
+                    and _is(toks[k + 3], "p", ".") and _is(toks[k + 4], "id", "session_id")):
+                continue
+            src = bound.get(toks[k + 2].value)
+            var = toks[k + 2].value
+            reassigned = any(_is(toks[j], "id", var) and _is(toks[j + 1], "p", ".") and _is(toks[j + 2], "id", "session_id")
+                             and j + 3 < len(toks) and toks[j + 3].kind == "p" and toks[j + 3].value in _ASSIGN
+                             for j in range(len(toks) - 3))
+            if src is not None and src.index < c.index and not reassigned:
+                c.target = src.index
+            break
 
 
 #: what may not appear in an unrolled loop's body: anything that could skip or repeat its call

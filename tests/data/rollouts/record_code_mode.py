@@ -148,6 +148,17 @@ CELLS: dict[str, list[tuple[str, list[Any]]]] = {
     "patch-cell": [("a patch from a cell", [
         'const r = await tools.apply_patch("*** Begin Patch\\n*** Add File: notes.txt\\n+hello\\n'
         '*** End Patch\\n");\ntext(JSON.stringify(r));'])],
+    "stdin-same-cell": [("feed a command's stdin from the same cell", [
+        'const r = await tools.exec_command({cmd: "head -n1", yield_time_ms: 300});\n'
+        'const p = await tools.write_stdin({session_id: r.session_id, chars: "hello\\n", yield_time_ms: 2000});\n'
+        'text(p.output);'])],
+    "stdin-tty-same-cell": [("feed a tty command's stdin from the same cell", [
+        'const r = await tools.exec_command({cmd: "head -n1", tty: true, yield_time_ms: 300});\n'
+        'const p = await tools.write_stdin({session_id: r.session_id, chars: "hello\\n", yield_time_ms: 2000});\n'
+        'text(p.output);'])],
+    "all-settled-failing": [("Promise.allSettled with a failing command", [
+        'const r = await Promise.allSettled([tools.exec_command({cmd: "exit 4"}), '
+        'tools.exec_command({cmd: "echo fine"})]);\nr.forEach((x, i) => text(`Result ${i}: ${JSON.stringify(x)}`));'])],
     "notify-print": [("a cell that notifies and prints, no tool", ['notify("halfway");\ntext("just words");'])],
     "notify-loop": [("a loop that notifies", [
         'for (const c of ["echo n1", "echo n2"]) {\n  const r = await tools.exec_command({cmd: c});\n'
