@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from codexrt._sansio._wrappers import KeepReason, WrapperCall, attribute_wrapper, receipts_from_rollout_line
 
@@ -92,3 +94,18 @@ def test_r_h_5_a_poll_names_its_target_by_the_result_it_was_given_only_when_that
                 call["input"].replace("const p", "r.session_id = 7;\nconst p")):
         k = attribute_wrapper(WrapperCall.from_response_items({**call, "input": src}, out), items)
         assert not k.replace and k.reason is KeepReason.UNKNOWN_PROCESS, src
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_r_h_5_the_new_rules_never_depend_on_receipt_order(data: Any) -> None:
+    """Arrival order is never evidence: the unrolled loop, the interchangeable pair and the
+    cell's own poll give the same records for any order of the recorded receipts."""
+    for name in ("loop", "same-twice", "stdin-tty-same-cell", "two-printed"):
+        (cell,), items = _cells(name)
+        w = WrapperCall.from_response_items(*cell)
+        want = attribute_wrapper(w, items)
+        assert want.replace, name
+        got = attribute_wrapper(w, data.draw(st.permutations(items)))
+        assert [(r.command, r.output, r.status, r.exit_code, r.call_id) for r in got.records] == \
+            [(r.command, r.output, r.status, r.exit_code, r.call_id) for r in want.records], name
