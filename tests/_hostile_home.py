@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 STAMP = "2026-11-30T10:00:00.000Z"
 
@@ -26,6 +27,17 @@ def meta(n: int) -> str:
 
 def user(text: str) -> str:
     return json.dumps({"timestamp": STAMP, "type": "event_msg", "payload": {"type": "user_message", "message": text}})
+
+
+def depth_of(v: Any) -> int:
+    """Container nesting of a JSON value (a scalar is 0), without recursion."""
+    best, stack = 0, [(v, 0)]
+    while stack:
+        x, d = stack.pop()
+        if isinstance(x, (dict, list)):
+            best = max(best, d + 1)
+            stack.extend((y, d + 1) for y in (x.values() if isinstance(x, dict) else x))
+    return best
 
 
 def deep(depth: int) -> str:

@@ -6,8 +6,8 @@ emitter is patched in process to send the ``exec`` custom tool call (the same SS
 golden file. Turn 1: a cell starts a slow command (still running when the cell ends, so its
 printed value carries a ``session_id``) and a quick one. Turn 2: the model polls that session
 with a direct ``write_stdin``. The rollout the real server wrote must show two commands in
-source order — the slow one finished by the poll (status, exit code, output), the quick one with
-its own output — and no card for the poll.
+the server's own order (the one that ended first first) — the slow one finished by the poll
+(status, exit code, output), the quick one with its own output — and no card for the poll.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 import trio
 
 import codexrt
-from codexrt._features._history import load_rollout_transcript
+from codexrt._features._history import load_rollout_transcript, open_history_reader
 from codexrt._io._history_files import find_rollout
 from codexrt._runtime._runtime import RuntimeConfig
 from codexrt._sansio._settings import Settings
@@ -72,13 +72,17 @@ async def test_r_h_5_real_wrapper_command_finished_by_a_later_direct_poll(codex_
         with trio.fail_after(60):
             second = await rt.send("poll it", thread_id=tid, settings=settings).wait()
         assert second.status == "completed", second
+        async with open_history_reader(rt) as reader:
+            native = await reader.read_thread(tid, allow_legacy=False)
 
     tr = await trio.to_thread.run_sync(lambda: load_rollout_transcript(info.path, thread_id=tid))
     (att,) = tr.wrappers.values()
     assert att.replace, (att.reason, att.detail)
     cmds = [r for r in tr.records() if r.kind == "commandExecution"]
-    assert [c.command.endswith(("sleep 2; echo late", "sleep 2; echo late'")) for c in cmds] == [True, False], cmds
-    slow, quick = cmds
+    # in the server's order: the command that ended first first (issue 32)
+    assert [c.id for c in cmds] == [c.id for c in native.records() if c.kind == "commandExecution"]
+    assert [c.command.endswith(("sleep 2; echo late", "sleep 2; echo late'")) for c in cmds] == [False, True], cmds
+    quick, slow = cmds
     assert (slow.status, slow.exit_code, slow.output) == ("completed", 0, "late\n"), slow  # not the poll again
     assert (quick.status, quick.output) == ("completed", "now\n"), quick
     assert not any(r.kind == "dynamicToolCall" for r in tr.records())  # no card for the wrapper or the poll

@@ -11,13 +11,14 @@ from tests.trio.test_history_cli import DATA
 
 
 def test_r_h_5_show_keeps_an_unattributable_wrapper_whole_with_the_reason(tmp_path):
-    # The same real transcript, but the calls run inside a loop: their multiplicity is unknown
-    # statically, so the engine keeps the wrapper (and the native receipts stay as they are).
+    # The same real transcript, but the calls run inside a loop over a variable: their
+    # multiplicity is unknown statically, so the engine keeps the wrapper (and the native
+    # receipts stay as they are). A loop over a literal array would be unrolled (issue 32).
     out = []
     for ln in (DATA / "wrappers" / "real-0.169.0-exec-promise-all.jsonl").read_text().splitlines():
         d = json.loads(ln)
         if d["payload"].get("type") == "custom_tool_call":
-            d["payload"]["input"] = ('for (const c of ["echo a", "echo b"]) '
+            d["payload"]["input"] = ('const cmds = ["echo a", "echo b"];\nfor (const c of cmds) '
                                      '{ text(JSON.stringify(await tools.exec_command({cmd: c}))); }')
         out.append(json.dumps(d))
     path = tmp_path / "w.jsonl"

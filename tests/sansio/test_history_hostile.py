@@ -209,15 +209,7 @@ def test_r_h_4_a_value_nested_5000_deep_is_emitted_clipped_never_a_recursion_err
     assert v == CLIPPED_VALUE and depth == MAX_VALUE_DEPTH  # the record is level 0
 
 
-def _depth(v: Any) -> int:
-    """Container nesting of a JSON value (a scalar is 0), without recursion."""
-    best, stack = 0, [(v, 0)]
-    while stack:
-        x, d = stack.pop()
-        if isinstance(x, (dict, list)):
-            best = max(best, d + 1)
-            stack.extend((y, d + 1) for y in (x.values() if isinstance(x, dict) else x))
-    return best
+_depth = H.depth_of
 
 
 _json = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),

@@ -447,10 +447,36 @@ CASES: list[Case] = [
     ),
     Case(
         "calls_in_a_loop_keep",
-        f"{S_MULTI_PATCH} — calls of unknown multiplicity (in a loop) are uncertain objects.",
-        'for (const c of ["a", "b"]) { await tools.exec_command({cmd: c}); }',
+        f"{S_MULTI_PATCH} — calls of unknown multiplicity (in a loop over a variable) are uncertain objects.",
+        'const cmds = ["a", "b"];\nfor (const c of cmds) { await tools.exec_command({cmd: c}); }',
         script(""),
         keep=KeepReason.DYNAMIC_MULTIPLICITY,
+    ),
+    Case(
+        "calls_in_a_loop_that_may_skip_keep",
+        f"{S_MULTI_PATCH} — a loop body that may skip or repeat its call keeps it uncertain.",
+        'for (const c of ["a", "b"]) { if (c === "b") continue; await tools.exec_command({cmd: c}); }',
+        script(""),
+        receipts=[call("1", cmd="a"), done("1", "A\n")],
+        keep=KeepReason.DYNAMIC_MULTIPLICITY,
+    ),
+    Case(
+        "loop_over_literal_commands_unrolls",
+        f"{S_COMPLETE} — issue 32: `for (const c of [literals])` with one call and nothing that could"
+        " skip or repeat it runs once per element, in order; each run pairs with its own receipt.",
+        'for (const c of ["echo a", "echo b"]) {\n  const r = await tools.exec_command({cmd: c});\n  text(r.output);\n}',
+        script("A", "B"),
+        receipts=[call("2", cmd="echo b"), done("2", "B\n"), call("1", cmd="echo a"), done("1", "A\n")],
+        records=[{"command": "echo a", "output": "A\n", "status": "completed", "call_id": "1"},
+                 {"command": "echo b", "output": "B\n", "status": "completed", "call_id": "2"}],
+    ),
+    Case(
+        "loop_over_literal_commands_without_receipts_keep",
+        f"{S_NO_RESULT} — an unrolled loop's runs still need their own results.",
+        'for (const c of ["echo a", "echo b"]) { await tools.exec_command({cmd: c}); }',
+        script(""),
+        receipts=[call("1", cmd="echo a"), done("1", "A\n")],
+        keep=KeepReason.MISSING_RESULT,
     ),
     Case(
         "batch_built_by_map_keeps",

@@ -58,6 +58,8 @@ def _core_item_to_native(item: dict[str, Any]) -> dict[str, Any]:
         out["commandActions"] = item.get("parsed_cmd") or []
         out["source"] = _camel(str(item.get("source", "")))
         out["durationMs"] = _duration_ms(item.get("duration"))
+        if item.get("aggregated_output") == "":
+            out["aggregatedOutput"] = None  # no output: the server says null, never "" (issue 32)
     elif nt == "fileChange":
         out["changes"] = item.get("changes")
     return out

@@ -44,7 +44,7 @@ from ._records import (
     UserMessage,
     WebSearch,
 )
-from ._replay import ReplayLog, _Poll, _Wrapper
+from ._replay import _ABORTED, ReplayLog, _Poll, _Wait, _Wrapper, is_notification
 from ._shapes import (
     _IMAGE_TYPES,
     _TEXT_TYPES,
@@ -66,7 +66,6 @@ _TOOL_ENDS = frozenset({"patch_apply_end", "exec_command_end", "mcp_tool_call_en
                         "image_generation_end", "view_image_tool_call"})
 
 
-_ABORTED = re.compile(r"aborted by user(?: after [0-9.]+ ?m?s)?", re.I)
 _CELL_HEADER = re.compile(r"Script (completed|failed|terminated)\b")
 
 
@@ -340,6 +339,10 @@ class LegacyFeed:
             self._log.polls[key] = _Poll(self._line, None if target is None or isinstance(target, bool) else str(target),
                                          chars if isinstance(chars, str) else None)
             return
+        if name == "wait" and st == "function_call" and isinstance(a.get("cell_id"), (str, int)) \
+                and not isinstance(a.get("cell_id"), bool):
+            # code mode's wait for a yielded cell: its output is the cell's (R-H-5, issue 32)
+            self._log.waits[key] = _Wait(key, tid, str(a["cell_id"]), self._line)
         if name == "exec" and st == "custom_tool_call":
             # shown whole until attribution replaces it (turns())
             self._log.wrappers[key] = _Wrapper(key, tid, dict(p), self._line)
@@ -384,8 +387,13 @@ class LegacyFeed:
             poll.out_line, poll.receipt = self._line, _parse_exec_output(p.get("output"), "write_stdin")
             return
         if key in self._log.wrappers:
+            if is_notification(self._log.wrappers[key].output, p):
+                return  # a notify() message: the cell's output stays what the script printed
             self._log.wrappers[key].output = dict(p)
             self._log.wrappers[key].output_line = self._line
+        if key in self._log.waits:
+            self._log.waits[key].output = dict(p)
+            self._log.waits[key].output_line = self._line
         e = self._store.entries.get(key)
         if e is None:
             return  # an output without its call

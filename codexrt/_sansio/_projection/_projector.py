@@ -152,6 +152,8 @@ class Projector:
                                 for r in repl[e.key])
                 if e.key not in hidden:
                     recs.append(self._store.finish(self._replay.updated(e, updates.get(e.key, ())), t, shown))
+                    recs.extend(self._store.finish(_Entry(r.id, r, True, False, "response", tid), t, shown)
+                                for r in res.after.get(e.key, ()))
                     if e.key in self._log.wrappers:
                         recs.extend(self._store.finish(_Entry(r.id, r, True, False, "response", tid), t, shown)
                                     for r in self._replay.kept_previews(e.key, tid))

@@ -6,12 +6,22 @@ read time and turns its answers into display records and updates of earlier comm
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
 
-from .._wrappers import Attribution, PollUpdate, Receipt, ToolRecord, WrapperCall, attribute_wrapper
+from .._wrappers import (
+    Attribution,
+    PollUpdate,
+    Receipt,
+    ToolRecord,
+    WrapperCall,
+    attribute_wrapper,
+    receipt_command,
+    static_commands,
+)
 from ._legacy import ExecReceipt
 from ._records import CommandExecution, ContentBlock, DynamicToolCall, ErrorRecord, FileChange
 from ._shapes import _content_blocks, parse_apply_patch
@@ -28,6 +38,49 @@ class _Wrapper:
     call_line: int
     output: dict[str, Any] | None = None
     output_line: int | None = None
+
+
+@attrs.define
+class _Wait:
+    """Code mode's ``wait`` for a yielded cell (``Script running with cell ID N``): its output
+    is the cell's own — the rest of what the cell printed, or its end (issue 32)."""
+
+    key: str
+    turn_id: str
+    cell_id: str
+    line: int
+    output: dict[str, Any] | None = None
+    output_line: int | None = None
+
+
+_RUNNING_CELL = re.compile(r"Script running with cell ID (\S+)\n")
+_ABORTED = re.compile(r"aborted by user(?: after [0-9.]+ ?m?s)?", re.I)
+_SCRIPT_HEADER = re.compile(r"Script (?:completed|failed|terminated|running with cell ID \S+)\n")
+
+
+def _first_text(output: dict[str, Any] | None) -> str | None:
+    out = output.get("output") if isinstance(output, dict) else None
+    if isinstance(out, list):
+        out = next((b.get("text") for b in out if isinstance(b, dict) and isinstance(b.get("text"), str)), None)
+    return out if isinstance(out, str) else None
+
+
+def _running_cell(output: dict[str, Any] | None) -> str | None:
+    """The cell id when a cell's (or a wait's) output says the cell still runs."""
+    text = _first_text(output)
+    m = _RUNNING_CELL.match(text) if text is not None else None
+    return m.group(1) if m else None
+
+
+def is_notification(current: dict[str, Any] | None, new: dict[str, Any]) -> bool:
+    """Whether ``new``, a later output of a cell that already has its script's output (a
+    ``Script …`` header), is one of the cell's ``notify()`` messages: 0.171.0 writes each as
+    one more output with the cell's call id and no header — after the script's own output —
+    and it must not replace what the cell printed (issue 32)."""
+    have, got = _first_text(current), _first_text(new)
+    if got is not None and (_SCRIPT_HEADER.match(got) is not None or _ABORTED.fullmatch(got.strip())):
+        return False  # the script's own end (an abort of a yielded cell, too)
+    return have is not None and _SCRIPT_HEADER.match(have) is not None
 
 
 @attrs.define
@@ -117,12 +170,27 @@ class _KnownBefore(Mapping[str, str]):
         return sum(1 for _ in self)
 
 
+class _Settled:
+    """The known processes whose record is the server's completed item (its whole output and
+    outcome): a poll of one from a cell needs no result of its own (issue 32)."""
+
+    def __init__(self, known: Mapping[str, str], store: RecordStore) -> None:
+        self._known, self._store = known, store
+
+    def __contains__(self, pid: object) -> bool:
+        key = self._known.get(pid) if isinstance(pid, str) else None
+        e = self._store.entries.get(key) if key is not None else None
+        return (e is not None and e.channel == "snapshot" and isinstance(e.record, CommandExecution)
+                and e.record.status not in ("inProgress", "unknown"))
+
+
 @attrs.define
 class _Resolution:
     attributions: dict[str, Attribution]
     hidden: set[str]
     repl: dict[str, list[Any]]
     updates: dict[str, list[_Update]]
+    after: dict[str, list[Any]] = attrs.Factory(dict)  # records shown right after an entry
 
 
 @attrs.define
@@ -132,6 +200,7 @@ class ReplayLog:
     receipts by line (line, turn id, receipt) and process starts (line, pid, record key)."""
 
     wrappers: dict[str, _Wrapper] = attrs.Factory(dict)
+    waits: dict[str, _Wait] = attrs.Factory(dict)
     polls: dict[str, _Poll] = attrs.Factory(dict)
     direct_ids: set[str] = attrs.Factory(set)
     direct_tools: dict[str, str] = attrs.Factory(dict)
@@ -191,28 +260,47 @@ class WrapperReplay:
         ix = _ReceiptIndex(self._log.receipt_log)
         res = _Resolution({}, set(), {}, {})
 
-        for w in sorted(self._log.wrappers.values(), key=lambda x: x.call_line):
+        ordered = sorted(self._log.wrappers.values(), key=lambda x: x.call_line)
+        for w in ordered:
             if w.output is None or w.output_line is None:
                 continue
+            w, waits = self._waited(w, ordered)
+            out_line = w.output_line
+            assert out_line is not None
             call = WrapperCall.from_response_items(w.call, w.output)
             known = starts.before(w.call_line)
+            settled = _Settled(known, self._store)
             nested = self._wrapper_receipts(w, None, ix)
-            a = attribute_wrapper(call, nested, known_processes=known)
+            a = attribute_wrapper(call, nested, known_processes=known, settled_processes=settled)
             tied = self._wrapper_receipts(w, a, ix)
             if len(tied) > len(nested):
-                a = attribute_wrapper(call, tied, known_processes=known)
+                a = attribute_wrapper(call, tied, known_processes=known, settled_processes=settled)
+            orphans = [] if a.replace else self._turn_orphans(w, ordered, ix, res)
+            if orphans:
+                b = attribute_wrapper(call, tied + orphans, known_processes=known, settled_processes=settled)
+                a = b if b.replace else a  # a kept cell keeps the reason of its own receipts
             res.attributions[w.key] = a
             if not a.replace:
                 continue
             res.hidden.add(w.key)
+            res.hidden.update(waits)  # the server shows no card for a wait either
             recs = []
+            anchor: tuple[int, str] | None = None  # the last of the cell's own records left in place
             for r in a.records:
                 rec = self._tool_record(w, r)
+                if r.process_id is not None:
+                    starts.add(w.call_line, r.process_id, rec.id)
+                if self._in_place(w, r, res):
+                    at = min((self._log.receipt_log[i][0] for i in ix.by_id.get(r.call_id or "", ())), default=None)
+                    if at is not None and at < out_line and (anchor is None or at > anchor[0]):
+                        anchor = (at, r.call_id or "")
+                    continue
                 recs.append(rec)
                 if r.call_id:
                     res.hidden.add(r.call_id)
-                if r.process_id is not None:
-                    starts.add(w.call_line, r.process_id, rec.id)
+            res.repl[w.key] = recs
+            if anchor is not None:
+                recs = res.after.setdefault(anchor[1], [])  # what the cell's end adds follows its commands
             if a.script_error is not None or a.script_status in ("failed", "terminated"):
                 # the script's own failure envelope stays visible beside the calls it made
                 msg = a.script_error if a.script_error is not None else f"Script {a.script_status}"
@@ -224,14 +312,13 @@ class WrapperReplay:
                 # record of the cell (the calls are shown individually beside it)
                 recs.append(DynamicToolCall(id=f"{w.key}#images", thread_id=self._store.thread_id, turn_id=w.turn_id,
                                             status="completed", tool="exec", content=images, source="legacy"))
-            res.repl[w.key] = recs
             for u in a.updates:
                 ups = res.updates.setdefault(u.record_key, [])
                 for poll in u.polls:
-                    ups.append(_Update(w.output_line, _poll_text(poll), poll.exit_code,
+                    ups.append(_Update(out_line, _poll_text(poll), poll.exit_code,
                                        poll.chars is not None and "\x03" in poll.chars))
                 if u.status is not None:
-                    ups.append(_Update(w.output_line, None, u.exit_code, False,
+                    ups.append(_Update(out_line, None, u.exit_code, False,
                                        {"in_progress": "inProgress"}.get(u.status, u.status)))
         for direct in self._log.polls.values():
             if direct.target is None:
@@ -252,6 +339,78 @@ class WrapperReplay:
             ups.sort(key=lambda u: u.line)
         self._resolved = res
         return res
+
+    def _turn_orphans(self, w: _Wrapper, wrappers: Sequence[_Wrapper], ix: _ReceiptIndex,
+                      res: _Resolution) -> list[Receipt]:
+        """Receipts written after the cell ended that name its turn — a command the cell left
+        running, whose item the server writes when it ends — that no model call made, offered
+        when no other cell of the turn could have started that command: each other cell is
+        attributed already, or its source runs only other commands (one that could run
+        anything claims everything). The engine still pairs them by unique command (issue 32)."""
+        assert w.output_line is not None
+        mates = [o for o in wrappers if o is not w and o.turn_id == w.turn_id
+                 and not (o.key in res.attributions and res.attributions[o.key].replace)]
+        theirs: list[frozenset[str] | None] = []
+        for o in mates:
+            call = WrapperCall.from_response_items(o.call, o.output) if o.output is not None else None
+            theirs.append(static_commands(call) if call is not None else None)
+        log = self._log.receipt_log
+        lo = bisect.bisect_right(ix.lines, w.output_line)
+        late = [(i, log[i][2]) for i in range(lo, len(log))
+                if log[i][1] == w.turn_id and log[i][2].call_id not in self._log.direct_ids
+                and log[i][2].call_id not in res.hidden]
+        ok = set()
+        for _, r in late:
+            cmd = receipt_command(r)
+            if cmd is not None and all(c is not None and cmd not in c for c in theirs):
+                ok.add(r.call_id)
+        return [r for _, r in late if r.call_id in ok]
+
+    def _in_place(self, w: _Wrapper, r: ToolRecord, res: _Resolution) -> bool:
+        """A call whose receipt is the server's command record stays that record, where the
+        file has it — where the server shows it: in the order the commands ended (a
+        ``Promise.all`` shows the first to finish first; a command left running comes after
+        its turn's answer), in the turn that started it (issue 32). The cell's polls of it
+        become updates of that record."""
+        e = self._store.entries.get(r.call_id) if r.call_id else None
+        if e is None or not (isinstance(e.record, CommandExecution)
+                             or (isinstance(e.record, FileChange) and r.tool == "apply_patch" and e.turn_id == w.turn_id)):
+            return False
+        line = w.output_line
+        assert line is not None
+        if r.polls and isinstance(e.record, CommandExecution):
+            ups = res.updates.setdefault(e.key, [])
+            for poll in r.polls:
+                ups.append(_Update(line, _poll_text(poll), poll.exit_code, poll.chars is not None and "\x03" in poll.chars))
+            if r.status == "interrupted":
+                ups.append(_Update(line, None, None, True))
+        return True
+
+    def _waited(self, w: _Wrapper, wrappers: Sequence[_Wrapper]) -> tuple[_Wrapper, list[str]]:
+        """A cell that yielded (``Script running with cell ID N``) ends in the output of the
+        ``wait`` calls for cell N that follow it in its turn: the wrapper as if that output
+        were its own, and those waits' keys. Unchanged when no wait finished it, or when another
+        cell started in between (its receipts could not be told apart)."""
+        cell = _running_cell(w.output)
+        if cell is None or not self._log.waits:
+            return w, []
+        assert w.output_line is not None
+        chain: list[_Wait] = []
+        for x in sorted(self._log.waits.values(), key=lambda x: x.line):
+            if x.line < w.output_line or x.cell_id != cell or x.turn_id != w.turn_id:
+                continue
+            if x.output is None or x.output_line is None:
+                return w, []
+            chain.append(x)
+            if _running_cell(x.output) != cell:
+                break
+        else:
+            return w, []
+        end = chain[-1].output_line
+        assert end is not None
+        if any(o is not w and w.call_line < o.call_line < end and o.turn_id == w.turn_id for o in wrappers):
+            return w, []
+        return attrs.evolve(w, output=chain[-1].output, output_line=end), [x.key for x in chain]
 
     @staticmethod
     def _cell_images(w: _Wrapper) -> tuple[ContentBlock, ...]:
@@ -298,12 +457,17 @@ class WrapperReplay:
         appended in order, the exit code they report, ``interrupted`` after a Ctrl+C. A command
         whose record is the server's completed item already holds its whole output
         (``aggregated_output``): polls then add no text (the real server writes that item when
-        the process ends, after the polls that read its chunks)."""
+        the process ends, after the polls that read its chunks); with its exit code it is the
+        whole outcome, which no poll changes."""
         r = e.record
         if not isinstance(r, CommandExecution) or not ups:
             return e
         snap = self._store.entries.get(r.id)
         whole = snap is not None and snap.channel == "snapshot" and r.status != "inProgress"
+        if whole and r.exit_code is not None:
+            # the server's completed item is the outcome: after a Ctrl+C it says `failed`, 130
+            # (code-ctrl-c-second-cell), so a poll changes nothing (issue 32)
+            return e
         out, code, status, interrupted = r.output, r.exit_code, r.status, False
         for u in ups:
             if u.body and not whole:

@@ -62,7 +62,7 @@ receipt proves) → ``_engine`` (stage 3: matching, records, :func:`attribute_wr
 This ``__init__`` re-exports the public names.
 """
 
-from ._engine import attribute_wrapper
+from ._engine import attribute_wrapper, receipt_command, static_commands
 from ._model import (
     DEFAULT_MAX_UNPAIRED,
     Attribution,
@@ -96,5 +96,7 @@ __all__ = [
     "attribute_wrapper",
     "normalize_dir",
     "patch_end_receipts",
+    "receipt_command",
     "receipts_from_rollout_line",
+    "static_commands",
 ]

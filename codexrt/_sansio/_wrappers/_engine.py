@@ -19,7 +19,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import re
+from collections.abc import Container, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -45,7 +46,7 @@ from ._model import (
     normalize_dir,
 )
 from ._output import _slot_values, _split_output
-from ._plan import _find_plans, _Plan
+from ._plan import _find_plans, _Plan, single_key
 from ._receipts import (
     Receipt,
     ReceiptPairer,
@@ -102,12 +103,16 @@ def attribute_wrapper(
     *,
     known_processes: Mapping[Any, str] | None = None,
     max_unpaired: int = DEFAULT_MAX_UNPAIRED,
+    settled_processes: Container[Any] = (),
 ) -> Attribution:
     """Decide whether ``wrapper`` can be replaced by individual tool records (R-H-5).
 
     ``receipts`` are the native records that follow the wrapper (any order).
     ``known_processes`` maps process ids of commands started *before* this wrapper to the
     reader's key for their record, so ``write_stdin`` polling can update them.
+    ``settled_processes`` are those of them whose record already holds the command's whole
+    output and outcome (the server's completed item): a ``write_stdin`` of one of them needs no
+    result of its own — whatever it read is in that record — and changes nothing.
 
     Pure and deterministic: the same inputs give the same answer whatever the receipt
     order (only poll chunks of one command are ordered, by ``ordinal`` then call id).
@@ -140,14 +145,50 @@ def attribute_wrapper(
     except _Unresolved as e:
         return keep(e.reason, e.detail)
     for c in src.calls:
-        if c.tool == "apply_patch" and isinstance(c.args, str):
+        if c.tool == "apply_patch" and isinstance(c.args, str) and c.tool not in _missing_tools(error):
             previews.append(_patch_preview(c.index, c.args))
     try:
         known: Mapping[Any, str] = known_processes if known_processes is not None else {}
-        replay = _Replay(src, plans, pairer, known, previews, internal)
+        replay = _Replay(src, plans, pairer, known, previews, internal, settled_processes)
         return replay.run(status, error, items, text)
     except _Unresolved as e:
         return keep(e.reason, e.detail)
+
+
+_NOT_A_FUNCTION = re.compile(r"TypeError: tools\.(\w+) is not a function")
+
+
+def _missing_tools(error: str | None) -> set[str]:
+    """Tools the script's own error says do not exist (``TypeError: tools.X is not a
+    function``; 0.171.0 has no ``tools.apply_patch`` in code mode): none of their calls ran,
+    so a patch of one is no preview (issue 32)."""
+    return set(_NOT_A_FUNCTION.findall(error or ""))
+
+
+def static_commands(wrapper: WrapperCall) -> frozenset[str] | None:
+    """The commands a cell's source runs (static ``exec_command``-family calls), or None when
+    the source could run anything (unparseable, a dynamic call, a call in a loop). Used to
+    tell whether a receipt could belong to this cell at all (issue 32)."""
+    try:
+        src = _scan_source(wrapper.source)
+    except _Unresolved:
+        return None
+    out = set()
+    for c in src.calls:
+        if _tool_family(c.tool) != "command":
+            continue
+        cmd = _command_of(c.tool, c.args)
+        if cmd is None or _has_dynamic(c.args.get("cmd", c.args.get("command"))):
+            return None
+        out.add(cmd)
+    return frozenset(out)
+
+
+def receipt_command(r: Receipt) -> str | None:
+    """The command a ``call`` receipt of the command family ran, else None."""
+    if r.kind != "call" or _tool_family(r.tool or "") != "command":
+        return None
+    return _command_of(r.tool or "", r.arguments)
 
 
 def _display(v: SlotValue | None) -> str | None:
@@ -213,8 +254,10 @@ class _Replay:
         known: Mapping[Any, str],
         previews: list[PatchPreview],
         internal: list[InternalEntry],
+        settled: Container[Any] = (),
     ) -> None:
         self.src = src
+        self.settled = settled
         self.plans = plans
         self.pairer = pairer
         self.known = _Known(known)
@@ -225,6 +268,7 @@ class _Replay:
         self.native: list[_Native] = []
         self.used: set[int] = set()
         self.match_of: dict[int, int] = {}  # source call index -> native index
+        self.swappable: set[int] = set()  # calls paired with one of several equal receipts
         self.evidence: dict[int, list[str]] = {c.index: [] for c in src.calls}
         self.main_calls = [c for c in src.calls if c.tool != "write_stdin"]
         self.records: dict[int, _CallRecord] = {}
@@ -248,8 +292,12 @@ class _Replay:
 
     def _slot_value(self, c: _SrcCall) -> SlotValue | None:
         if c.batch is None or c.slot is None:
-            return None
+            return self.slot_of.get((single_key(c.index), 0))  # a single call printed whole
         return self.slot_of.get((c.batch, c.slot))
+
+    @staticmethod
+    def _slot_name(c: _SrcCall) -> str:
+        return f"slot:{c.batch}/{c.slot}" if c.batch is not None else "slot:whole"
 
     def _check_inputs(self) -> None:
         if not self.src.calls:
@@ -310,6 +358,8 @@ class _Replay:
         free = [j for j in range(len(self.native)) if j not in self.used]
         pairs, amb, _ = _unique_pairs(rest, free, self._compatible)
         if amb:
+            amb = self._interchangeable(rest, free, amb, pairs)
+        if amb:
             c = rest[min(amb)]
             raise _Unresolved(
                 KeepReason.AMBIGUOUS_RECEIPT,
@@ -321,11 +371,48 @@ class _Replay:
             self.used.add(j)
             a, b = normalize_dir(_cwd_of(c.args)), normalize_dir(_cwd_of(self.native[j].inv.args))
             self.evidence[c.index].append("command+cwd" if a is not None and a == b else "command")
+            if c.index in self.swappable:
+                self.evidence[c.index].append("interchangeable")
             pid = _slot_pid(self._slot_value(c))
             if pid is not None and self.native[j].pid not in (None, pid):
                 raise _Unresolved(
                     KeepReason.IDENTITY_CONFLICT, f"call {c.index}: slot and receipt disagree on process id"
                 )
+
+    def _receipt_facts(self, j: int) -> tuple[Any, ...] | None:
+        """Everything a display record takes from receipt ``j`` but its identity; None when it
+        has no result."""
+        nv = self.native[j]
+        if nv.inv.output is None or nv.running:
+            return None
+        args = nv.inv.args
+        return (_tool_family(nv.inv.tool), _command_of(nv.inv.tool, args), normalize_dir(_cwd_of(args)),
+                nv.body, nv.exit_code, nv.success)
+
+    def _interchangeable(self, rest: Sequence[_SrcCall], free: Sequence[int], amb: set[int],
+                         pairs: dict[int, int]) -> set[int]:
+        """Ambiguous calls that are interchangeable (issue 32): the same tool call (same
+        arguments, no printed value, no process identity) run N times, and exactly N candidate
+        receipts that say the same in everything shown (command, directory, output, exit
+        code) — any pairing gives the same records, so they pair in a fixed order (source
+        index with receipt call id). Returns the calls still ambiguous."""
+        left = sorted(amb)
+        while left:
+            group = [i for i in left if rest[i].tool == rest[left[0]].tool and rest[i].args == rest[left[0]].args]
+            left = [i for i in left if i not in group]
+            cands = sorted({rj for i in group for rj in range(len(free)) if self._compatible(rest[i], free[rj])}
+                           - set(pairs.values()))
+            facts = {self._receipt_facts(free[rj]) for rj in cands}
+            claimants = {i for i, c in enumerate(rest) if any(self._compatible(c, free[rj]) for rj in cands)}
+            if (len(cands) != len(group) or len(facts) != 1 or None in facts or claimants != set(group)
+                    or any(self._slot_value(rest[i]) is not None for i in group)):
+                return amb
+            order = sorted(cands, key=lambda rj: self.native[free[rj]].inv.call.call_id)
+            for i, rj in zip(group, order):
+                pairs[i] = rj
+                amb.discard(i)
+                self.swappable.add(rest[i].index)
+        return amb
 
     def _command_records(self) -> None:
         """Each command/patch call with its native result, or its printed value."""
@@ -334,7 +421,7 @@ class _Replay:
             j = self.match_of.get(c.index)
             nv = self.native[j] if j is not None else None
             if v is not None:
-                self.evidence[c.index].insert(0, f"slot:{c.batch}/{c.slot}")
+                self.evidence[c.index].insert(0, self._slot_name(c))
             has_native_result = nv is not None and nv.inv.output is not None
             if not has_native_result and (v is None or v.kind == "spread"):
                 if c.tool == "apply_patch":
@@ -360,6 +447,19 @@ class _Replay:
                 if pid in self.by_pid:
                     raise _Unresolved(KeepReason.IDENTITY_CONFLICT, f"two commands claim process {pid}")
                 self.by_pid[pid] = idx
+
+    def _settled_here(self, pid: str) -> bool:
+        """Whether a call of this cell started process ``pid`` and its receipt is the server's
+        completed item (the command's own bytes, whole, with its exit code)."""
+        idx = self.by_pid.get(pid)
+        j = self.match_of.get(idx) if idx is not None else None
+        if j is None:
+            return False
+        nv = self.native[j]
+        return nv.inv.output is not None and nv.inv.output.headerless and nv.exit_code is not None and not nv.running
+
+    def _settled(self, pid: str) -> bool:
+        return pid in self.settled or (pid.isdigit() and int(pid) in self.settled)
 
     def _apply_poll(self, target: str, upd: PollUpdate) -> None:
         """``write_stdin`` updates the command it targets, never a record of its own."""
@@ -400,11 +500,15 @@ class _Replay:
                 n_pid, n_chars = _stdin_args(nv.inv.args)
                 s_pid = s_pid or n_pid
                 s_chars = s_chars if s_chars is not None else n_chars
+            if s_pid is None and c.target is not None and c.target in self.records:
+                s_pid = self.records[c.target].process_id  # `session_id: r.session_id` of call `r`
             if s_pid is None:
                 raise _Unresolved(KeepReason.UNKNOWN_PROCESS, f"write_stdin call {c.index} has no provable target")
             if (nv is None or nv.inv.output is None) and v is None:
+                if (s_pid in self.known and self._settled(s_pid)) or self._settled_here(s_pid):
+                    continue  # its command's record already holds all it could read (issue 32)
                 raise _Unresolved(KeepReason.MISSING_RESULT, f"write_stdin call {c.index} has no attributable result")
-            ev = ([f"slot:{c.batch}/{c.slot}"] if v is not None else []) + (
+            ev = ([self._slot_name(c)] if v is not None else []) + (
                 [f"receipt:{nv.inv.call.call_id}"] if nv is not None else []
             )
             body = nv.body if nv is not None and nv.inv.output is not None else _display(v)

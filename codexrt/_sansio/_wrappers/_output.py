@@ -210,6 +210,12 @@ def _slot_values(
     """The printed value of every (batch, slot) whose batch has a print plan; non-tool
     entries are appended to ``internal`` with the value printed at their slot."""
     slot_of: dict[tuple[int, int], SlotValue] = {}
+    for plan in plans:
+        if plan.kind == "single":  # the only print: one JSON object, the call's whole result
+            chunks = items if items is not None else [text]
+            v = _json_or_text(chunks[0].strip()) if len(chunks) == 1 else None
+            if v is not None and v.kind == "json" and isinstance(v.value, dict):
+                slot_of[(plan.batch, 0)] = v
     for batch in batches:
         mine = [p for p in plans if p.batch == batch.number]
         if len(mine) > 1:

@@ -17,15 +17,20 @@ import attrs
 
 from ._lexer import _brackets, _callback, _expr_end, _is, _split_top, _Tok
 from ._model import _PRINT_FUNCS, KeepReason, _Unresolved
-from ._source import _Batch, _Source
+from ._source import _Batch, _scopes, _Source
+
+
+def single_key(call_index: int) -> int:
+    """The pseudo batch number of a ``single`` plan: one awaited call outside any batch."""
+    return -1 - call_index
 
 
 @attrs.define
 class _Plan:
     """How a batch's values are printed."""
 
-    kind: Literal["label", "envelope", "array"]
-    batch: int
+    kind: Literal["label", "envelope", "array", "single"]
+    batch: int  # for "single": ``single_key(call index)``
     prefix: str = ""
     sep: str = ""
     offset: int = 0
@@ -228,6 +233,10 @@ def _find_plans(src: _Source) -> list[_Plan]:
         ):
             plans.append(_Plan("array", by_var[sub[4].value].number))
             claimed.add((a, b))
+    single = _single_plan(src, all_prints)
+    if single is not None:
+        plans.append(single)
+        claimed.add(all_prints[0])
     exclusive = len(claimed) == len(all_prints)
     for p in plans:
         p.exclusive = exclusive
@@ -333,3 +342,54 @@ def _for_loop_plans(
         if plan is not None:
             plans.append(plan)
             claimed.add((a, b))
+
+
+def _uses(toks: Sequence[_Tok], name: str) -> int:
+    """How often the variable ``name`` is referred to (property names excluded), template
+    substitutions included."""
+    n = 0
+    for i, t in enumerate(toks):
+        if t.kind == "tpl":
+            n += sum(_uses(list(part), name) for part in t.value if not isinstance(part, str))
+        elif _is(t, "id", name) and not (i and (_is(toks[i - 1], "p", ".") or _is(toks[i - 1], "p", "?."))):
+            n += 1
+    return n
+
+
+def _single_plan(src: _Source, all_prints: Sequence[tuple[int, int]]) -> _Plan | None:
+    """``const V = await tools.X(...);`` and the script's only print ``text(JSON.stringify(V))``,
+    once, outside any loop or callback, with ``V`` used nowhere else (so nothing can change it
+    before it is printed): the whole printed value is that call's result — a ``session_id`` in
+    it identifies the process the call started (issue 32, R-H-5)."""
+    if len(all_prints) != 1:
+        return None
+    toks, match = src.toks, src.match
+    a, b = all_prints[0]
+    sub = toks[a:b]
+    if not (
+        len(sub) == 6
+        and _is(sub[0], "id", "JSON")
+        and _is(sub[1], "p", ".")
+        and _is(sub[2], "id", "stringify")
+        and _is(sub[3], "p", "(")
+        and sub[4].kind == "id"
+        and _is(sub[5], "p", ")")
+    ):
+        return None
+    if any(lo <= a < hi for lo, hi in _scopes(toks, match)):
+        return None
+    var = sub[4].value
+    for c in src.calls:
+        i = c.lo
+        if (
+            c.batch is None
+            and i >= 4
+            and _is(toks[i - 1], "id", "await")
+            and _is(toks[i - 2], "p", "=")
+            and _is(toks[i - 3], "id", var)
+            and toks[i - 4].kind == "id"
+            and toks[i - 4].value in ("const", "let", "var")
+            and c.hi <= a
+        ):
+            return _Plan("single", single_key(c.index)) if _uses(toks, var) == 2 else None
+    return None

@@ -3,7 +3,9 @@
 Finds every ``tools.NAME(...)`` call (name, literal arguments, token span) and every
 ``Promise.all([...])`` / ``Promise.allSettled([...])`` batch with its element slots. A call
 inside a loop or callback, a dynamic tool name, or the ``tools`` object reached through an alias
-makes the call's multiplicity unknown: ``_Unresolved`` is raised and the wrapper is kept. After
+makes the call's multiplicity unknown: ``_Unresolved`` is raised and the wrapper is kept — but a
+command call in ``for (const V of [literals])`` whose body cannot skip or repeat it is unrolled
+into one call per element (``_unrolled``). After
 a batch, its array variable may only be *read* (``_check_not_rebound``), so a slot index
 printed later still names the element ``Promise.all`` returned.
 """
@@ -19,6 +21,7 @@ from ._lexer import (
     _brackets,
     _callback,
     _expr_end,
+    _has_dynamic,
     _is,
     _literal,
     _split_top,
@@ -26,7 +29,7 @@ from ._lexer import (
     _tok_text,
     _tokenize,
 )
-from ._model import _PRINT_FUNCS, KNOWN_TOOLS, KeepReason, _Unresolved
+from ._model import _PRINT_FUNCS, COMMAND_TOOLS, KNOWN_TOOLS, KeepReason, _Unresolved
 
 
 @attrs.define
@@ -38,6 +41,7 @@ class _SrcCall:
     hi: int
     batch: int | None = None
     slot: int | None = None
+    target: int | None = None  # write_stdin: the call whose result's session_id it names
 
 
 @attrs.define
@@ -121,6 +125,7 @@ def _scan_source(src: str) -> _Source:
         if t.kind == "tpl" and any(not isinstance(p, str) and any(_is(x, "id", "tools") for x in p) for p in t.value):
             raise _Unresolved(KeepReason.DYNAMIC_TOOL, "tools used inside a template substitution")
     calls = _tool_calls(toks, match)
+    _stdin_targets(toks, calls)
     batches = _batches(toks, match, calls)
     for bt in batches:
         if bt.var is not None:
@@ -142,9 +147,15 @@ def _tool_calls(toks: Sequence[_Tok], match: Mapping[int, int]) -> list[_SrcCall
         if name not in KNOWN_TOOLS:
             raise _Unresolved(KeepReason.UNKNOWN_TOOL, f"tool {name!r} has no individual record form")
         if any(a <= i <= b for a, b in scopes):
-            raise _Unresolved(
-                KeepReason.DYNAMIC_MULTIPLICITY, f"{name} call inside a loop or callback may run any number of times"
-            )
+            unrolled = _unrolled(toks, match, scopes, i, name, lp, rp)
+            if unrolled is None:
+                raise _Unresolved(
+                    KeepReason.DYNAMIC_MULTIPLICITY, f"{name} call inside a loop or callback may run any number of times"
+                )
+            for run_args in unrolled:
+                calls.append(_SrcCall(len(calls), name, run_args, i, rp + 1))
+            used_tools_tokens.add(i)
+            continue
         argspans = _split_top(toks, lp + 1, rp, match)
         args: Any = {} if not argspans else _literal(toks, argspans[0][0], argspans[0][1], match)
         if name == "apply_patch" and isinstance(args, dict) and set(args) <= {"input", "patch"} and args:
@@ -157,6 +168,88 @@ def _tool_calls(toks: Sequence[_Tok], match: Mapping[int, int]) -> list[_SrcCall
             if not _is(prev, "p", "."):
                 raise _Unresolved(KeepReason.DYNAMIC_TOOL, "the tools object is used other than as a direct call")
     return calls
+
+
+def _stdin_targets(toks: Sequence[_Tok], calls: Sequence[_SrcCall]) -> None:
+    """``const V = await tools.exec_command(…)`` then ``tools.write_stdin({session_id:
+    V.session_id, …})``: the poll targets that call's process (issue 32) — ``V`` is bound once
+    (``const``) to that one call's result and its ``session_id`` is never assigned."""
+    bound: dict[str, _SrcCall] = {}
+    for c in calls:
+        i = c.lo
+        if (c.batch is None and c.tool in COMMAND_TOOLS and i >= 4 and _is(toks[i - 1], "id", "await")
+                and _is(toks[i - 2], "p", "=") and toks[i - 3].kind == "id" and _is(toks[i - 4], "id", "const")):
+            bound.setdefault(toks[i - 3].value, c)
+    for c in calls:
+        if c.tool != "write_stdin" or not isinstance(c.args, dict):
+            continue
+        for k in range(c.lo, c.hi - 4):
+            if not (_is(toks[k], "id", "session_id") and _is(toks[k + 1], "p", ":") and toks[k + 2].kind == "id"
+                    and _is(toks[k + 3], "p", ".") and _is(toks[k + 4], "id", "session_id")):
+                continue
+            src = bound.get(toks[k + 2].value)
+            var = toks[k + 2].value
+            reassigned = any(_is(toks[j], "id", var) and _is(toks[j + 1], "p", ".") and _is(toks[j + 2], "id", "session_id")
+                             and j + 3 < len(toks) and toks[j + 3].kind == "p" and toks[j + 3].value in _ASSIGN
+                             for j in range(len(toks) - 3))
+            if src is not None and src.index < c.index and not reassigned:
+                c.target = src.index
+            break
+
+
+#: what may not appear in an unrolled loop's body: anything that could skip or repeat its call
+_NO_UNROLL_IDS = frozenset({"break", "continue", "return", "throw", "if", "else", "switch", "case", "try", "catch",
+                            "finally", "while", "do", "for", "function", "yield", "eval", "tools"})
+_NO_UNROLL_PUNCTS = frozenset({"?", "?.", "&&", "||", "??", "&&=", "||=", "??=", "=>"})
+
+
+def _unrolled(toks: Sequence[_Tok], match: Mapping[int, int], scopes: Sequence[tuple[int, int]], i: int, name: str,
+              lp: int, rp: int) -> list[Any] | None:
+    """The arguments of each run of a command call in ``for (const V of [literals]) { … }``
+    (issue 32): one per element, in order, when the loop body holds that one call (``tools``
+    used nowhere else in it) and nothing that could skip or repeat it, and ``V`` appears in the
+    call's arguments only as a whole value. None otherwise (the call's multiplicity is unknown)."""
+    if name not in COMMAND_TOOLS:
+        return None
+    inside = [(a, b) for a, b in scopes if a <= i <= b]
+    if len(inside) != 1:
+        return None
+    a, b = inside[0]
+    if not (_is(toks[a], "p", "{") and a >= 1 and _is(toks[a - 1], "p", ")")):
+        return None
+    head = next((k for k, v in match.items() if v == a - 1), None)
+    if head is None or head < 1 or not _is(toks[head - 1], "id", "for") or head + 4 >= a - 1:
+        return None
+    if not (_is(toks[head + 1], "id", "const") and toks[head + 2].kind == "id" and _is(toks[head + 3], "id", "of")
+            and _is(toks[head + 4], "p", "[") and match.get(head + 4) == a - 2):
+        return None
+    var = toks[head + 2].value
+    values = _literal(toks, head + 4, a - 1, match)
+    if not isinstance(values, list) or not all(isinstance(v, str) and v for v in values):
+        return None
+    for k in range(a + 1, b):
+        t = toks[k]
+        if t.kind == "tpl" or (t.kind == "id" and t.value in _NO_UNROLL_IDS and k != i) or (
+                t.kind == "p" and t.value in _NO_UNROLL_PUNCTS):
+            return None
+    argspans = _split_top(toks, lp + 1, rp, match)
+    if len(argspans) != 1:
+        return None
+    lo, hi = argspans[0]
+    uses = [k for k in range(lo, hi) if _is(toks[k], "id", var)]
+    if not uses or any(not (_is(toks[k - 1], "p", ":") and (_is(toks[k + 1], "p", ",") or _is(toks[k + 1], "p", "}")))
+                       for k in uses):
+        return None
+    out = []
+    for v in values:
+        sub = list(toks)
+        for k in uses:
+            sub[k] = _Tok("str", v, toks[k].pos)
+        args = _literal(sub, lo, hi, match)
+        if not isinstance(args, dict) or _has_dynamic(args):
+            return None
+        out.append(args)
+    return out
 
 
 def _batches(toks: Sequence[_Tok], match: Mapping[int, int], calls: Sequence[_SrcCall]) -> list[_Batch]:

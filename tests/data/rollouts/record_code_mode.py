@@ -65,6 +65,115 @@ ONE_CELL = {
                     "run a cell; the context fills up"),
 }
 
+#: attribution situations (issue 32, the "second wrapper"): several calls per cell, several cells
+#: per turn. name -> turns, each ``(prompt, [cell source | Script, ...])``, every step one model
+#: request in order (after the last one the mock answers with text quoting the last output).
+#: ``{SID}`` in a cell is the newest process id the rollout holds when that turn starts.
+#: a step that waits (a command left running ends meanwhile) before its turn starts
+PAUSE = ("pause", 4.0)
+_RUNNING = 'const r = await tools.exec_command({cmd: "sleep 3; echo late", yield_time_ms: 300});\n'
+CELLS: dict[str, list[tuple[str, list[Any]]]] = {
+    "two-printed": [("two commands, both printed", [
+        'const a = await tools.exec_command({cmd: "echo alpha"});\n'
+        'const b = await tools.exec_command({cmd: "echo beta"});\ntext(a.output);\ntext(b.output);'])],
+    "two-silent": [("two commands, nothing printed", [
+        'await tools.exec_command({cmd: "echo alpha"});\nawait tools.exec_command({cmd: "echo beta"});'])],
+    "two-cells": [("two cells, one command each", [
+        'const r = await tools.exec_command({cmd: "echo one"});\ntext(r.output);',
+        'const r = await tools.exec_command({cmd: "echo two"});\ntext(r.output);'])],
+    "two-cells-two-each": [("two cells, two commands each", [
+        'const a = await tools.exec_command({cmd: "echo one-a"});\n'
+        'const b = await tools.exec_command({cmd: "echo one-b"});\ntext(a.output);\ntext(b.output);',
+        'const a = await tools.exec_command({cmd: "echo two-a"});\n'
+        'const b = await tools.exec_command({cmd: "echo two-b"});\ntext(a.output);\ntext(b.output);'])],
+    "same-twice": [("the same command twice in one cell", [
+        'const a = await tools.exec_command({cmd: "echo same"});\n'
+        'const b = await tools.exec_command({cmd: "echo same"});\ntext(a.output);\ntext(b.output);'])],
+    "same-two-cells": [("the same command in two cells", [
+        'const r = await tools.exec_command({cmd: "echo same"});\ntext(r.output);',
+        'const r = await tools.exec_command({cmd: "echo same"});\ntext(r.output);'])],
+    "all-in-order": [("Promise.all printed in order", [
+        'const r = await Promise.all([tools.exec_command({cmd: "echo left"}), '
+        'tools.exec_command({cmd: "echo right"})]);\ntext(r[0].output);\ntext(r[1].output);'])],
+    "all-reversed": [("Promise.all printed reversed", [
+        'const r = await Promise.all([tools.exec_command({cmd: "echo left"}), '
+        'tools.exec_command({cmd: "echo right"})]);\ntext(r[1].output);\ntext(r[0].output);'])],
+    "all-labelled": [("Promise.all printed with labels", [
+        'const r = await Promise.all([tools.exec_command({cmd: "echo left"}), '
+        'tools.exec_command({cmd: "echo right"})]);\n'
+        'r.forEach((x, i) => text(`Result ${i}: ${JSON.stringify(x)}`));'])],
+    "loop": [("a loop over commands", [
+        'for (const c of ["echo a1", "echo a2", "echo a3"]) {\n'
+        '  const r = await tools.exec_command({cmd: c});\n  text(r.output);\n}'])],
+    "nonzero": [("a failing command, then another", [
+        'const a = await tools.exec_command({cmd: "echo bad; exit 3"});\n'
+        'const b = await tools.exec_command({cmd: "echo after"});\ntext(a.output);\ntext(b.output);'])],
+    "extra-text": [("a command printed between words", [
+        'const r = await tools.exec_command({cmd: "echo payload"});\n'
+        'text("before the output");\ntext(r.output);\ntext("after the output");'])],
+    "stringify-done": [("a finished command printed whole", [
+        'const r = await tools.exec_command({cmd: "echo done"});\ntext(JSON.stringify(r));'])],
+    "stringify-running": [
+        ("a running command printed whole", [_RUNNING + 'text(JSON.stringify(r));']),
+        ("poll it from a cell", ['const p = await tools.write_stdin({session_id: {SID}, chars: "", '
+                                 'yield_time_ms: 10000});\ntext(JSON.stringify(p));'])],
+    "stringify-yield": [("a cell that yields while its command runs, then wait", [
+        '// @exec: {"yield_time_ms": 300}\n'
+        'const r = await tools.exec_command({cmd: "sleep 2; echo late", yield_time_ms: 600});\n'
+        'text(JSON.stringify(r));',
+        _model.Script("call", call_name="wait", call_arguments=json.dumps({"cell_id": "1", "yield_time_ms": 10000}))])],
+    "poll-second-cell": [
+        ("start a command in one cell", [_RUNNING + 'text(JSON.stringify({session_id: r.session_id}));']),
+        ("poll it from another cell", ['const p = await tools.write_stdin({session_id: {SID}, chars: "", '
+                                       'yield_time_ms: 10000});\ntext(p.output);'])],
+    "empty-output": [("a command with no output", [
+        'const r = await tools.exec_command({cmd: "true"});\ntext(r.output);'])],
+    "print-only": [("a cell that only prints", ['text("just words");'])],
+    "two-cells-running": [
+        ("two cells, each leaves a command running", [
+            'const r = await tools.exec_command({cmd: "sleep 2; echo one-late", yield_time_ms: 300});\ntext(r.output);',
+            'const r = await tools.exec_command({cmd: "sleep 2; echo two-late", yield_time_ms: 300});\ntext(r.output);']),
+        ("later [[mock:text:Later.]]", [PAUSE])],
+    "ctrl-c-second-cell": [
+        ("start a long command", ['const r = await tools.exec_command({cmd: "sleep 30; echo never", '
+                                  'yield_time_ms: 300});\ntext(JSON.stringify(r));']),
+        ("stop it from another cell", ['const p = await tools.write_stdin({session_id: {SID}, chars: "\\u0003", '
+                                       'yield_time_ms: 2000});\ntext(JSON.stringify(p));'])],
+    "direct-and-cell": [("a direct command, then a cell running the same", [
+        _model.Script.exec_command("echo same"),
+        'const r = await tools.exec_command({cmd: "echo same"});\ntext(r.output);'])],
+    "bad-workdir": [("a command in a directory that does not exist", [
+        'const r = await tools.exec_command({cmd: "echo x", workdir: "/nonexistent/dir"});\n'
+        'text(JSON.stringify(r));'])],
+    "patch-cell": [("a patch from a cell", [
+        'const r = await tools.apply_patch("*** Begin Patch\\n*** Add File: notes.txt\\n+hello\\n'
+        '*** End Patch\\n");\ntext(JSON.stringify(r));'])],
+    "stdin-same-cell": [("feed a command's stdin from the same cell", [
+        'const r = await tools.exec_command({cmd: "head -n1", yield_time_ms: 300});\n'
+        'const p = await tools.write_stdin({session_id: r.session_id, chars: "hello\\n", yield_time_ms: 2000});\n'
+        'text(p.output);'])],
+    "stdin-tty-same-cell": [("feed a tty command's stdin from the same cell", [
+        'const r = await tools.exec_command({cmd: "head -n1", tty: true, yield_time_ms: 300});\n'
+        'const p = await tools.write_stdin({session_id: r.session_id, chars: "hello\\n", yield_time_ms: 2000});\n'
+        'text(p.output);'])],
+    "all-settled-failing": [("Promise.allSettled with a failing command", [
+        'const r = await Promise.allSettled([tools.exec_command({cmd: "exit 4"}), '
+        'tools.exec_command({cmd: "echo fine"})]);\nr.forEach((x, i) => text(`Result ${i}: ${JSON.stringify(x)}`));'])],
+    "notify-print": [("a cell that notifies and prints, no tool", ['notify("halfway");\ntext("just words");'])],
+    "notify-loop": [("a loop that notifies", [
+        'for (const c of ["echo n1", "echo n2"]) {\n  const r = await tools.exec_command({cmd: c});\n'
+        '  notify(r.output);\n}\ntext("done");'])],
+}
+
+
+def newest_process_id(text: str) -> str:
+    """The newest process id a rollout's text holds (a cell's printed ``session_id`` or an item's
+    ``process_id``)."""
+    found = re.findall(r'\\"session_id\\":(\d+)|"process_id":"(\d+)"', text)
+    assert found, "no process id in the rollout"
+    a, b = found[-1]
+    return a or b
+
 
 def cell(js: str) -> _model.Script:
     return _model.Script("call", call_name="exec", call_arguments=js)
@@ -167,6 +276,17 @@ def situation(name: str, binary: Path, tmp: Path) -> None:
                 mock.enqueue(_model.Script("call", call_name="wait", call_arguments=json.dumps(
                     {"cell_id": "1", "yield_time_ms": 10000})))
                 run.turn(tid, "run a cell that yields, then wait for it")
+            elif name in CELLS:
+                for prompt, steps in CELLS[name]:
+                    for step in steps:
+                        if step == PAUSE:
+                            time.sleep(PAUSE[1])
+                            continue
+                        if isinstance(step, str) and "{SID}" in step:
+                            rollout = Path(_native(peer, tid)["path"]).read_text()
+                            step = step.replace("{SID}", newest_process_id(rollout))
+                        mock.enqueue(cell(step) if isinstance(step, str) else step)
+                    run.turn(tid, prompt)
             elif name in ONE_CELL:
                 js, prompt = ONE_CELL[name]
                 mock.enqueue(cell(js))
@@ -214,7 +334,15 @@ def main(argv: list[str]) -> int:
         print("pinned codex binary not installed", file=sys.stderr)
         return 1
     _patch_custom_exec(pytest.MonkeyPatch())  # for this process's lifetime
-    names = argv or ["compaction", "autocompact", "throw", "abort", "restart", "yield", "notify", "image"]
+    known = ["compaction", "throw", "abort", "restart", "yield", *ONE_CELL, *CELLS]
+    if argv in (["--list"], ["-l"]):
+        print("\n".join(known))
+        return 0
+    unknown = [n for n in argv if n not in known]
+    if unknown:
+        print(f"unknown situation(s) {unknown}; known: {known}", file=sys.stderr)
+        return 2
+    names = argv or known
     tmp = Path(tempfile.mkdtemp(prefix="codexrt-code-"))
     try:
         for name in names:
