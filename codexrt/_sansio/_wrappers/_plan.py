@@ -17,7 +17,7 @@ import attrs
 
 from ._lexer import _brackets, _callback, _expr_end, _is, _split_top, _Tok
 from ._model import _PRINT_FUNCS, KeepReason, _Unresolved
-from ._source import _Batch, _scopes, _Source
+from ._source import _Batch, _ends_expression, _reflective, _scopes, _Source
 
 
 def single_key(call_index: int) -> int:
@@ -357,9 +357,10 @@ def _uses(toks: Sequence[_Tok], name: str) -> int:
 
 
 def _single_plan(src: _Source, all_prints: Sequence[tuple[int, int]]) -> _Plan | None:
-    """``const V = await tools.X(...);`` and the script's only print ``text(JSON.stringify(V))``,
-    once, outside any loop or callback, with ``V`` used nowhere else (so nothing can change it
-    before it is printed): the whole printed value is that call's result — a ``session_id`` in
+    """``const V = await tools.X(...);`` (or ``let``; the call ends the expression) and the
+    script's only print ``text(JSON.stringify(V))``, once, outside any loop or callback, with
+    ``V`` used nowhere else and no ``eval`` / ``Function`` (so nothing can change it before it
+    is printed): the whole printed value is that call's result — a ``session_id`` in
     it identifies the process the call started (issue 32, R-H-5)."""
     if len(all_prints) != 1:
         return None
@@ -376,7 +377,7 @@ def _single_plan(src: _Source, all_prints: Sequence[tuple[int, int]]) -> _Plan |
         and _is(sub[5], "p", ")")
     ):
         return None
-    if any(lo <= a < hi for lo, hi in _scopes(toks, match)):
+    if any(lo <= a < hi for lo, hi in _scopes(toks, match)) or _reflective(toks):
         return None
     var = sub[4].value
     for c in src.calls:
@@ -388,8 +389,9 @@ def _single_plan(src: _Source, all_prints: Sequence[tuple[int, int]]) -> _Plan |
             and _is(toks[i - 2], "p", "=")
             and _is(toks[i - 3], "id", var)
             and toks[i - 4].kind == "id"
-            and toks[i - 4].value in ("const", "let", "var")
+            and toks[i - 4].value in ("const", "let")  # a top-level ``var`` may be reachable as ``globalThis.V``
             and c.hi <= a
+            and _ends_expression(toks, c.hi)  # ``await tools.X(…).then(…)`` is not the call's result
         ):
             return _Plan("single", single_key(c.index)) if _uses(toks, var) == 2 else None
     return None

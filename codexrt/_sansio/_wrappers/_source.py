@@ -92,6 +92,41 @@ def _scopes(toks: Sequence[_Tok], match: Mapping[int, int]) -> list[tuple[int, i
     return spans
 
 
+#: names through which code can reach a binding, or change what a print shows, without naming
+#: it (R-H-5: never certain)
+_REFLECTIVE = frozenset({"eval", "Function", "toJSON", "prototype", "__proto__", "setPrototypeOf",
+                         "defineProperty", "defineProperties"})
+
+
+def _ends_expression(toks: Sequence[_Tok], k: int) -> bool:
+    """Whether the expression before token ``k`` ends there: ``k`` is past the end, or ``;``,
+    ``}``, or a name starting the next statement (automatic semicolon). Anything else — ``.then(…)``,
+    ``.catch(…)``, ``||``, ``?.``, an index — makes the bound value something other than the
+    awaited call's result (issue 32 review)."""
+    if k >= len(toks):
+        return True
+    t = toks[k]
+    return _is(t, "p", ";") or _is(t, "p", "}") or (t.kind == "id" and t.value not in ("in", "instanceof", "of"))
+
+
+def _reflective(toks: Sequence[_Tok]) -> bool:
+    """Whether the script uses ``eval`` / ``Function`` / prototypes / ``toJSON``: then a
+    binding, or what ``JSON.stringify`` prints, may change unseen; as does a script that binds
+    ``JSON`` or a print function itself (``const text = …``, ``JSON.stringify = …``)."""
+    for i, t in enumerate(toks):
+        if t.kind == "id" and t.value in _REFLECTIVE:
+            return True
+        if t.kind == "id" and (t.value == "JSON" or t.value in _PRINT_FUNCS) and i + 1 < len(toks):
+            nxt = toks[i + 1]
+            if nxt.kind == "p" and nxt.value in _ASSIGN or (i and _is(toks[i - 1], "id", "const")) or (
+                    i and toks[i - 1].kind == "id" and toks[i - 1].value in ("let", "var", "function", "class")):
+                return True
+        if _is(t, "id", "stringify") and i >= 2 and _is(toks[i - 1], "p", ".") and i + 1 < len(toks) and (
+                toks[i + 1].kind == "p" and toks[i + 1].value in _ASSIGN):
+            return True
+    return False
+
+
 def _call_at(toks: Sequence[_Tok], i: int, match: Mapping[int, int]) -> tuple[str, int, int] | None:
     """If a tool call starts at token ``i``: (tool name, index of "(", index of ")")."""
     t = toks[i]
@@ -171,30 +206,57 @@ def _tool_calls(toks: Sequence[_Tok], match: Mapping[int, int]) -> list[_SrcCall
 
 
 def _stdin_targets(toks: Sequence[_Tok], calls: Sequence[_SrcCall]) -> None:
-    """``const V = await tools.exec_command(…)`` then ``tools.write_stdin({session_id:
-    V.session_id, …})``: the poll targets that call's process (issue 32) — ``V`` is bound once
-    (``const``) to that one call's result and its ``session_id`` is never assigned."""
+    """``const V = await tools.exec_command(…);`` then ``tools.write_stdin({session_id:
+    V.session_id, …})``: the poll targets that call's process (issue 32) — ``V`` is declared
+    once (``const``), bound to exactly that call's result (the call ends the expression), and
+    used nowhere but in such ``session_id: V.session_id`` targets or as a printed
+    ``text(V.NAME)``, so nothing can have changed its ``session_id`` (no
+    ``Object.assign``, alias, shadowing block, ``eval``)."""
+    if _reflective(toks):
+        return
     bound: dict[str, _SrcCall] = {}
     for c in calls:
         i = c.lo
         if (c.batch is None and c.tool in COMMAND_TOOLS and i >= 4 and _is(toks[i - 1], "id", "await")
-                and _is(toks[i - 2], "p", "=") and toks[i - 3].kind == "id" and _is(toks[i - 4], "id", "const")):
+                and _is(toks[i - 2], "p", "=") and toks[i - 3].kind == "id" and _is(toks[i - 4], "id", "const")
+                and _ends_expression(toks, c.hi)):
             bound.setdefault(toks[i - 3].value, c)
+    targets: dict[int, tuple[_SrcCall, str]] = {}  # token index of V in `session_id: V.session_id`
     for c in calls:
         if c.tool != "write_stdin" or not isinstance(c.args, dict):
             continue
         for k in range(c.lo, c.hi - 4):
-            if not (_is(toks[k], "id", "session_id") and _is(toks[k + 1], "p", ":") and toks[k + 2].kind == "id"
-                    and _is(toks[k + 3], "p", ".") and _is(toks[k + 4], "id", "session_id")):
-                continue
-            src = bound.get(toks[k + 2].value)
-            var = toks[k + 2].value
-            reassigned = any(_is(toks[j], "id", var) and _is(toks[j + 1], "p", ".") and _is(toks[j + 2], "id", "session_id")
-                             and j + 3 < len(toks) and toks[j + 3].kind == "p" and toks[j + 3].value in _ASSIGN
-                             for j in range(len(toks) - 3))
-            if src is not None and src.index < c.index and not reassigned:
-                c.target = src.index
-            break
+            if (_is(toks[k], "id", "session_id") and _is(toks[k + 1], "p", ":") and toks[k + 2].kind == "id"
+                    and _is(toks[k + 3], "p", ".") and _is(toks[k + 4], "id", "session_id")
+                    and (_is(toks[k + 5], "p", ",") or _is(toks[k + 5], "p", "}"))):  # the value itself
+                targets[k + 2] = (c, toks[k + 2].value)
+                break
+    for k, (c, var) in targets.items():
+        src = bound.get(var)
+        if src is None or src.index >= c.index:
+            continue
+        decl = src.lo - 3
+        uses = [j for j, t in enumerate(toks)
+                if _is(t, "id", var) and not (j and (_is(toks[j - 1], "p", ".") or _is(toks[j - 1], "p", "?.")))]
+        if all(j == decl or j in targets or _printed_member(toks, j) for j in uses) and not _in_template(toks, var):
+            c.target = src.index
+
+
+def _printed_member(toks: Sequence[_Tok], j: int) -> bool:
+    """``text(V.NAME)``: a read of one member as the whole print argument."""
+    return (j >= 2 and _is(toks[j - 1], "p", "(") and toks[j - 2].kind == "id" and toks[j - 2].value in _PRINT_FUNCS
+            and j + 3 < len(toks) and _is(toks[j + 1], "p", ".") and toks[j + 2].kind == "id"
+            and _is(toks[j + 3], "p", ")"))
+
+
+def _in_template(toks: Sequence[_Tok], var: str) -> bool:
+    """Whether ``var`` is named inside a template substitution."""
+    for t in toks:
+        if t.kind == "tpl":
+            for part in t.value:
+                if not isinstance(part, str) and (any(_is(x, "id", var) for x in part) or _in_template(list(part), var)):
+                    return True
+    return False
 
 
 #: what may not appear in an unrolled loop's body: anything that could skip or repeat its call
@@ -236,6 +298,8 @@ def _unrolled(toks: Sequence[_Tok], match: Mapping[int, int], scopes: Sequence[t
     if len(argspans) != 1:
         return None
     lo, hi = argspans[0]
+    if _reflective(toks) or any(_is(toks[k], "id", var) and not lo <= k < hi for k in range(a + 1, b)):
+        return None  # named elsewhere in the body: it may be shadowed, redeclared or assigned
     uses = [k for k in range(lo, hi) if _is(toks[k], "id", var)]
     if not uses or any(not (_is(toks[k - 1], "p", ":") and (_is(toks[k + 1], "p", ",") or _is(toks[k + 1], "p", "}")))
                        for k in uses):
@@ -284,8 +348,8 @@ def _batches(toks: Sequence[_Tok], match: Mapping[int, int], calls: Sequence[_Sr
         j = i - 1
         if j >= 0 and _is(toks[j], "id", "await"):
             j -= 1
-        if j >= 1 and _is(toks[j], "p", "=") and toks[j - 1].kind == "id":
-            var = toks[j - 1].value
+        if j >= 1 and _is(toks[j], "p", "=") and toks[j - 1].kind == "id" and _ends_expression(toks, rp + 1):
+            var = toks[j - 1].value  # not ``Promise.all([…]).then(…)``: that value is not the array
         batches.append(_Batch(number, toks[i + 2].value == "allSettled", var, entries, rp))
     return batches
 
