@@ -9,16 +9,21 @@ with them. The replay cases go through the path of ``codexrt show --offline --js
 from __future__ import annotations
 
 import copy
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from codexrt._features._history import load_rollout_transcript, transcript_to_json
 from codexrt._sansio._wrappers import KeepReason, WrapperCall, attribute_wrapper
-from tests.sansio.test_wrappers_issue32 import _cells
+from tests.sansio.test_wrappers_issue32 import DATA, _cells
 
 # Seed sentences (历史显示与目录来源 / 边界行为补充), quoted.
 S_ONLY_CERTAIN = "旧 wrapper 仅在操作完整可确认且结果可关联时被替换。"
 S_INPUT_UNKNOWN = "输入的目标或结果无法确认时仍保留完整 wrapper。"
+S_PID_FIRST = "原生回执带进程标识时优先按该标识匹配，避免相同命令文本误关联"
+S_UNIQUE = "仍有同名进程或同名后续命令无法区分时保留 wrapper。"
 
 
 def _engine(name: str, src: Any, *, idx: int = 0, receipts: bool = True, output: Any = None) -> Any:
@@ -123,3 +128,85 @@ def test_r_h_5_a_loop_variable_named_outside_the_call_is_not_unrolled(body: str)
     assert _engine("loop", lambda s: s).replace
     a = _engine("loop", lambda s: s.replace(old, body))
     assert not a.replace and a.reason is KeepReason.DYNAMIC_MULTIPLICITY, (a.reason, a.records)
+
+
+# --- the replay: a receipt has one owner; a reused process id is not the same process -----------
+
+def _lines(name: str) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in (DATA / f"code-{name}.rollout.jsonl").read_text().splitlines() if x.strip()]
+
+
+def _show(tmp_path: Path, lines: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], Any]:
+    f = tmp_path / "case.rollout.jsonl"
+    f.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    tr = load_rollout_transcript(f)
+    js = transcript_to_json(tr)
+    return [r for t in js["turns"] for r in t["records"] if r["kind"] not in ("userMessage", "assistantMessage")], tr
+
+
+def _same_command_cells(drop_ordinal: int) -> list[dict[str, Any]]:
+    """code-two-cells-running with both cells running one command text; the first prints its
+    whole result (its process id 15399 is certain); the late item written at
+    ``drop_ordinal`` is removed (that command never finished: an interrupt, a crash)."""
+    out = []
+    for ln in _lines("two-cells-running"):
+        if ln["ordinal"] == drop_ordinal:
+            continue
+        ln = json.loads(json.dumps(ln).replace("echo one-late", "echo same").replace("echo two-late", "echo same"))
+        p = ln["payload"]
+        if p.get("call_id") == "call_mock_0_0" and p.get("type") == "custom_tool_call":
+            p["input"] = p["input"].replace("text(r.output)", _WHOLE)
+        if p.get("call_id") == "call_mock_0_0" and p.get("type") == "custom_tool_call_output":
+            p["output"][1]["text"] = json.dumps({"chunk_id": "aa", "wall_time_seconds": 0.3, "session_id": 15399,
+                                                 "original_token_count": 0, "output": ""}, separators=(",", ":"))
+        out.append(ln)
+    return out
+
+
+def test_r_h_5_a_late_item_another_cell_owns_never_joins_a_second_cell(tmp_path: Path) -> None:
+    """Two cells of a turn run `sleep 2; echo same`; the first is identified by its process id
+    and owns the late item of process 15399; the second's command never finished. Before the
+    review the second cell was replaced by that same item (its wrapper vanished, one command
+    shown for two). The second cell is kept. Seed: 仍有同名进程或同名后续命令无法区分时保留 wrapper。"""
+    assert S_UNIQUE
+    recs, tr = _show(tmp_path, _same_command_cells(23))
+    assert tr.wrappers["call_mock_0_0"].replace
+    assert not tr.wrappers["call_mock_1_0"].replace
+    cmds = [r for r in recs if r["kind"] == "commandExecution"]
+    assert [(c["processId"], c["output"]) for c in cmds] == [("15399", "one-late\n")]
+    assert sum(r["kind"] == "dynamicToolCall" for r in recs) == 1
+    # with both late items each cell has its own (the second by elimination of 15399)
+    recs, tr = _show(tmp_path, _same_command_cells(-1))
+    assert all(w.replace for w in tr.wrappers.values())
+    assert sorted(c["processId"] for c in recs if c["kind"] == "commandExecution") == ["15399", "49135"]
+
+
+def test_r_h_5_a_process_id_reused_after_a_restart_is_not_the_cell_s_process(tmp_path: Path) -> None:
+    """code-restart with the cut cell given an output naming process 54953 and the command the
+    next turn runs (after the restart) with the same id: the later turn's item names its own
+    turn, so it is not the first cell's late completion. Before the review the first cell took
+    it (its command disappeared, merged into the later one). Seed: 原生回执带进程标识时优先按该
+    标识匹配，避免相同命令文本误关联."""
+    assert S_PID_FIRST
+    lines = _lines("restart")
+    second_out = next(x for x in lines if x["payload"].get("type") == "custom_tool_call_output"
+                      and x["payload"]["call_id"] == "call_mock_1_0")
+    out = []
+    for ln in lines:
+        ln = copy.deepcopy(ln)
+        p = ln["payload"]
+        out.append(ln)
+        if p.get("type") == "custom_tool_call" and p["call_id"] == "call_mock_0_0":
+            p["input"] = p["input"].replace("sleep 40; echo old", "sleep 2; echo new").replace("60000", "300")
+            o = copy.deepcopy(second_out)  # the cell yielded: `{"session_id":54953,"output":""}`
+            o["payload"]["call_id"] = "call_mock_0_0"
+            o["payload"]["internal_chat_message_metadata_passthrough"]["turn_id"] = \
+                p["internal_chat_message_metadata_passthrough"]["turn_id"]
+            out.append(o)
+    recs, tr = _show(tmp_path, out)
+    cmds = [r for r in recs if r["kind"] == "commandExecution"]
+    assert len(cmds) == 2, cmds
+    first, second = cmds
+    assert first["turnId"] != second["turnId"]
+    assert (first["status"], first["exitCode"]) == ("unknown", None)
+    assert (second["status"], second["output"], second["processId"]) == ("completed", "new\n", "54953")

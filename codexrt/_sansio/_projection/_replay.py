@@ -14,6 +14,7 @@ import attrs
 
 from .._wrappers import (
     Attribution,
+    KeepReason,
     PollUpdate,
     Receipt,
     ToolRecord,
@@ -243,8 +244,9 @@ class WrapperReplay:
         found: set[int] = set()
         for cid in ids:
             found.update(i for i in ix.by_id.get(cid, ()) if i >= hi)
-        for pid in pids:
-            found.update(i for i in ix.by_pid.get(pid, ()) if i >= hi)
+        for pid in pids:  # a process id ties only a receipt of the cell's own turn (or of none): an
+            # item names the turn that started its command, so a reused id after a restart is not this one
+            found.update(i for i in ix.by_pid.get(pid, ()) if i >= hi and log[i][1] in (w.turn_id, ""))
         late = [log[i][2] for i in sorted(found)
                 if log[i][0] > w.output_line and log[i][2].call_id not in self._log.direct_ids]
         return nested + late
@@ -259,6 +261,7 @@ class WrapperReplay:
             starts.add(line, pid, key)
         ix = _ReceiptIndex(self._log.receipt_log)
         res = _Resolution({}, set(), {}, {})
+        owner: dict[str, str] = {}  # receipt call id -> the cell whose record it is
 
         ordered = sorted(self._log.wrappers.values(), key=lambda x: x.call_line)
         for w in ordered:
@@ -275,11 +278,19 @@ class WrapperReplay:
             tied = self._wrapper_receipts(w, a, ix)
             if len(tied) > len(nested):
                 a = attribute_wrapper(call, tied, known_processes=known, settled_processes=settled)
-            orphans = [] if a.replace else self._turn_orphans(w, ordered, ix, res)
+            orphans = [] if a.replace else self._turn_orphans(w, ordered, ix, res, owner)
             if orphans:
                 b = attribute_wrapper(call, tied + orphans, known_processes=known, settled_processes=settled)
                 a = b if b.replace else a  # a kept cell keeps the reason of its own receipts
+            taken = sorted({r.call_id for r in a.records if r.call_id in owner}) if a.replace else []
+            if taken:  # R-H-5: one receipt has one owner; a receipt another cell proved its own is no evidence here
+                a = Attribution(False, reason=KeepReason.IDENTITY_CONFLICT,
+                                detail=f"receipt {taken[0]} belongs to cell {owner[taken[0]]}",
+                                previews=a.previews, internal=a.internal, script_status=a.script_status,
+                                script_error=a.script_error, evicted=a.evicted)
             res.attributions[w.key] = a
+            if a.replace:
+                owner.update((r.call_id, w.key) for r in a.records if r.call_id)
             if not a.replace:
                 continue
             res.hidden.add(w.key)
@@ -341,12 +352,13 @@ class WrapperReplay:
         return res
 
     def _turn_orphans(self, w: _Wrapper, wrappers: Sequence[_Wrapper], ix: _ReceiptIndex,
-                      res: _Resolution) -> list[Receipt]:
+                      res: _Resolution, owner: Mapping[str, str]) -> list[Receipt]:
         """Receipts written after the cell ended that name its turn — a command the cell left
         running, whose item the server writes when it ends — that no model call made, offered
         when no other cell of the turn could have started that command: each other cell is
         attributed already, or its source runs only other commands (one that could run
-        anything claims everything). The engine still pairs them by unique command (issue 32)."""
+        anything claims everything), and no attributed cell owns it already. The engine still
+        pairs them by unique command (issue 32)."""
         assert w.output_line is not None
         mates = [o for o in wrappers if o is not w and o.turn_id == w.turn_id
                  and not (o.key in res.attributions and res.attributions[o.key].replace)]
@@ -358,7 +370,7 @@ class WrapperReplay:
         lo = bisect.bisect_right(ix.lines, w.output_line)
         late = [(i, log[i][2]) for i in range(lo, len(log))
                 if log[i][1] == w.turn_id and log[i][2].call_id not in self._log.direct_ids
-                and log[i][2].call_id not in res.hidden]
+                and log[i][2].call_id not in res.hidden and log[i][2].call_id not in owner]
         ok = set()
         for _, r in late:
             cmd = receipt_command(r)
