@@ -210,3 +210,29 @@ def test_r_h_5_a_process_id_reused_after_a_restart_is_not_the_cell_s_process(tmp
     assert first["turnId"] != second["turnId"]
     assert (first["status"], first["exitCode"]) == ("unknown", None)
     assert (second["status"], second["output"], second["processId"]) == ("completed", "new\n", "54953")
+
+
+def test_r_h_5_an_earlier_cell_s_late_item_inside_a_later_cell_s_window_is_not_taken(tmp_path: Path) -> None:
+    """Cell A leaves `sleep 2; echo same` running (prints only `r.output`); cell B of the same
+    turn runs the same command and is still in flight when A's command ends, so the server
+    writes A's item inside B's window. Nothing in the file says whose it is (no printed
+    process id): before the review B was replaced by A's item (A's `one-late` shown as B's).
+    B is kept; A too. Seed: 仍有同名进程或同名后续命令无法区分时保留 wrapper。"""
+    assert S_UNIQUE
+    lines = [json.loads(json.dumps(x).replace("echo one-late", "echo same").replace("echo two-late", "echo same"))
+             for x in _lines("two-cells-running")]
+    a_item = next(x for x in lines if x["ordinal"] == 22)
+    for drop in (None, 23):  # B's own item written later, or never (B's command cut)
+        out = []
+        for ln in lines:
+            if ln is a_item or ln["ordinal"] == drop:
+                continue
+            if ln["payload"].get("type") == "custom_tool_call_output" and ln["payload"]["call_id"] == "call_mock_1_0":
+                out.append(a_item)
+            out.append(ln)
+        recs, tr = _show(tmp_path, out)
+        assert not tr.wrappers["call_mock_1_0"].replace, drop
+        assert tr.wrappers["call_mock_1_0"].reason is KeepReason.AMBIGUOUS_RECEIPT
+        assert not tr.wrappers["call_mock_0_0"].replace
+        cmds = [r for r in recs if r["kind"] == "commandExecution"]
+        assert sorted(c["processId"] for c in cmds) == (["15399"] if drop else ["15399", "49135"])

@@ -282,6 +282,12 @@ class WrapperReplay:
             if orphans:
                 b = attribute_wrapper(call, tied + orphans, known_processes=known, settled_processes=settled)
                 a = b if b.replace else a  # a kept cell keeps the reason of its own receipts
+            if a.replace:
+                doubt = self._earlier_could_own(w, ordered, a, res)
+                if doubt is not None:
+                    a = Attribution(False, reason=KeepReason.AMBIGUOUS_RECEIPT, detail=doubt, previews=a.previews,
+                                    internal=a.internal, script_status=a.script_status,
+                                    script_error=a.script_error, evicted=a.evicted)
             taken = sorted({r.call_id for r in a.records if r.call_id in owner}) if a.replace else []
             if taken:  # R-H-5: one receipt has one owner; a receipt another cell proved its own is no evidence here
                 a = Attribution(False, reason=KeepReason.IDENTITY_CONFLICT,
@@ -377,6 +383,36 @@ class WrapperReplay:
             if cmd is not None and all(c is not None and cmd not in c for c in theirs):
                 ok.add(r.call_id)
         return [r for _, r in late if r.call_id in ok]
+
+    @staticmethod
+    def _earlier_could_own(w: _Wrapper, wrappers: Sequence[_Wrapper], a: Attribution,
+                           res: _Resolution) -> str | None:
+        """Why a receipt the engine paired with one of ``w``'s calls by command text alone might
+        be the late item of an earlier cell of the turn — one that may have left the same
+        command running (kept, or replaced with a record of that command that has no receipt
+        of its own) and whose item the server then wrote inside ``w``'s window — or None. A
+        pairing by the cell's own printed process id is certain and never doubted (R-H-5:
+        仍有同名进程或同名后续命令无法区分时保留 wrapper)."""
+        by_text = [r for r in a.records if r.call_id is not None and r.command is not None
+                   and not any(e.startswith("process_id:") for e in r.evidence)]
+        if not by_text:
+            return None
+        for o in wrappers:
+            if o.call_line >= w.call_line:
+                break
+            if o.turn_id != w.turn_id:
+                continue
+            done = res.attributions.get(o.key)
+            if done is not None and done.replace:  # its open commands: no receipt, process unknown or the same
+                hit = next((r for r in by_text for ro in done.records if ro.call_id is None and ro.command == r.command
+                            and (ro.process_id is None or ro.process_id == r.process_id)), None)
+            else:
+                call = WrapperCall.from_response_items(o.call, o.output) if o.output is not None else None
+                cmds = static_commands(call) if call is not None else None
+                hit = next((r for r in by_text if cmds is None or r.command in cmds), None)
+            if hit is not None:
+                return f"receipt {hit.call_id} ({hit.command}) may be the late item of cell {o.key}"
+        return None
 
     def _in_place(self, w: _Wrapper, r: ToolRecord, res: _Resolution) -> bool:
         """A call whose receipt is the server's command record stays that record, where the
