@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from codexrt._features._history import load_rollout_transcript, transcript_to_json
 from codexrt._sansio._wrappers import KeepReason, WrapperCall, attribute_wrapper
@@ -236,3 +238,37 @@ def test_r_h_5_an_earlier_cell_s_late_item_inside_a_later_cell_s_window_is_not_t
         assert not tr.wrappers["call_mock_0_0"].replace
         cmds = [r for r in recs if r["kind"] == "commandExecution"]
         assert sorted(c["processId"] for c in cmds) == (["15399"] if drop else ["15399", "49135"])
+
+
+def _owners(tmp_path: Path, lines: list[dict[str, Any]]) -> dict[str, str]:
+    _, tr = _show(tmp_path, lines)
+    out: dict[str, str] = {}
+    for key, a in tr.wrappers.items():
+        for r in a.records if a.replace else ():
+            assert r.call_id is None or r.call_id not in out, f"{r.call_id} owned by {out.get(r.call_id)} and {key}"
+            if r.call_id:
+                out[r.call_id] = key
+    return out
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_r_h_5_where_the_server_wrote_an_item_never_gives_it_to_another_cell(tmp_path: Path, data: Any) -> None:
+    """Where an item lands (inside another cell's window, after the turn, …) is arrival order,
+    never evidence: moving a recorded command item anywhere after its own cell's call either
+    leaves it with the cell the server says ran it or keeps the cells whole — never another
+    cell's record, never two owners (R-H-5: 不能靠完成顺序交换命令的输出). Before the review, an
+    `echo same` item moved into the next cell's window was taken by that cell."""
+    name = data.draw(st.sampled_from(["same-two-cells", "two-cells-running", "two-cells", "two-cells-two-each"]))
+    lines = _lines(name)
+    truth = _owners(tmp_path, lines)
+    calls = {ln["payload"]["call_id"]: i for i, ln in enumerate(lines) if ln["payload"].get("type") == "custom_tool_call"}
+    items = [ln for ln in lines if ln["payload"].get("type") == "item_completed"
+             and ln["payload"]["item"].get("type") == "CommandExecution" and ln["payload"]["item"]["id"] in truth]
+    moved = list(lines)
+    for it in data.draw(st.lists(st.sampled_from(items), min_size=1, max_size=len(items), unique_by=id)):
+        moved.remove(it)
+        lo = calls[truth[it["payload"]["item"]["id"]]] + 1
+        moved.insert(data.draw(st.integers(lo, len(moved))), it)
+    got = _owners(tmp_path, moved)
+    assert all(truth[cid] == key for cid, key in got.items()), (name, got, truth)
