@@ -114,6 +114,19 @@ def test_r_h_5_a_poll_target_that_may_have_changed_is_unknown(edit: Any) -> None
     assert not a.replace and a.reason is KeepReason.UNKNOWN_PROCESS, (a.reason, a.detail)
 
 
+# --- interchangeable receipts: only while nothing tells the runs apart ------------------------
+
+def test_r_h_5_equal_receipts_are_not_interchangeable_when_a_poll_targets_one_run() -> None:
+    """`echo same` twice with equal receipts pairs in a fixed order only because any pairing
+    shows the same; a `write_stdin({session_id: a.session_id})` makes the pairing decide which
+    process the poll reached (and which process id call `a` shows) — a guess: kept (issue 32
+    review). Seed: 输入的目标或结果无法确认时仍保留完整 wrapper。"""
+    poll = 'await tools.write_stdin({session_id: a.session_id, chars: ""});\ntext(a.output);'
+    assert _engine("same-twice", lambda s: s).replace
+    a = _engine("same-twice", lambda s: s.replace("text(a.output);", poll))
+    assert not a.replace and a.reason is KeepReason.AMBIGUOUS_RECEIPT, [(r.process_id, r.evidence) for r in a.records]
+
+
 # --- the unrolled loop: the loop variable is the literal element only if nothing shadows it ------
 
 @pytest.mark.parametrize("body", [

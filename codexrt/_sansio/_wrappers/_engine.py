@@ -395,7 +395,10 @@ class _Replay:
         arguments, no printed value, no process identity) run N times, and exactly N candidate
         receipts that say the same in everything shown (command, directory, output, exit
         code) — any pairing gives the same records, so they pair in a fixed order (source
-        index with receipt call id). Returns the calls still ambiguous."""
+        index with receipt call id) — unless a ``write_stdin`` of the cell targets one of them by
+        its result (``session_id: a.session_id``): which process that poll reached would then be
+        a guess. Returns the calls still ambiguous."""
+        targeted = {c.target for c in self.src.calls if c.tool == "write_stdin" and c.target is not None}
         left = sorted(amb)
         while left:
             group = [i for i in left if rest[i].tool == rest[left[0]].tool and rest[i].args == rest[left[0]].args]
@@ -405,7 +408,7 @@ class _Replay:
             facts = {self._receipt_facts(free[rj]) for rj in cands}
             claimants = {i for i, c in enumerate(rest) if any(self._compatible(c, free[rj]) for rj in cands)}
             if (len(cands) != len(group) or len(facts) != 1 or None in facts or claimants != set(group)
-                    or any(self._slot_value(rest[i]) is not None for i in group)):
+                    or any(self._slot_value(rest[i]) is not None or rest[i].index in targeted for i in group)):
                 return amb
             order = sorted(cands, key=lambda rj: self.native[free[rj]].inv.call.call_id)
             for i, rj in zip(group, order):
