@@ -285,3 +285,34 @@ def test_r_h_5_where_the_server_wrote_an_item_never_gives_it_to_another_cell(tmp
         moved.insert(data.draw(st.integers(lo, len(moved))), it)
     got = _owners(tmp_path, moved)
     assert all(truth[cid] == key for cid, key in got.items()), (name, got, truth)
+
+
+def test_r_h_5_a_command_started_after_the_earlier_cell_ended_is_not_doubted(tmp_path: Path) -> None:
+    """The doubt above is only for what an earlier cell could have started: an item whose
+    ``started_at_ms`` is after the earlier cell's script ended (its output's ``create_time``;
+    a finished script starts nothing) is not its. Earlier cell A loops over a variable (kept:
+    it could run anything); B's own `sleep 2; echo same` item, started after A ended, still
+    replaces B (R-H-5: a wrapper is replaced when every call's result is certain)."""
+    lines = [json.loads(json.dumps(x).replace("echo one-late", "echo same").replace("echo two-late", "echo same"))
+             for x in _lines("two-cells-running")]
+    b_item = next(x for x in lines if x["ordinal"] == 23)
+    out = []
+    for ln in lines:
+        p = ln["payload"]
+        if ln is b_item:
+            continue
+        if p.get("type") == "custom_tool_call" and p["call_id"] == "call_mock_0_0":
+            p["input"] = ('const cmds = ["sleep 2; echo same"];\n'
+                          "for (const c of cmds) { await tools.exec_command({cmd: c, yield_time_ms: 300}); }")
+        if p.get("type") == "custom_tool_call_output" and p["call_id"] == "call_mock_1_0":
+            out.append(b_item)  # B's command ended inside B's window
+        out.append(ln)
+    recs, tr = _show(tmp_path, out)
+    assert tr.wrappers["call_mock_0_0"].reason is KeepReason.DYNAMIC_MULTIPLICITY
+    assert tr.wrappers["call_mock_1_0"].replace
+    b_start = b_item["payload"]["started_at_ms"]
+    for i, ln in enumerate(out):  # the same file with B's item started before A ended: doubted
+        if ln is b_item:
+            out[i] = json.loads(json.dumps(ln).replace(f'"started_at_ms": {b_start}', '"started_at_ms": 1796215996000'))
+    _, tr = _show(tmp_path, out)
+    assert tr.wrappers["call_mock_1_0"].reason is KeepReason.AMBIGUOUS_RECEIPT

@@ -73,6 +73,16 @@ def _running_cell(output: dict[str, Any] | None) -> str | None:
     return m.group(1) if m else None
 
 
+def _script_end_ms(output: dict[str, Any] | None) -> float | None:
+    """When a cell's script ended, by the server's clock (its output's ``create_time``), or
+    None when unknown or the cell yielded (``Script running``: it may still start commands)."""
+    if output is None or _running_cell(output) is not None:
+        return None
+    meta = output.get("internal_chat_message_metadata_passthrough")
+    t = meta.get("create_time") if isinstance(meta, dict) else None
+    return t * 1000 if isinstance(t, (int, float)) and not isinstance(t, bool) else None
+
+
 def is_notification(current: dict[str, Any] | None, new: dict[str, Any]) -> bool:
     """Whether ``new``, a later output of a cell that already has its script's output (a
     ``Script …`` header), is one of the cell's ``notify()`` messages: 0.171.0 writes each as
@@ -270,30 +280,7 @@ class WrapperReplay:
             w, waits = self._waited(w, ordered)
             out_line = w.output_line
             assert out_line is not None
-            call = WrapperCall.from_response_items(w.call, w.output)
-            known = starts.before(w.call_line)
-            settled = _Settled(known, self._store)
-            nested = self._wrapper_receipts(w, None, ix)
-            a = attribute_wrapper(call, nested, known_processes=known, settled_processes=settled)
-            tied = self._wrapper_receipts(w, a, ix)
-            if len(tied) > len(nested):
-                a = attribute_wrapper(call, tied, known_processes=known, settled_processes=settled)
-            orphans = [] if a.replace else self._turn_orphans(w, ordered, ix, res, owner)
-            if orphans:
-                b = attribute_wrapper(call, tied + orphans, known_processes=known, settled_processes=settled)
-                a = b if b.replace else a  # a kept cell keeps the reason of its own receipts
-            if a.replace:
-                doubt = self._earlier_could_own(w, ordered, a, res)
-                if doubt is not None:
-                    a = Attribution(False, reason=KeepReason.AMBIGUOUS_RECEIPT, detail=doubt, previews=a.previews,
-                                    internal=a.internal, script_status=a.script_status,
-                                    script_error=a.script_error, evicted=a.evicted)
-            taken = sorted({r.call_id for r in a.records if r.call_id in owner}) if a.replace else []
-            if taken:  # R-H-5: one receipt has one owner; a receipt another cell proved its own is no evidence here
-                a = Attribution(False, reason=KeepReason.IDENTITY_CONFLICT,
-                                detail=f"receipt {taken[0]} belongs to cell {owner[taken[0]]}",
-                                previews=a.previews, internal=a.internal, script_status=a.script_status,
-                                script_error=a.script_error, evicted=a.evicted)
+            a = self._attribute_cell(w, ordered, starts, ix, res, owner)
             res.attributions[w.key] = a
             if a.replace:
                 owner.update((r.call_id, w.key) for r in a.records if r.call_id)
@@ -357,6 +344,35 @@ class WrapperReplay:
         self._resolved = res
         return res
 
+    def _attribute_cell(self, w: _Wrapper, ordered: Sequence[_Wrapper], starts: _Starts, ix: _ReceiptIndex,
+                        res: _Resolution, owner: Mapping[str, str]) -> Attribution:
+        """The engine's answer for cell ``w``: its own receipts, those its identities tie, then
+        the turn's orphans; a pairing an earlier cell could contest, or a receipt another cell
+        owns, keeps it (R-H-5)."""
+        assert w.output is not None
+        call = WrapperCall.from_response_items(w.call, w.output)
+        known = starts.before(w.call_line)
+        settled = _Settled(known, self._store)
+        nested = self._wrapper_receipts(w, None, ix)
+        a = attribute_wrapper(call, nested, known_processes=known, settled_processes=settled)
+        tied = self._wrapper_receipts(w, a, ix)
+        if len(tied) > len(nested):
+            a = attribute_wrapper(call, tied, known_processes=known, settled_processes=settled)
+        orphans = [] if a.replace else self._turn_orphans(w, ordered, ix, res, owner)
+        if orphans:
+            b = attribute_wrapper(call, tied + orphans, known_processes=known, settled_processes=settled)
+            a = b if b.replace else a  # a kept cell keeps the reason of its own receipts
+        if not a.replace:
+            return a
+        reason, doubt = KeepReason.AMBIGUOUS_RECEIPT, self._earlier_could_own(w, ordered, a, res, ix)
+        taken = sorted({r.call_id for r in a.records if r.call_id is not None and r.call_id in owner})
+        if doubt is None and taken:  # one receipt has one owner: another cell's is no evidence here
+            reason, doubt = KeepReason.IDENTITY_CONFLICT, f"receipt {taken[0]} belongs to cell {owner[taken[0]]}"
+        if doubt is None:
+            return a
+        return Attribution(False, reason=reason, detail=doubt, previews=a.previews, internal=a.internal,
+                           script_status=a.script_status, script_error=a.script_error, evicted=a.evicted)
+
     def _turn_orphans(self, w: _Wrapper, wrappers: Sequence[_Wrapper], ix: _ReceiptIndex,
                       res: _Resolution, owner: Mapping[str, str]) -> list[Receipt]:
         """Receipts written after the cell ended that name its turn — a command the cell left
@@ -384,32 +400,40 @@ class WrapperReplay:
                 ok.add(r.call_id)
         return [r for _, r in late if r.call_id in ok]
 
-    @staticmethod
-    def _earlier_could_own(w: _Wrapper, wrappers: Sequence[_Wrapper], a: Attribution,
-                           res: _Resolution) -> str | None:
+    def _earlier_could_own(self, w: _Wrapper, wrappers: Sequence[_Wrapper], a: Attribution,
+                           res: _Resolution, ix: _ReceiptIndex) -> str | None:
         """Why a receipt the engine paired with one of ``w``'s calls by command text alone might
         be the late item of an earlier cell of the turn — one that may have left the same
         command running (kept, or replaced with a record of that command that has no receipt
         of its own) and whose item the server then wrote inside ``w``'s window — or None. A
-        pairing by the cell's own printed process id is certain and never doubted (R-H-5:
+        pairing by the cell's own printed process id is certain and never doubted, and so is a
+        command the server says started after the earlier cell's script had ended (R-H-5:
         仍有同名进程或同名后续命令无法区分时保留 wrapper)."""
+        log = self._log.receipt_log
+        started: dict[str, int] = {}
+        for cid in {r.call_id for r in a.records if r.call_id}:
+            for i in ix.by_id.get(cid, ()):
+                ms = log[i][2].started_ms
+                if log[i][2].kind == "call" and ms is not None:
+                    started[cid] = ms
         by_text = [r for r in a.records if r.call_id is not None and r.command is not None
                    and not any(e.startswith("process_id:") for e in r.evidence)]
-        if not by_text:
-            return None
         for o in wrappers:
-            if o.call_line >= w.call_line:
+            if not by_text or o.call_line >= w.call_line:
                 break
             if o.turn_id != w.turn_id:
                 continue
+            ended = _script_end_ms(o.output)
+            doubtful = [r for r in by_text if ended is None or started.get(r.call_id or "", -1) < 0
+                        or started[r.call_id or ""] <= ended]
             done = res.attributions.get(o.key)
             if done is not None and done.replace:  # its open commands: no receipt, process unknown or the same
-                hit = next((r for r in by_text for ro in done.records if ro.call_id is None and ro.command == r.command
+                hit = next((r for r in doubtful for ro in done.records if ro.call_id is None and ro.command == r.command
                             and (ro.process_id is None or ro.process_id == r.process_id)), None)
             else:
                 call = WrapperCall.from_response_items(o.call, o.output) if o.output is not None else None
                 cmds = static_commands(call) if call is not None else None
-                hit = next((r for r in by_text if cmds is None or r.command in cmds), None)
+                hit = next((r for r in doubtful if cmds is None or r.command in cmds), None)
             if hit is not None:
                 return f"receipt {hit.call_id} ({hit.command}) may be the late item of cell {o.key}"
         return None

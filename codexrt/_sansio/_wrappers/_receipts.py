@@ -37,7 +37,9 @@ class Receipt:
     in its transcript (used only to order polling chunks, never to attribute).
     ``headerless`` marks an output that is the command's own bytes (``aggregated_output``
     of an item, a patch's stdout): it has no tool header, so nothing in it is read as an
-    exit code or a process id.
+    exit code or a process id. ``started_ms`` is, on an item's call, the server's
+    ``started_at_ms`` (when the command started, by the server's clock): the reader uses it
+    only to rule a cell *out* (a script that had ended starts nothing).
     """
 
     kind: Literal["call", "output"]
@@ -50,6 +52,7 @@ class Receipt:
     process_id: str | None = attrs.field(default=None, converter=lambda v: _pid(v))
     ordinal: int | None = None
     headerless: bool = False
+    started_ms: int | None = None
 
     @classmethod
     def from_response_item(cls, payload: Mapping[str, Any], *, ordinal: int | None = None) -> Receipt | None:
@@ -119,7 +122,9 @@ def receipts_from_rollout_line(line: Mapping[str, Any]) -> list[Receipt]:
         args["workdir"] = item["cwd"]
     pid = item.get("process_id")
     status = item.get("status")
-    call = Receipt("call", item["id"], tool="exec_command", arguments=args, process_id=pid, ordinal=ordinal)
+    started = payload.get("started_at_ms")
+    call = Receipt("call", item["id"], tool="exec_command", arguments=args, process_id=pid, ordinal=ordinal,
+                   started_ms=started if isinstance(started, int) and not isinstance(started, bool) else None)
     if status in ("in_progress", "inProgress"):
         return [call]
     exit_code = item.get("exit_code")
