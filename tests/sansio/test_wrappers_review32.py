@@ -68,6 +68,22 @@ def test_r_h_5_a_whole_print_that_may_not_be_the_call_result_gives_no_identity(e
     assert not a.replace and a.reason is KeepReason.MISSING_RESULT, (a.reason, a.records)
 
 
+def test_r_h_5_a_call_of_an_unrolled_loop_is_never_printed_whole() -> None:
+    """`for (const c of [...]) { let r = await tools.exec_command({cmd: c}); }` then
+    `text(JSON.stringify(r))`: the loop's `r` is not the printed one (block scope), and the
+    loop runs the call three times — before the review the print was read as the first run's
+    whole result (`slot:whole`). No slot; the runs pair by their own receipts (R-H-5)."""
+    src = ('for (const c of ["echo a1", "echo a2", "echo a3"]) {\n  let r = await tools.exec_command({cmd: c});\n}\n'
+           "text(JSON.stringify(r));")
+
+    def printed(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [items[0], {"type": "input_text", "text": '{"session_id":65145,"output":""}'}]
+
+    a = _engine("loop", lambda s: src, output=printed)
+    assert a.replace and all("slot:whole" not in r.evidence for r in a.records), [r.evidence for r in a.records]
+    assert _engine("loop", lambda s: src, output=printed, receipts=False).reason is KeepReason.MISSING_RESULT
+
+
 def test_r_h_5_a_batch_array_changed_by_then_is_not_the_promise_all_array() -> None:
     """`const r = await Promise.all([…]).then(x => x.reverse())`: `r` is the reversed array, so
     `Result 0:` prints the second call's result — before the review it was shown under the first

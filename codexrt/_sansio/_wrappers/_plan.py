@@ -377,7 +377,8 @@ def _single_plan(src: _Source, all_prints: Sequence[tuple[int, int]]) -> _Plan |
         and _is(sub[5], "p", ")")
     ):
         return None
-    if any(lo <= a < hi for lo, hi in _scopes(toks, match)) or _reflective(toks):
+    scopes = _scopes(toks, match)
+    if any(lo <= a < hi for lo, hi in scopes) or _reflective(toks):
         return None
     var = sub[4].value
     for c in src.calls:
@@ -391,6 +392,7 @@ def _single_plan(src: _Source, all_prints: Sequence[tuple[int, int]]) -> _Plan |
             and toks[i - 4].kind == "id"
             and toks[i - 4].value in ("const", "let")  # a top-level ``var`` may be reachable as ``globalThis.V``
             and c.hi <= a
+            and not any(lo <= i <= hi for lo, hi in scopes)  # one run, in the print's scope (not an unrolled loop's)
             and _ends_expression(toks, c.hi)  # ``await tools.X(…).then(…)`` is not the call's result
         ):
             return _Plan("single", single_key(c.index)) if _uses(toks, var) == 2 else None
