@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from bench._common import ROOT, emit, env_with_root, flood_cli, now, peak_rss_mb
 
@@ -350,11 +350,7 @@ def read_thread(items: int, pairs: int = 1, limit: int = 100) -> dict[str, Any]:
     size ``limit`` vs a raw loop making the same requests (decode and count only), both warm,
     alternated; the raw loop runs inside this Trio run (it blocks the loop, whose tasks are idle
     meanwhile)."""
-    import statistics
-
-    import trio
-
-    from codexrt import RuntimeConfig, open_history_reader, open_runtime
+    from codexrt import RuntimeConfig
     from codexrt._io._transport import spawn_process_transport
     from peer_fixtures.flood_peer import argv
 
@@ -364,9 +360,6 @@ def read_thread(items: int, pairs: int = 1, limit: int = 100) -> dict[str, Any]:
         return await spawn_process_transport(peer, cwd=ROOT, env=env_with_root())
 
     raw = _RawPeer(items)
-    lib_s: list[float] = []
-    raw_s: list[float] = []
-    out: dict[str, Any] = {"items": items, "limit": limit, "pairs": pairs}
 
     def raw_read() -> tuple[int, int]:
         raw.call("thread/read", {"threadId": TID})
@@ -374,15 +367,39 @@ def read_thread(items: int, pairs: int = 1, limit: int = 100) -> dict[str, Any]:
         entries = raw.walk("thread/items/list", {"threadId": TID, "limit": limit})
         return turns[0] + entries[0], entries[2]
 
+    try:
+        out = read_thread_pairs(RuntimeConfig(transports=[factory]), TID, raw_read, pairs, limit)
+    finally:
+        raw.close()
+    return {"items": items, "limit": limit, "pairs": pairs, **out}
+
+
+def read_thread_pairs(config: Any, tid: str, raw_read: Callable[[], tuple[int, int]], pairs: int,
+                      limit: int) -> dict[str, Any]:
+    """``pairs`` alternated rounds (one warm-up first, not recorded) of ``raw_read()`` — (pages,
+    messages) of the raw loop — and the library's ``read_thread(tid)`` on a runtime of
+    ``config``; a round whose records differ from the messages, or whose transcript is not
+    complete, counts in ``mismatches``. The raw loop blocks the Trio run (its tasks are idle
+    meanwhile)."""
+    import statistics
+
+    import trio
+
+    from codexrt import open_history_reader, open_runtime
+
+    out: dict[str, Any] = {}
+    lib_s: list[float] = []
+    raw_s: list[float] = []
+
     async def main() -> None:
-        async with open_runtime(RuntimeConfig(transports=[factory])) as rt:
+        async with open_runtime(config) as rt:
             async with open_history_reader(rt, page_limit=limit) as reader:
                 for k in range(pairs + 1):
                     t0 = now()
                     pages_n, messages = raw_read()
                     t_raw = now() - t0
                     t0 = now()
-                    tr = await reader.read_thread(TID, allow_legacy=False)
+                    tr = await reader.read_thread(tid, allow_legacy=False)
                     t_lib = now() - t0
                     recs = sum(len(g.records) for g in tr.turns)
                     if recs != messages or not tr.complete:
@@ -392,10 +409,7 @@ def read_thread(items: int, pairs: int = 1, limit: int = 100) -> dict[str, Any]:
                         raw_s.append(t_raw)
                         lib_s.append(t_lib)
 
-    try:
-        trio.run(main)
-    finally:
-        raw.close()
+    trio.run(main)
     out.update(codexrt_s=statistics.median(lib_s), baseline_s=statistics.median(raw_s),
                ratio=statistics.median(a / b for a, b in zip(lib_s, raw_s)))
     return out

@@ -275,6 +275,30 @@ def main(argv: list[str] | None = None) -> int:
                   f"{base} {r['baseline_s'] * 1000:.0f} ms", f"{r['ratio']:.2f}× time", "≤ 1.5× raw",
                   f"{ok_note if not r.get('mismatches') else 'MISMATCH (pages, counts or records differ)'}; "
                   f"median of {page_pairs} alternated pairs{cpu}; {what}")
+        if not ns.no_real:
+            # The same walks on the pinned real binary (loopback mock model): a thread of
+            # ``real_items`` items recorded once per run in a throw-away CODEX_HOME.
+            real_items = 400 if ns.quick else 2000
+            label = f"real codex {_pinned()}, {real_items:,} items, page size 100"
+            rr = optional(f"   history paging, {label}", "bench.history_real", "pages", f"{real_items}:{page_pairs}")
+            if rr is not None:
+                t.raw["history_real"] = rr
+                bad = "MISMATCH (pages, counts or records differ)"
+                p, q = rr["pages"], rr["read_thread"]
+                t.add(f"   `codex.readHistoryPage` walk through serve, {label}, pages never read before",
+                      f"{p['cold_s'] * 1000:.0f} ms ({p['pages']} pages, {p['records']:,} records)",
+                      f"raw `thread/items/list` loop {p['baseline_s'] * 1000:.0f} ms", f"{p['cold_ratio']:.2f}× time",
+                      "≤ 1.5× raw", f"{'pages, entries, messages equal; one record per message' if not p.get('mismatches') else bad}; "
+                      f"median of {page_pairs} alternated pairs; a fresh serve per pair; serve CPU "
+                      f"{p['serve_cpu_s'] * 1000:.0f} ms per walk; thread recorded in {rr['record_s']:.0f} s")
+                t.add("   the same walk, pages read before (serve's records cache)",
+                      f"{p['codexrt_s'] * 1000:.0f} ms", f"raw loop {p['baseline_s'] * 1000:.0f} ms",
+                      f"{p['ratio']:.2f}× time", "≤ 1.5× raw", "pages still read from the app-server every time")
+                t.add(f"   library `read_thread`, {label}",
+                      f"{q['codexrt_s'] * 1000:.0f} ms ({q['pages']} pages, {q['records']:,} records)",
+                      f"raw loop, same requests {q['baseline_s'] * 1000:.0f} ms", f"{q['ratio']:.2f}× time", "≤ 1.5× raw",
+                      f"{'records == messages, complete' if not q.get('mismatches') else bad}; "
+                      f"median of {page_pairs} alternated pairs")
     if want("startup"):
         r = worker("bench.startup", "serve_first")
         t.raw["startup_serve_first"] = r

@@ -82,6 +82,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import msgspec
 import trio
 
 from codexrt._io._retry import call_read
@@ -102,6 +103,7 @@ from codexrt._sansio._errors import (
 from codexrt._io._history_files import RolloutInfo, find_rollout
 from codexrt._io._codex_home import resolve_codex_home
 from codexrt._sansio._privacy import Masker, PrivacyIndex
+from codexrt._sansio._wire import decode_json
 from codexrt._sansio._projection import Projector, _norm_status
 from codexrt._sansio._redact import Redactor
 from codexrt._features._history_values import (
@@ -131,7 +133,7 @@ from codexrt._features._history_legacy import (
     _session_names,
 )
 from codexrt._features._history_count import MessageCounter, _full_read_complete, _walk
-from codexrt._features._history_pages import PageRecordsCache
+from codexrt._features._history_pages import CachedPage, PageRecordsCache
 from codexrt._features._history_json import CLIPPED_VALUE, MAX_VALUE_DEPTH, record_to_json, transcript_to_json
 
 __all__ = [
@@ -489,6 +491,22 @@ class HistoryReader:
         """One native history page (``scope`` ``turns`` or ``items``), cursor passed verbatim,
         with its display records. Pagination-unsupported errors are raised: the caller decides
         (:meth:`read_thread` does the full read)."""
+        page = await self._page(thread_id, scope, cursor, limit, sort_direction, encoded=False)
+        assert isinstance(page, dict)
+        return page
+
+    @malformed_data_is_typed("history data")
+    async def read_page_json(self, thread_id: str, *, scope: str = "turns", cursor: Any = None,
+                             limit: int | None = None, sort_direction: str | None = None) -> Any:
+        """:meth:`read_page` for ``codexrt serve``: the same page, as its JSON text when it can
+        be (a :class:`msgspec.Raw` a writer emits verbatim), else as the dict. The server's own
+        result text is kept as it came — already within the R-WIRE-5 depth bound; serve still
+        checks the whole line it writes — and the records are appended to it, instead of
+        decoding and re-encoding the native data (issue 34)."""
+        return await self._page(thread_id, scope, cursor, limit, sort_direction, encoded=True)
+
+    async def _page(self, thread_id: str, scope: str, cursor: Any, limit: int | None, sort_direction: str | None,
+                    *, encoded: bool) -> Any:
         conn = await self._conn()
         method = "thread/items/list" if scope == "items" else "thread/turns/list"
         params: dict[str, Any] = {"threadId": thread_id}
@@ -499,29 +517,42 @@ class HistoryReader:
         if sort_direction is not None:
             params["sortDirection"] = sort_direction
         masking = self._start_masker()  # loads while the page is in flight
-        res = await call_read(conn, method, params)
-        if not isinstance(res, dict) or not isinstance(res.get("data"), list):
-            raise RemoteProtocolError(f"{method} answered without a data list", details={"method": method})
+        raw = bytes(await call_read(conn, method, params, raw=True))
         masker, _ = await masking()
         index = masker.index if masker is not None else None
         key = (thread_id, method, cursor, limit, sort_direction)
         cache = self.page_cache
         if self.redact is not None or not all(isinstance(x, (str, int, type(None))) for x in key):
             cache = None  # a redactor also masks process-wide values; an odd cursor is no key
-        if cache is not None:
-            records = cache.get(key, res["data"], index)
-            if records is not None:  # the same page, masked by the same index: same records
-                return {**res, "source": "native", "records": records}
-        proj = Projector(thread_id, redact=self.redact, mask=masker.mask if masker is not None else None)
-        if scope == "items":
-            proj.add_native_entries(e for e in res["data"] if isinstance(e, dict))
+        hit = cache.get(key, raw, index) if cache is not None else None
+        if hit is not None and encoded and hit.records_json is not None:
+            return _with_records(raw, hit.records_json)  # the same page, masked by the same index
+        res = decode_json(raw) if raw else None
+        if not isinstance(res, dict) or not isinstance(res.get("data"), list):
+            raise RemoteProtocolError(f"{method} answered without a data list", details={"method": method})
+        if hit is not None:
+            records = hit.records
         else:
-            for t in res["data"]:
-                if isinstance(t, dict):
-                    proj.add_native_turn(t, prepend=(sort_direction or "desc") == "desc")
-        records = [record_to_json(r) for r in proj.records()]
-        if cache is not None:
-            cache.put(key, res["data"], index, records)
+            mask = masker.mask if masker is not None else None
+            if scope == "items":
+                recs = Projector.page_records(thread_id, res["data"], redact=self.redact, mask=mask)
+            else:
+                proj = Projector(thread_id, redact=self.redact, mask=mask)
+                for t in res["data"]:
+                    if isinstance(t, dict):
+                        proj.add_native_turn(t, prepend=(sort_direction or "desc") == "desc")
+                recs = proj.records()
+            records = [record_to_json(r) for r in recs]
+            hit = CachedPage(raw, len(res["data"]), index, records)
+            if cache is not None:
+                cache.put(key, hit)
+        if encoded and "source" not in res and "records" not in res:
+            try:
+                hit.records_json = msgspec.json.encode(records)
+            except (TypeError, ValueError, OverflowError):
+                pass  # a value msgspec cannot write: the dict, which serve writes its own way
+            else:
+                return _with_records(raw, hit.records_json)
         return {**res, "source": "native", "records": records}
 
     # -- sub-agents (R-H-8) ----------------------------------------------------------------
@@ -621,6 +652,13 @@ async def open_history_reader(
             nursery.cancel_scope.cancel()
 
 
+def _with_records(result: bytes, records_json: bytes) -> msgspec.Raw:
+    """``{**result, "source": "native", "records": records}`` as JSON text, from the result's
+    own text (an object holding a ``data`` list, neither ``source`` nor ``records``: the
+    caller checked) and the records' text."""
+    return msgspec.Raw(b"".join((result.rstrip()[:-1], b',"source":"native","records":', records_json, b"}")))
+
+
 # ---------------------------------------------------------------------------------------------
 # serve: the read-only history commands (R-D-1)
 
@@ -660,8 +698,8 @@ async def run_history_command(rt: Any, name: str, params: dict[str, Any], *, cou
         tr = await reader.read_thread(p["threadId"])
         return {"thread": tr.thread, "transcript": transcript_to_json(tr)}
     if name == "codex.readHistoryPage":
-        return await reader.read_page(p["threadId"], scope=p.get("scope", "turns"), cursor=p.get("cursor"),
-                                      limit=p.get("limit"), sort_direction=p.get("sortDirection"))
+        return await reader.read_page_json(p["threadId"], scope=p.get("scope", "turns"), cursor=p.get("cursor"),
+                                           limit=p.get("limit"), sort_direction=p.get("sortDirection"))
     conn = await rt.ensure_started()
     if name == "codex.listThreads":
         res = await call_read(conn, "thread/list", p)

@@ -56,7 +56,11 @@ class LineWriter:
 
     async def write(self, obj: Any) -> None:
         data = self._encode(obj)
-        async with self._lock:
+        try:
+            self._lock.acquire_nowait()  # free: no scheduler pass for it (``send_all`` has one)
+        except trio.WouldBlock:
+            await self._lock.acquire()  # FIFO behind the lines already waiting
+        try:
             if self.broken:
                 return
             try:
@@ -66,3 +70,5 @@ class LineWriter:
                 log.warning("stdout is gone (%s); stopping", exc)
                 self.broken = True
                 self._on_broken()
+        finally:
+            self._lock.release()

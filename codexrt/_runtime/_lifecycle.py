@@ -86,6 +86,12 @@ class RuntimeLifecycle:
         share one start. Raises the startup error when every candidate failed (R-CLI-5)."""
         if self._closing:
             raise ClosedError("runtime is closed")
+        conn = self.conn
+        if (not self._start_lock.locked() and self.state is RuntimeState.READY and conn is not None
+                and not conn.closed.is_set()):
+            # what taking the free lock would answer, without its scheduler pass (issue 34:
+            # every history page asks; a start or reset in progress holds the lock)
+            return conn
         cancelled_before = self._starts_cancelled
         async with self._start_lock:
             if self.state is RuntimeState.READY and self.conn is not None and not self.conn.closed.is_set():

@@ -10,8 +10,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import msgspec
+
 from codexrt._features._history import HistoryReader
-from codexrt._features._history_pages import PageRecordsCache
+from codexrt._features._history_pages import CachedPage, PageRecordsCache
 from codexrt._sansio._privacy import PrivacyIndex
 
 TID = "01a22d24-784b-70a1-b4d2-eee60df61981"
@@ -27,16 +29,18 @@ def _entry(i: int, text: str | None = None) -> dict[str, Any]:
 
 
 class _Conn:
-    """Answers ``thread/items/list`` from ``pages`` (cursor → data); a fresh decode each call."""
+    """Answers ``thread/items/list`` from ``pages`` (cursor → data); a fresh decode (or, for
+    ``raw``, a fresh JSON text) each call."""
 
     def __init__(self, pages: dict[Any, list[dict[str, Any]]]) -> None:
         self.pages = pages
         self.calls = 0
 
-    async def call(self, method: str, params: Any, timeout: float | None = None) -> Any:
+    async def call(self, method: str, params: Any, timeout: float | None = None, raw: bool = False) -> Any:
         assert method == "thread/items/list"
         self.calls += 1
-        return {"data": copy.deepcopy(self.pages[params.get("cursor")]), "nextCursor": None}
+        res = {"data": copy.deepcopy(self.pages[params.get("cursor")]), "nextCursor": None}
+        return msgspec.Raw(msgspec.json.encode(res)) if raw else res
 
 
 def _provider(conn: Any) -> Any:
@@ -93,8 +97,8 @@ async def test_reads_with_a_redactor_are_never_cached(nursery, tmp_path):
 
 async def test_an_unhashable_cursor_is_read_and_not_cached(nursery, tmp_path):
     class _AnyCursor:
-        async def call(self, method: str, params: Any, timeout: float | None = None) -> Any:
-            return {"data": [_entry(0)], "nextCursor": None}
+        async def call(self, method: str, params: Any, timeout: float | None = None, raw: bool = False) -> Any:
+            return msgspec.Raw(msgspec.json.encode({"data": [_entry(0)], "nextCursor": None}))
 
     cache = PageRecordsCache()
     reader = _reader(nursery, _AnyCursor(), cache, [PrivacyIndex("s")], codex_home=tmp_path)
@@ -102,18 +106,48 @@ async def test_an_unhashable_cursor_is_read_and_not_cached(nursery, tmp_path):
     assert page["records"][0]["id"] == "u-0" and len(cache) == 0
 
 
+def _cached(k: int, n: int = 4) -> CachedPage:
+    return CachedPage(msgspec.json.encode({"data": [_entry(i) for i in range(n)], "k": k}), n, None, [{"k": k}])
+
+
 def test_the_cache_is_bounded_by_entries_least_recently_used_first():
     cache = PageRecordsCache(max_entries=10)
-    pages = {k: [_entry(i) for i in range(4)] for k in range(4)}
+    pages = {k: _cached(k) for k in range(4)}
     for k in range(3):
-        cache.put((TID, "m", k, None, None), pages[k], None, [{"k": k}])
+        cache.put((TID, "m", k, None, None), pages[k])
     assert len(cache) == 2  # 12 entries > 10: the oldest page went
-    assert cache.get((TID, "m", 0, None, None), pages[0], None) is None
-    assert cache.get((TID, "m", 1, None, None), pages[1], None) == [{"k": 1}]
-    cache.put((TID, "m", 3, None, None), pages[3], None, [{"k": 3}])  # evicts 2, not the just-used 1
-    assert cache.get((TID, "m", 2, None, None), pages[2], None) is None
-    assert cache.get((TID, "m", 1, None, None), pages[1], None) == [{"k": 1}]
-    cache.put((TID, "m", 9, None, None), [_entry(i) for i in range(11)], None, [])  # larger than the bound
-    assert cache.get((TID, "m", 9, None, None), [_entry(i) for i in range(11)], None) is None
+    assert cache.get((TID, "m", 0, None, None), pages[0].result, None) is None
+    assert cache.get((TID, "m", 1, None, None), pages[1].result, None) is pages[1]
+    cache.put((TID, "m", 3, None, None), pages[3])  # evicts 2, not the just-used 1
+    assert cache.get((TID, "m", 2, None, None), pages[2].result, None) is None
+    assert cache.get((TID, "m", 1, None, None), pages[1].result, None) is pages[1]
+    assert cache.get((TID, "m", 1, None, None), pages[3].result, None) is None  # other text: a miss
+    big = _cached(9, 11)
+    cache.put((TID, "m", 9, None, None), big)  # larger than the bound
+    assert cache.get((TID, "m", 9, None, None), big.result, None) is None
     cache.invalidate(TID)
     assert len(cache) == 0
+
+
+async def test_serve_form_is_the_result_text_with_records_appended(nursery, tmp_path):
+    """``read_page_json`` (serve's form): the server's result text kept as it came, with the
+    same ``source`` and ``records`` as ``read_page``, whether projected or from the cache; a
+    result that already has one of those keys is answered as the dict (its keys overridden)."""
+    conn = _Conn({None: [_entry(i) for i in range(6)]})
+    cache = PageRecordsCache()
+    reader = _reader(nursery, conn, cache, [PrivacyIndex("s")], codex_home=tmp_path)
+    want = await reader.read_page(TID, scope="items")
+    for _ in range(2):  # projected (the dict path cached only the records), then all from the cache
+        got = await reader.read_page_json(TID, scope="items")
+        assert isinstance(got, msgspec.Raw)
+        assert bytes(got).startswith(msgspec.json.encode({"data": conn.pages[None], "nextCursor": None})[:-1])
+        assert msgspec.json.decode(got) == want
+    assert cache.hits == 2 and cache.get((TID, "thread/items/list", None, None, None), b"x", None) is None
+
+    class _Odd(_Conn):
+        async def call(self, method: str, params: Any, timeout: float | None = None, raw: bool = False) -> Any:
+            return msgspec.Raw(b' {"data": [], "source": "x", "records": 1, "nextCursor": null} ')
+
+    odd = await _reader(nursery, _Odd({}), PageRecordsCache(), [PrivacyIndex("s")],
+                        codex_home=tmp_path).read_page_json(TID, scope="items")
+    assert odd == {"data": [], "source": "native", "records": [], "nextCursor": None}

@@ -117,6 +117,9 @@ class _HookedLock:
         self.lock = trio.Lock()
         self.after_acquire = None
 
+    def locked(self) -> bool:
+        return self.lock.locked()
+
     async def __aenter__(self) -> None:
         await self.lock.acquire()
         hook, self.after_acquire = self.after_acquire, None

@@ -4,15 +4,67 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import attrs
 
 from ._native import project_native_item
-from ._records import AssistantMessage, CommandExecution, ImageSource, Reasoning, UserMessage
+from ._records import AssistantMessage, CommandExecution, DisplayRecord, ImageSource, Reasoning, UserMessage
 from ._shapes import _int
-from ._store import RecordStore
+from ._store import RecordStore, _redact_record
+
+#: The item types :func:`plain_page_records` takes: their records depend on the item alone
+#: (no status field, no times, nothing closed or completed at read time).
+_PLAIN_TYPES = frozenset({"userMessage", "agentMessage"})
+
+
+def plain_page_records(entries: Sequence[Any], thread_id: str | None, *,
+                       redact: Callable[[str], str] | None = None,
+                       mask: Callable[[Any], Any] | None = None) -> list[DisplayRecord] | None:
+    """The display records of one ``thread/items/list`` page of plain messages, or None.
+
+    Exactly what a fresh projector fed only this page (``add_native_entries``, then
+    ``records()``) returns, without the record store (issue 34: serve projects every page it
+    answers on its own; the store, its anchors and the turn groups were most of that time).
+    Such a projector keeps each entry's record as :func:`project_native_item` made it: a
+    completed message keeps its status, a new id is appended to its turn, turns come in the
+    order they first appear, ``redact`` then ``mask`` apply to each record. Whatever would make
+    the store do more returns None (the caller takes the general path): an entry that is not
+    an object or whose item is not a ``userMessage``/``agentMessage``, an id or a ``clientId``
+    seen twice (upsert, re-keying), a turn id the projector orders apart (``local-turn:``).
+    ``tests/sansio/test_plain_page.py`` checks the equality on generated and recorded pages."""
+    turns: dict[str, list[DisplayRecord]] = {}
+    keys: set[str] = set()
+    clients: set[str] = set()
+    for e in entries:
+        if not isinstance(e, dict):
+            return None
+        item = e.get("item")
+        if not isinstance(item, dict) or item.get("type") not in _PLAIN_TYPES:
+            return None
+        turn_id = str(e.get("turnId", ""))
+        if turn_id.startswith("local-turn:"):
+            return None
+        rec = project_native_item(item, thread_id=thread_id, turn_id=turn_id)
+        if rec.id in keys:
+            return None
+        keys.add(rec.id)
+        client = rec.client_id if type(rec) is UserMessage else None
+        if client:
+            if client in clients:
+                return None
+            clients.add(client)
+        group = turns.get(turn_id)
+        if group is None:
+            group = turns[turn_id] = []
+        group.append(rec)
+    out = [r for group in turns.values() for r in group]
+    if redact is not None:
+        out = [_redact_record(r, redact) for r in out]
+    if mask is not None:
+        out = [mask(r) for r in out]
+    return out
 
 
 class NativeFeed:

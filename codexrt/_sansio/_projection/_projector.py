@@ -13,7 +13,7 @@ from typing import Any
 from .._legacy import LegacyRecord
 from .._wrappers import Attribution
 from ._legacy_feed import LegacyFeed
-from ._native_feed import NativeFeed
+from ._native_feed import NativeFeed, plain_page_records
 from ._records import DisplayRecord, ErrorRecord, ImageSource, TurnGroup
 from ._replay import ReplayLog, WrapperReplay, _Resolution
 from ._store import RecordStore, _Entry
@@ -82,6 +82,22 @@ class Projector:
         """Upsert a native ``Turn`` and its ``items``. ``prepend=True`` for pages read newest
         first (``thread/turns/list`` descending) so turns stay in chronological order."""
         self._native.add_native_turn(turn, prepend=prepend)
+
+    @classmethod
+    def page_records(cls, thread_id: str | None, entries: Sequence[Any], *,
+                     redact: Callable[[str], str] | None = None,
+                     mask: Callable[[Any], Any] | None = None) -> list[DisplayRecord]:
+        """The records of one ``thread/items/list`` page on its own: what a fresh projector
+        fed only ``entries`` (non-objects skipped) gives from :meth:`records`. A page of plain
+        messages is projected directly, without the record store (issue 34,
+        :func:`~._native_feed.plain_page_records`); any other page takes the general path."""
+        entries = [e for e in entries if isinstance(e, dict)]
+        fast = plain_page_records(entries, thread_id, redact=redact, mask=mask)
+        if fast is not None:
+            return fast
+        proj = cls(thread_id, redact=redact, mask=mask)
+        proj.add_native_entries(entries)
+        return proj.records()
 
     def add_native_entries(self, entries: Iterable[dict[str, Any]]) -> None:
         """``thread/items/list`` data: ``{turnId, item, startedAtMs, completedAtMs,
