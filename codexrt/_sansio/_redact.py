@@ -38,6 +38,7 @@ next).
 from __future__ import annotations
 
 import collections
+import functools
 import itertools
 import json
 import logging
@@ -94,6 +95,20 @@ def looks_secret_name(name: str) -> bool:
     that merely contain the letters are not secret names (issue 35): ``KeyError``,
     ``monkey``, ``keyboard``, ``tokenUsage``, ``max_tokens``, ``GIT_AUTHOR_NAME``.
     Case-insensitive."""
+    if len(name) > _CACHED_NAME_CHARS:
+        return _classify_name(name)
+    return _classify_name_cached(name)
+
+
+#: Names up to this length are classified once and remembered (:data:`_NAME_CACHE_SIZE` of
+#: them, least recently used first out): a child's stderr repeats the same few ``name: value``
+#: pairs on every line (issue 34). Longer names are classified afresh, so a hostile peer cannot
+#: make the cache hold much.
+_CACHED_NAME_CHARS = 64
+_NAME_CACHE_SIZE = 1024
+
+
+def _classify_name(name: str) -> bool:
     if name.upper() in _NOT_SECRET_NAMES:
         return False
     words = [w.upper() for w in _WORD_SPLIT.split(name) if w]
@@ -114,6 +129,9 @@ def looks_secret_name(name: str) -> bool:
         if last.endswith(tail) and last[: -len(tail)] in _GLUED_BEFORE:
             return True
     return False
+
+
+_classify_name_cached = functools.lru_cache(maxsize=_NAME_CACHE_SIZE)(_classify_name)
 
 
 def secret_env_values(env: Mapping[str, str]) -> list[str]:
@@ -149,6 +167,14 @@ _SHAPES = re.compile(
     r"|\bhf_[A-Za-z0-9]{20,}+"
     r"|eyJ[A-Za-z0-9_\-]{4,}+\.eyJ[A-Za-z0-9_\-]{4,}+\.[A-Za-z0-9_\-]*+"
 )
+# What each pattern cannot match without (issue 34: most lines a child writes hold none of them,
+# and a substring test is far cheaper than a scan with lookbehinds). The case-insensitive words
+# are tested on an ASCII text lowered; a text with other characters runs every pattern, since
+# ``(?i)`` also folds a few non-ASCII letters (the Kelvin sign matches ``k``).
+_SHAPE_LITERALS = ("sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "xox", "AKIA", "ASIA",
+                   "AIza", "hf_", "eyJ")
+_HEADER_WORDS = ("authorization", "cookie", "x-api-key")
+_SCHEME_WORDS = ("bearer", "basic")
 # A line that ends with a secret-looking name and its separator: the value is on the next line.
 _DANGLING_NAME = re.compile(r"\"?(" + _NAME_RUN + r")\"?\s*+[:=]\s*+$")
 _LEADING_VALUE = re.compile(r"^(\s*+)(" + _QUOTED + r"|[^\s,;}&]++)")
@@ -453,11 +479,18 @@ class Redactor:
         if not text:
             return text
         text = _PROCESS.sub(text if self._shared else self._known.sub(text))
-        text = _HEADER_LINE.sub(_mask, text)
-        text = _NAMED.sub(_mask_named, text)
-        text = _URL_USERINFO.sub(_mask_userinfo, text)
-        text = _SCHEME.sub(_mask_scheme, text)
-        return _SHAPES.sub(REDACTED, text)
+        low = text.lower() if text.isascii() else None
+        if low is None or any(w in low for w in _HEADER_WORDS):
+            text = _HEADER_LINE.sub(_mask, text)
+        if ":" in text or "=" in text:
+            text = _NAMED.sub(_mask_named, text)
+        if "://" in text and "@" in text:
+            text = _URL_USERINFO.sub(_mask_userinfo, text)
+        if low is None or any(w in low for w in _SCHEME_WORDS):
+            text = _SCHEME.sub(_mask_scheme, text)
+        if any(lit in text for lit in _SHAPE_LITERALS):
+            text = _SHAPES.sub(REDACTED, text)
+        return text
 
     def redact_obj(self, value: Any, *, by_key: bool = True) -> Any:
         """A copy of a JSON-able ``value`` with every string redacted and, with ``by_key``, the
@@ -501,7 +534,8 @@ class LineRedactor:
                 masked = f"{v[0]}{REDACTED}{v[-1]}" if v[:1] in ("\"", "'") and len(v) >= 2 else REDACTED
                 line = m.group(1) + masked + line[m.end():]
         out = self._redact(line)
-        m = _DANGLING_NAME.search(out[-_DANGLING_WINDOW:])
+        # only a line ending in ":" or "=" (trailing blanks aside) can end with a dangling name
+        m = _DANGLING_NAME.search(out[-_DANGLING_WINDOW:]) if out.rstrip().endswith((":", "=")) else None
         self._pending = bool(m and _secret_field(m.group(1)))
         return out
 

@@ -199,3 +199,24 @@ def test_every_codexrt_logger_has_the_filter() -> None:
     assert names and names <= set(CODEXRT_LOGGERS), names - set(CODEXRT_LOGGERS)
     for name in CODEXRT_LOGGERS:
         assert any(isinstance(f, RedactingFilter) for f in logging.getLogger(name).filters), name
+
+
+@pytest.mark.parametrize("line", [
+    "Set-Coo\u212Aie: session=abcdef123456",  # a Kelvin sign folds to "k" under (?i)
+    "AUTHOR\u0130ZATION: opaque-credential-value",  # a dotted capital I folds to "i"
+    "BEAR\u0130 is prose, but Bearer abc.DEF-123_xyz is not",
+])
+def test_r_wire_9_non_ascii_text_still_runs_the_case_folding_rules(line: str) -> None:
+    """The cheap word checks that skip a rule on most lines (issue 34) are only used on ASCII
+    text; a line with other characters runs every rule, as ``(?i)`` also folds a few of them."""
+    out = Redactor()(line)
+    assert "[REDACTED]" in out
+    assert "abcdef123456" not in out and "opaque-credential-value" not in out and "abc.DEF-123_xyz" not in out
+
+
+def test_a_typical_app_server_warning_line_is_left_as_it_is() -> None:
+    """The line the real server writes several times per turn holds no secret: every rule
+    leaves it alone (and most are skipped by their cheap checks)."""
+    line = ("\x1b[2m2026-12-02T12:36:30.711410Z\x1b[0m \x1b[33m WARN\x1b[0m \x1b[2mcodex_models_manager::model_info"
+            "\x1b[0m\x1b[2m:\x1b[0m Unknown model mock-model is used. This will use fallback model metadata.")
+    assert LineRedactor(Redactor())(line) == line
