@@ -81,6 +81,7 @@ from codexrt._sansio._wire import (
     merge_delta_read,
 )
 from codexrt._sansio._models import decode_typed_result
+from codexrt._io._chunks import ChunkReader
 from codexrt._io._transport import ExitStatus, Transport
 from codexrt._io._util import unwrap_single_group
 
@@ -221,6 +222,9 @@ class PendingCall:
         return self._conn._settle_call(self)
 
 
+_STDERR_CHUNK = 65536
+
+
 class Connection:
     """One JSON-RPC connection. Create it with :func:`open_connection`."""
 
@@ -255,6 +259,8 @@ class Connection:
         self._redact_stderr = LineRedactor(self._redact)
         self._stderr_tail: Deque[str] = collections.deque(maxlen=stderr_tail_lines)
         self._stderr_done = trio.Event()
+        self._stderr_pause: trio.CancelScope | None = None  # the drain's batching pause, while it waits
+        self._stderr_hurry = False  # the connection is ending: the drain reads to EOF without pausing
         self._exit_wait = exit_wait
         self._queue: Deque[_Frame] = collections.deque()
         self._replies: Deque[_Frame] = collections.deque()  # reader-made replies go first, in order
@@ -340,10 +346,10 @@ class Connection:
         self.closed.set()
 
     async def _reader(self) -> None:
-        stream = self.transport.receive_stream
+        receive = ChunkReader(self.transport.receive_stream).receive
         try:
             while True:
-                data = await stream.receive_some(65536)
+                data = await receive()
                 if not data:
                     break
                 if self._coalesce_deltas:
@@ -385,6 +391,7 @@ class Connection:
         log.debug("reader failure", exc_info=(type(exc), exc, None))
         with trio.CancelScope(shield=True):
             status = await self.transport.aclose()
+            self._hurry_stderr()
             with trio.move_on_after(1.0):
                 await self._stderr_done.wait()
         self.exit_status = status
@@ -495,23 +502,44 @@ class Connection:
                 except Exception:  # a hook must not kill the writer
                     log.exception("on_written hook raised")
 
+    #: After a read that emptied the stderr pipe, the drain waits this long before the next
+    #: one (issue 34): the real app-server writes ~6 warning lines per turn, one by one, and
+    #: each used to wake this process mid-turn (a scheduler pass, the redaction) while the
+    #: app-server on the same cores worked on the turn. Batched, they cost one or two wake-ups.
+    #: Nothing is lost and the child never stalls on it: a read that fills the buffer (a chatty
+    #: child) is followed by the next at once, the pipe holds 64 KiB meanwhile, and the end of
+    #: the connection (stdout EOF, a failed reader) ends the pause at once, so the stderr tail
+    #: of an exit is complete without waiting.
+    STDERR_BATCH_SECONDS = 0.025
+
     async def _stderr_drain(self) -> None:
         stream = self.transport.stderr_stream
         assert stream is not None
         buf = LineBuffer(max_line=64 * 1024)
+        receive = ChunkReader(stream, _STDERR_CHUNK).receive
         try:
             while True:
-                data = await stream.receive_some(65536)
+                data = await receive()
                 if not data:
                     break
                 for line in buf.feed(data):
                     self._on_stderr_line_guarded(line)
+                if len(data) < _STDERR_CHUNK and not self._stderr_hurry:
+                    with trio.CancelScope() as self._stderr_pause:
+                        await trio.sleep(self.STDERR_BATCH_SECONDS)
+                    self._stderr_pause = None
             for line in buf.close():
                 self._on_stderr_line_guarded(line)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         finally:
             self._stderr_done.set()
+
+    def _hurry_stderr(self) -> None:
+        """The connection is ending: the drain stops batching (see ``STDERR_BATCH_SECONDS``)."""
+        self._stderr_hurry = True
+        if self._stderr_pause is not None:
+            self._stderr_pause.cancel()
 
     def _on_stderr_line_guarded(self, line: bytes | OversizedLine) -> None:
         try:
@@ -604,6 +632,7 @@ class Connection:
                 status = await self.transport.wait_exit()
             if cs.cancelled_caught:
                 status = await self.transport.aclose()
+            self._hurry_stderr()
             with trio.move_on_after(1.0):
                 await self._stderr_done.wait()
         self.exit_status = status
@@ -862,6 +891,7 @@ class Connection:
         with trio.CancelScope(shield=True):
             if not self.closed.is_set() and self._final is None:
                 self._closing = True
+            self._hurry_stderr()
             status = await self.transport.aclose()
             with trio.move_on_after(self._exit_wait + 2):
                 await self.closed.wait()

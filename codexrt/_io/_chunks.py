@@ -1,0 +1,73 @@
+"""Reading a pipe with one scheduler pass per chunk (issue 34).
+
+``trio``'s ``FdStream.receive_some`` starts every call with a checkpoint (a full pass of the
+scheduler, with an ``epoll`` poll) and only then tries ``os.read``; when nothing is there yet,
+it parks in ``wait_readable`` and reads again. A reader that handles one line and calls
+``receive_some`` again therefore pays, per line, two task steps (the checkpoint, then the park)
+and two reads (one of them ``EAGAIN``). An app-server turn is ~16 stdout lines and ~6 stderr
+lines that each arrive on their own, so that doubled every wake-up of the connection's reader
+and stderr drain — CPU the app-server, on the same cores, then waited for.
+
+:class:`ChunkReader` has exactly one schedule point per call: after a read that left the pipe
+empty (it returned less than asked) the next call waits for the pipe first, then reads once;
+after a full read it checkpoints and reads, so a reader that always finds data (a delta flood)
+still yields once per chunk, as before, and a cancelled reader still stops at its next call.
+Streams that are not a trio ``FdStream`` (in-memory peers, sockets) are read with their own
+``receive_some``.
+
+A closed stream raises ``ClosedResourceError`` (``aclose`` wakes a parked reader through
+``notify_closing``), a failed read ``BrokenResourceError`` — the errors ``receive_some`` raises.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+
+import trio
+
+__all__ = ["ChunkReader"]
+
+
+class ChunkReader:
+    """``await reader.receive()`` → the next chunk of ``stream`` (at most ``max_bytes``), ``b""``
+    at EOF. One task reads at a time (the owner's reader task)."""
+
+    __slots__ = ("_stream", "_fd_stream", "_max", "_drained")
+
+    def __init__(self, stream: trio.abc.ReceiveStream, max_bytes: int = 65536) -> None:
+        self._stream = stream
+        self._fd_stream = stream if isinstance(stream, trio.lowlevel.FdStream) else None
+        self._max = max_bytes
+        self._drained = False  # the last read left the pipe empty (it returned less than asked)
+
+    async def receive(self) -> bytes:
+        fd_stream = self._fd_stream
+        if fd_stream is None:
+            return await self._stream.receive_some(self._max)
+        if self._drained:
+            # The pipe was empty a moment ago: wait for it first (the wait is this call's
+            # schedule point) instead of a read that would most likely fail with EAGAIN.
+            await trio.lowlevel.wait_readable(self._fd(fd_stream))
+        else:
+            await trio.lowlevel.checkpoint()  # data may be waiting (a flood): still yield once per chunk
+        while True:
+            fd = self._fd(fd_stream)
+            try:
+                data = os.read(fd, self._max)
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(fd)
+                continue
+            except OSError as exc:
+                if exc.errno == errno.EBADF:
+                    raise trio.ClosedResourceError("file was already closed") from None
+                raise trio.BrokenResourceError from exc
+            self._drained = len(data) < self._max
+            return data
+
+    @staticmethod
+    def _fd(fd_stream: trio.lowlevel.FdStream) -> int:
+        fd = fd_stream.fileno()
+        if fd < 0:
+            raise trio.ClosedResourceError("file was already closed")
+        return fd

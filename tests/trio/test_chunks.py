@@ -1,0 +1,120 @@
+"""ChunkReader (issue 34): one schedule point per chunk read from a pipe, the errors trio's
+``receive_some`` raises, and fairness when the pipe always has data. No timing: the reader's
+task steps are counted with a Trio instrument."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import trio
+import trio.testing
+
+from codexrt._io._chunks import ChunkReader
+
+
+class StepCounter(trio.abc.Instrument):
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.steps = 0
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        if task.name.endswith(self.name):
+            self.steps += 1
+
+
+def _pipe() -> tuple[trio.lowlevel.FdStream, int]:
+    r, w = os.pipe()
+    return trio.lowlevel.FdStream(r), w
+
+
+async def test_a_line_that_arrives_alone_costs_the_reader_one_step() -> None:
+    """A line written while the reader waits wakes it once; trio's own ``receive_some``
+    would take two steps per line (its leading checkpoint, then the park)."""
+    stream, w = _pipe()
+    counter = StepCounter("read_lines")
+    trio.lowlevel.add_instrument(counter)
+    got: list[bytes] = []
+
+    async def read_lines() -> None:
+        reader = ChunkReader(stream)
+        while data := await reader.receive():
+            got.append(data)
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(read_lines)
+            await trio.testing.wait_all_tasks_blocked()
+            before = counter.steps
+            for i in range(20):
+                os.write(w, b"line %d\n" % i)
+                await trio.testing.wait_all_tasks_blocked()
+            per_line = (counter.steps - before) / 20
+            os.close(w)
+    finally:
+        trio.lowlevel.remove_instrument(counter)
+        await stream.aclose()
+    assert got == [b"line %d\n" % i for i in range(20)]
+    assert per_line == 1
+
+
+async def test_eof_is_empty_bytes_and_close_is_closed_resource_error() -> None:
+    stream, w = _pipe()
+    reader = ChunkReader(stream)
+    os.write(w, b"abc")
+    os.close(w)
+    assert await reader.receive() == b"abc"
+    assert await reader.receive() == b""
+
+    stream2, w2 = _pipe()
+    reader2 = ChunkReader(stream2)
+    try:
+        async with trio.open_nursery() as nursery:
+            async def close_soon() -> None:
+                await trio.testing.wait_all_tasks_blocked()
+                await stream2.aclose()  # wakes the parked reader (notify_closing)
+
+            nursery.start_soon(close_soon)
+            with pytest.raises(trio.ClosedResourceError):
+                await reader2.receive()
+        with pytest.raises(trio.ClosedResourceError):
+            await reader2.receive()  # an already closed stream
+    finally:
+        os.close(w2)
+        await stream.aclose()
+
+
+async def test_a_pipe_that_always_has_data_still_lets_others_run() -> None:
+    """Every call has a schedule point: a reader of a full pipe does not starve other tasks
+    and can be cancelled."""
+    stream, w = _pipe()
+    os.write(w, b"x" * 4000)
+    reader = ChunkReader(stream, max_bytes=10)
+    others = 0
+
+    async def other() -> None:
+        nonlocal others
+        while True:
+            others += 1
+            await trio.lowlevel.checkpoint()
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(other)
+            for _ in range(100):
+                assert await reader.receive() == b"x" * 10
+            nursery.cancel_scope.cancel()
+        assert others >= 50
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await reader.receive()  # data waiting, but the call's checkpoint sees the cancel
+        assert scope.cancelled_caught
+    finally:
+        os.close(w)
+        await stream.aclose()
+
+
+async def test_other_streams_use_their_receive_some() -> None:
+    send, receive = trio.testing.memory_stream_one_way_pair()
+    await send.send_all(b"hello")
+    assert await ChunkReader(receive).receive() == b"hello"
