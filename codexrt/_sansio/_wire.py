@@ -425,7 +425,11 @@ def _merge_decoded(ds: list[_DeltaLine]) -> list[Notification]:
     m0, t0, u0, i0 = d0.method, p0.threadId, p0.turnId, p0.itemId
     if len(ds) == 1:
         return [Notification(m0, _NO_PARAMS, d0.emittedAtMs, p0)]
-    if all(d.method == m0 and (p := d.params).itemId == i0 and p.turnId == u0 and p.threadId == t0 for d in ds):
+    for d in ds:  # one run? (a plain loop: a third cheaper than all() over a generator, issue 34)
+        p = d.params
+        if d.method != m0 or p.itemId != i0 or p.turnId != u0 or p.threadId != t0:
+            break
+    else:
         merged = DeltaParams(t0, u0, i0, "".join([d.params.delta for d in ds]))
         return [Notification(m0, _NO_PARAMS, d0.emittedAtMs, merged, len(ds))]
     out: list[Notification] = []
