@@ -18,6 +18,7 @@ from typing import Any
 
 import trio
 
+from codexrt._io._chunks import ChunkReader
 from codexrt._sansio._framing import Frame, LineBuffer
 
 __all__ = ["LineWriter", "read_frames"]
@@ -30,9 +31,10 @@ _GONE = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 async def read_frames(receive: trio.abc.ReceiveStream, max_line: int) -> AsyncIterator[Frame]:
     """Every line of ``receive`` until EOF (a read error counts as EOF)."""
     buf = LineBuffer(max_line)
+    read = ChunkReader(receive).receive  # one scheduler pass per chunk of a pipe (issue 34)
     while True:
         try:
-            data = await receive.receive_some(65536)
+            data = await read()
         except _GONE as exc:
             log.warning("stdin failed (%s); treating it as EOF", exc)
             data = b""
