@@ -423,7 +423,9 @@ def main(argv: list[str] | None = None) -> int:
                       f"{x['overhead_p50_ms']:+.1f} ms p50; {x['ratio_p95']:.2f}× p95; {x['ratio_p99']:.2f}× p99",
                       target, f"{'final text exact in every turn' if r['text_ok'] else 'MISMATCH (a final text differs)'}; "
                       f"alternated {'turn by turn' if kind == 'one' else 'in blocks of 2 turns per channel'}; "
-                      f"loopback mock model")
+                      f"loopback mock model" + (f"; client CPU per turn {x['cpu_ms_per_turn']:.2f} ms "
+                                                f"(raw client {raw['cpu_ms_per_turn']:.2f} ms)"
+                                                if "cpu_ms_per_turn" in x else ""))
     print(f"\nmachine: {machine()}\n")
     print(t.render())
     if ns.json:

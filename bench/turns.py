@@ -19,6 +19,12 @@ checked against the mock's reply (a turn that lost its text fails the row).
 
 The raw client is stdlib only (``subprocess`` + ``json``): write a request line, read lines
 until its answer (``bufsize=65536``). The serve host uses the same ``json`` module.
+
+The one-channel row also reports each side's client CPU per counted turn (issue 34): process
+time around the raw client's and the library's turns (both run in this process, one after the
+other), and ``codexrt serve``'s own CPU (``/proc/PID/stat``, summed over the turns). On two
+shared cores that CPU competes with the app-server and the mock model for the turn, so it is
+the part of the overhead that a busy machine turns into wall time.
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
+
+from time import process_time
 
 from bench._common import ROOT, emit, env_with_root, now
 
@@ -77,6 +85,14 @@ class Setup:
     def close(self) -> None:
         _end(self.mock, 10)  # the mock stops on stdin EOF
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _proc_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of another process so far (``/proc/PID/stat``; clock ticks, so
+    only a sum over many turns means something)."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _end(proc: subprocess.Popen[bytes], timeout: float) -> None:
@@ -220,14 +236,17 @@ class Tally:
     def __init__(self) -> None:
         self.ms: dict[str, list[float]] = {"raw": [], "lib": [], "serve": []}
         self.bad: dict[str, int] = {"raw": 0, "lib": 0, "serve": 0}
+        self.cpu: dict[str, float] = {"raw": 0.0, "lib": 0.0, "serve": 0.0}  # client CPU s, counted turns
 
-    def add(self, side: str, seconds: float, text: str, counted: bool) -> None:
+    def add(self, side: str, seconds: float, text: str, counted: bool, cpu: float | None = None) -> None:
         from codexrt.loopback._model import DEFAULT_TEXT
 
         if text != DEFAULT_TEXT:
             self.bad[side] += 1
         if counted:
             self.ms[side].append(seconds * 1000)
+            if cpu is not None:
+                self.cpu[side] += cpu
 
     def result(self) -> dict[str, Any]:
         out: dict[str, Any] = {side: _stats(v) for side, v in self.ms.items()}
@@ -237,6 +256,9 @@ class Tally:
             out[side]["ratio_p50"] = out[side]["p50_ms"] / raw["p50_ms"]
             out[side]["ratio_p95"] = out[side]["p95_ms"] / raw["p95_ms"]
             out[side]["ratio_p99"] = out[side]["p99_ms"] / raw["p99_ms"]
+        if any(self.cpu.values()):
+            for side, v in self.ms.items():
+                out[side]["cpu_ms_per_turn"] = self.cpu[side] * 1000 / max(1, len(v))
         out["text_ok"] = not any(self.bad.values())
         out["bad_texts"] = self.bad
         return out
@@ -260,18 +282,22 @@ def one(turns: int) -> dict[str, Any]:
                 for i in range(total):
                     new = i % THREAD_EVERY == 0
                     text = f"turn {i}"
+                    c0 = process_time()
                     secs, final = raw.turn(text, new)
-                    tally.add("raw", secs, final, not new)
+                    tally.add("raw", secs, final, not new, process_time() - c0)
+                    c0 = process_time()
                     t0 = now()
                     op = rt.send(text, thread_id=None if new else tid)
                     async for _ev in op.events():
                         pass
                     res = await op.wait()
-                    tally.add("lib", now() - t0, res.final_text or "", not new and res.status == "completed")
+                    tally.add("lib", now() - t0, res.final_text or "", not new and res.status == "completed",
+                              process_time() - c0)
                     tid = res.thread_id
+                    c0 = _proc_cpu_s(serve.proc.pid)
                     serve.send("c", text, new)
                     _c, secs, final = serve.reply()
-                    tally.add("serve", secs, final, not new)
+                    tally.add("serve", secs, final, not new, _proc_cpu_s(serve.proc.pid) - c0)
 
         trio.run(main)
     finally:
