@@ -199,3 +199,16 @@ def schema_problem(instance: Any, ref: str) -> str | None:
     if error is None:
         return None
     return f"{error.json_path}: {error.message}"
+
+
+class StepCounter(trio.abc.Instrument):
+    """Counts the steps of the tasks whose name ends with ``name`` (add it with
+    ``trio.lowlevel.add_instrument``): how many scheduler passes some work costs, without timing."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.steps = 0
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        if task.name.endswith(self.name):
+            self.steps += 1

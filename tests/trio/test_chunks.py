@@ -10,17 +10,9 @@ import pytest
 import trio
 import trio.testing
 
+from tests._support import StepCounter
 from codexrt._io._chunks import ChunkReader
 
-
-class StepCounter(trio.abc.Instrument):
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.steps = 0
-
-    def before_task_step(self, task: trio.lowlevel.Task) -> None:
-        if task.name.endswith(self.name):
-            self.steps += 1
 
 
 def _pipe() -> tuple[trio.lowlevel.FdStream, int]:

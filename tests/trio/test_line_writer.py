@@ -12,6 +12,7 @@ import os
 import trio
 import trio.testing
 
+from tests._support import StepCounter
 from codexrt._io._lines import LineWriter
 
 
@@ -36,15 +37,6 @@ def _read_all(fd: int) -> bytes:
             return out
         out += chunk
 
-
-class StepCounter(trio.abc.Instrument):
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.steps = 0
-
-    def before_task_step(self, task: trio.lowlevel.Task) -> None:
-        if task.name.endswith(self.name):
-            self.steps += 1
 
 
 async def test_a_line_costs_one_scheduler_pass_when_nobody_else_writes() -> None:
