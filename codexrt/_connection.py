@@ -506,10 +506,11 @@ class Connection:
     #: one (issue 34): the real app-server writes ~6 warning lines per turn, one by one, and
     #: each used to wake this process mid-turn (a scheduler pass, the redaction) while the
     #: app-server on the same cores worked on the turn. Batched, they cost one or two wake-ups.
-    #: Nothing is lost and the child never stalls on it: a read that fills the buffer (a chatty
-    #: child) is followed by the next at once, the pipe holds 64 KiB meanwhile, and the end of
-    #: the connection (stdout EOF, a failed reader) ends the pause at once, so the stderr tail
-    #: of an exit is complete without waiting.
+    #: Nothing is lost: a read that fills the buffer (a chatty child) is followed by the next at
+    #: once, the pipe holds 64 KiB meanwhile, and the end of the connection (stdout EOF, a failed
+    #: reader, ``aclose``) ends the pause at once, so the stderr tail of an exit is complete
+    #: without waiting. Until the handshake is done there is no pause (a startup failure or a
+    #: handshake timeout reports the tail as it is).
     STDERR_BATCH_SECONDS = 0.025
 
     async def _stderr_drain(self) -> None:
@@ -524,7 +525,7 @@ class Connection:
                     break
                 for line in buf.feed(data):
                     self._on_stderr_line_guarded(line)
-                if len(data) < _STDERR_CHUNK and not self._stderr_hurry:
+                if len(data) < _STDERR_CHUNK and not self._stderr_hurry and self.ready:
                     with trio.CancelScope() as self._stderr_pause:
                         await trio.sleep(self.STDERR_BATCH_SECONDS)
                     self._stderr_pause = None

@@ -251,3 +251,47 @@ async def test_server_error_maps_to_rpc_error(peers):
 
 
 # -- real child processes (the stdio fake) -------------------------------------------------
+
+
+async def test_stderr_after_the_handshake_is_drained_in_batches(mock_clock):
+    """Issue 34: once the handshake is done, a quiet spell's stderr lines are read together
+    (one wake-up per ``STDERR_BATCH_SECONDS`` at most), none lost; before it, at once."""
+    import json
+
+    from codexrt._connection import Connection
+    from codexrt._io._transport import StreamTransport
+
+    to_peer, from_client = trio.testing.memory_stream_one_way_pair()
+    to_client, from_peer = trio.testing.memory_stream_one_way_pair()
+    err_in, err_out = trio.testing.memory_stream_one_way_pair()
+    transport = StreamTransport(to_peer, from_peer, err_out)
+
+    async def peer() -> None:
+        rid = json.loads((await from_client.receive_some()).split(b"\n")[0])["id"]
+        await to_client.send_all(b'{"id":%d,"result":{}}\n' % rid)
+
+    async def line(text: bytes) -> None:
+        await err_in.send_all(text + b"\n")
+        await trio.testing.wait_all_tasks_blocked()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(peer)
+        async with open_connection(transport, sink=Sink()) as conn:
+            await line(b"before 1")
+            await line(b"before 2")
+            assert conn.stderr_tail() == ["before 1", "before 2"]  # no pause before READY
+            await conn.initialize()
+            await trio.testing.wait_all_tasks_blocked()
+            await line(b"one")
+            await line(b"two")
+            await line(b"three")
+            assert conn.stderr_tail()[2:] == ["one"]  # read at once, then the drain pauses
+            mock_clock.jump(Connection.STDERR_BATCH_SECONDS)
+            await trio.testing.wait_all_tasks_blocked()
+            assert conn.stderr_tail()[2:] == ["one", "two", "three"]  # the rest in one read
+            await line(b"last")
+            await to_client.aclose()  # EOF: the end of the connection ends the pause
+            await err_in.aclose()
+            with trio.fail_after(1):
+                await conn.closed.wait()
+            assert conn.stderr_tail()[-1] == "last"
