@@ -81,7 +81,7 @@ from codexrt._sansio._wire import (
     merge_delta_read,
 )
 from codexrt._sansio._models import decode_typed_result
-from codexrt._io._chunks import ChunkReader
+from codexrt._io._chunks import ChunkReader, widen_pipe
 from codexrt._io._transport import ExitStatus, Transport
 from codexrt._io._util import unwrap_single_group
 
@@ -504,19 +504,23 @@ class Connection:
 
     #: After a read that emptied the stderr pipe, the drain waits this long before the next
     #: one (issue 34): the real app-server writes ~6 warning lines per turn, one by one, and
-    #: each used to wake this process mid-turn (a scheduler pass, the redaction) while the
-    #: app-server on the same cores worked on the turn. Batched, they cost one or two wake-ups.
-    #: Nothing is lost: a read that fills the buffer (a chatty child) is followed by the next at
-    #: once, the pipe holds 64 KiB meanwhile, and the end of the connection (stdout EOF, a failed
-    #: reader, ``aclose``) ends the pause at once, so the stderr tail of an exit is complete
-    #: without waiting. Until the handshake is done there is no pause (a startup failure or a
-    #: handshake timeout reports the tail as it is).
-    STDERR_BATCH_SECONDS = 0.025
+    #: each used to wake this process mid-turn (a scheduler pass, the redaction, every cache
+    #: cold) while the app-server on the same cores worked on the turn. Batched, they cost one
+    #: or two wake-ups. Nothing is lost: the pipe is widened to :data:`STDERR_PIPE_BYTES`
+    #: where the OS allows it (Linux; 64 KiB otherwise), so a child would have to write that
+    #: much within one pause to wait on it; a read that fills the buffer is followed by the
+    #: next at once; and the end of the connection (stdout EOF, a failed reader, ``aclose``)
+    #: ends the pause at once, so the stderr tail of an exit is complete without waiting.
+    #: Until the handshake is done there is no pause (a startup failure or a handshake timeout
+    #: reports the tail as it is).
+    STDERR_BATCH_SECONDS = 0.1
+    STDERR_PIPE_BYTES = 1 << 20
 
     async def _stderr_drain(self) -> None:
         stream = self.transport.stderr_stream
         assert stream is not None
         buf = LineBuffer(max_line=64 * 1024)
+        widen_pipe(stream, self.STDERR_PIPE_BYTES)
         receive = ChunkReader(stream, _STDERR_CHUNK).receive
         try:
             while True:

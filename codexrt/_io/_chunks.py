@@ -26,7 +26,26 @@ import os
 
 import trio
 
-__all__ = ["ChunkReader"]
+__all__ = ["ChunkReader", "widen_pipe"]
+
+
+def widen_pipe(stream: trio.abc.ReceiveStream, size: int) -> int | None:
+    """Ask the kernel for a pipe buffer of ``size`` bytes behind ``stream`` (Linux
+    ``F_SETPIPE_SZ``; capped by ``/proc/sys/fs/pipe-max-size``, 1 MiB by default, and taken
+    page by page only as the writer fills it). Returns the size now in effect, or None where
+    that cannot be asked (not a pipe, another OS, refused): best effort, never raises."""
+    if not isinstance(stream, trio.lowlevel.FdStream):
+        return None
+    try:
+        import fcntl
+
+        set_size = getattr(fcntl, "F_SETPIPE_SZ", None)
+        fd = stream.fileno()
+        if set_size is None or fd < 0:
+            return None
+        return int(fcntl.fcntl(fd, set_size, size))
+    except OSError:
+        return None
 
 
 class ChunkReader:

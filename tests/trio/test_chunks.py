@@ -110,3 +110,25 @@ async def test_other_streams_use_their_receive_some() -> None:
     send, receive = trio.testing.memory_stream_one_way_pair()
     await send.send_all(b"hello")
     assert await ChunkReader(receive).receive() == b"hello"
+
+
+async def test_widen_pipe_is_best_effort() -> None:
+    """Linux grows the pipe (up to pipe-max-size); elsewhere, or for a stream that is not a
+    pipe, nothing happens and None says so."""
+    import sys
+
+    from codexrt._io._chunks import widen_pipe
+
+    stream, w = _pipe()
+    try:
+        got = widen_pipe(stream, 1 << 20)
+        if sys.platform == "linux":
+            assert got is not None and got >= 65536
+        else:
+            assert got is None
+    finally:
+        os.close(w)
+        await stream.aclose()
+    assert widen_pipe(stream, 1 << 20) is None  # closed
+    _send, receive = trio.testing.memory_stream_one_way_pair()
+    assert widen_pipe(receive, 1 << 20) is None
