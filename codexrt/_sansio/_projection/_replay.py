@@ -202,6 +202,64 @@ class _Resolution:
     repl: dict[str, list[Any]]
     updates: dict[str, list[_Update]]
     after: dict[str, list[Any]] = attrs.Factory(dict)  # records shown right after an entry
+    earlier: _EarlierCells = attrs.Factory(lambda: _EarlierCells())
+
+
+_NEVER = float("-inf")
+_UNKNOWN_END = float("inf")  # a script whose end is not known may have started anything until now
+
+
+@attrs.define
+class _EarlierCells:
+    """What the cells before the one being attributed could have left running, per turn, as
+    the latest script end (ms; ``inf`` when unknown) of a cell that could have started a
+    command: one that could run anything, by command, and by (command, process id) for a
+    replaced cell's open record with a process id. :meth:`ReplayEngine._earlier_could_own`
+    asks it first, so a turn of N cells costs O(N), not O(N²) (issue 32 review; the
+    ``wrappers`` bench row); it only walks the cells again to name the one in doubt."""
+
+    _seen: int = 0  # how many cells of ``ordered`` are in the index
+    _anything: dict[str, float] = attrs.Factory(dict)
+    _by_cmd: dict[tuple[str, str], float] = attrs.Factory(dict)
+    _by_pid: dict[tuple[str, str, Any], float] = attrs.Factory(dict)
+
+    def catch_up(self, ordered: Sequence[_Wrapper], before_line: int, res: _Resolution) -> None:
+        """Index every cell of ``ordered`` (file order) whose call precedes ``before_line``;
+        each is attributed by then (``resolve`` goes in the same order)."""
+        while self._seen < len(ordered) and ordered[self._seen].call_line < before_line:
+            o = ordered[self._seen]
+            self._seen += 1
+            ended = _script_end_ms(o.output)
+            end = _UNKNOWN_END if ended is None else ended
+            done = res.attributions.get(o.key)
+            if done is not None and done.replace:
+                for ro in done.records:
+                    if ro.call_id is None and ro.command is not None:
+                        if ro.process_id is None:
+                            _raise(self._by_cmd, (o.turn_id, ro.command), end)
+                        else:
+                            _raise(self._by_pid, (o.turn_id, ro.command, ro.process_id), end)
+                continue
+            call = WrapperCall.from_response_items(o.call, o.output) if o.output is not None else None
+            cmds = static_commands(call) if call is not None else None
+            if cmds is None:
+                _raise(self._anything, o.turn_id, end)
+            else:
+                for c in cmds:
+                    _raise(self._by_cmd, (o.turn_id, c), end)
+
+    def may_own(self, turn_id: str, command: str, process_id: Any, started: float) -> bool:
+        """Whether an earlier cell of ``turn_id`` could have started ``command`` (run by
+        ``process_id``, if known) at ``started`` or later; ``-inf`` when the start is unknown,
+        so that any such cell could."""
+        ends = [self._anything.get(turn_id), self._by_cmd.get((turn_id, command))]
+        if process_id is not None:
+            ends.append(self._by_pid.get((turn_id, command, process_id)))
+        return any(end is not None and end >= started for end in ends)
+
+
+def _raise(table: dict[Any, float], key: Any, end: float) -> None:
+    table[key] = max(table.get(key, end), end)
 
 
 @attrs.define
@@ -418,6 +476,13 @@ class WrapperReplay:
                     started[cid] = ms
         by_text = [r for r in a.records if r.call_id is not None and r.command is not None
                    and not any(e.startswith("process_id:") for e in r.evidence)]
+        res.earlier.catch_up(wrappers, w.call_line, res)
+        def since(r: ToolRecord) -> float:  # an unknown start (no stamp) could follow any cell
+            ms = started.get(r.call_id or "", -1)
+            return ms if ms >= 0 else _NEVER
+
+        if not any(res.earlier.may_own(w.turn_id, r.command or "", r.process_id, since(r)) for r in by_text):
+            return None  # no earlier cell could: the walk below, which names the cell, would find none
         for o in wrappers:
             if not by_text or o.call_line >= w.call_line:
                 break
