@@ -415,7 +415,7 @@ def read_thread_pairs(config: Any, tid: str, raw_read: Callable[[], tuple[int, i
     return out
 
 
-def _wrapper_rollout(path: Path, n: int) -> None:
+def _wrapper_rollout(path: Path, n: int, kept: bool = False) -> None:
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
@@ -425,6 +425,12 @@ def _wrapper_rollout(path: Path, n: int) -> None:
     spec.loader.exec_module(mod)
     r = mod.Rollout("0190ffff-0000-7000-8000-000000000001").start("t1").user("many cells")
     for k in range(n):
+        if kept:  # a loop over a variable: how many calls ran is not in the source, so each cell stays whole
+            r.wrapper(f"w{k}", 'const cmds = ["echo a"];\nfor (const c of cmds) { await tools.exec_command({cmd: c}); }\n'
+                               'text("ran");')
+            r.item_cmd(f"exec-{k}", "echo a", output="a\n", code=0, pid=5000 + k)
+            r.wrapper_out(f"w{k}", ["ran"])
+            continue
         r.call(f"c{k}", "exec_command", {"cmd": f"job {k}"}).out(f"c{k}", mod.unified("", pid=1000 + k))
         r.wrapper(f"w{k}", 'const r = await Promise.all([tools.exec_command({cmd: "echo a"}), '
                            'tools.write_stdin({session_id: %d, chars: ""})]);\n'
@@ -436,7 +442,9 @@ def _wrapper_rollout(path: Path, n: int) -> None:
     path.write_text(r.end().text())
 
 
-def wrappers(n: int) -> dict[str, Any]:
+def wrappers(n: int, kept: bool = False) -> dict[str, Any]:
+    """N and 4N cells in one turn: each replaced (``kept`` False: the cell polls a direct
+    command) or each kept whole (a loop over a variable) beside its command's item."""
     from codexrt._features._history import load_rollout_transcript
 
     tmp = Path(tempfile.mkdtemp(prefix="codexrt-wrappers-"))
@@ -447,7 +455,7 @@ def wrappers(n: int) -> dict[str, Any]:
         load_rollout_transcript(warm).records()  # imports, regex and attrs caches: not the row's
         for label, size in (("small", n), ("large", 4 * n)):
             path = tmp / f"{label}.jsonl"
-            _wrapper_rollout(path, size)
+            _wrapper_rollout(path, size, kept)
             t0 = now()
             tr = load_rollout_transcript(path)
             recs = tr.records()
@@ -457,6 +465,7 @@ def wrappers(n: int) -> dict[str, Any]:
                           "replaced": replaced, "records": len(recs)}
         out["ratio"] = out["large"]["per_wrapper_ms"] / out["small"]["per_wrapper_ms"]
         out["all_replaced"] = all(out[k]["replaced"] == out[k]["wrappers"] for k in ("small", "large"))
+        out["all_kept"] = all(out[k]["replaced"] == 0 for k in ("small", "large"))
         return out
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -521,6 +530,7 @@ def _pair_arg(a: str) -> tuple[int, int]:
 
 WORKERS = {"legacy": lambda a: legacy(*_pair_arg(a)), "legacy_lib": legacy_lib, "legacy_raw": legacy_raw,
            "count": lambda a: count(*_pair_arg(a)), "wrappers": lambda a: wrappers(int(a)),
+           "kept": lambda a: wrappers(int(a), kept=True),
            "pages": lambda a: pages(*_pair_arg(a)), "read_thread": lambda a: read_thread(*_pair_arg(a)),
            "listing": lambda a: listing(int(a))}
 

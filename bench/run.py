@@ -233,6 +233,14 @@ def main(argv: list[str] | None = None) -> int:
               f"{w['small']['per_wrapper_ms']:.2f} ms per wrapper at {w['small']['wrappers']:,}",
               f"{w['ratio']:.2f}× per wrapper", "≤ 1.5× (linear)",
               f"every wrapper replaced: {w['all_replaced']}; each polls a direct command")
+        w = worker("bench.history", "kept", "200" if ns.quick else "500")
+        t.raw["history_kept_cells"] = w
+        t.add(f"   legacy kept cells, {w['small']['wrappers']:,} vs {w['large']['wrappers']:,} in one turn",
+              f"{w['large']['per_wrapper_ms']:.2f} ms per cell at {w['large']['wrappers']:,}",
+              f"{w['small']['per_wrapper_ms']:.2f} ms per cell at {w['small']['wrappers']:,}",
+              f"{w['ratio']:.2f}× per cell", "≤ 1.5× (linear)",
+              f"{'every cell kept whole' if w['all_kept'] else 'MISMATCH (a cell was replaced)'}; "
+              "each beside its command's item, another cell's command of the same text")
         li = worker("bench.history", "listing", "1250" if ns.quick else "5000")
         t.raw["history_listing"] = li
         t.add(f"   legacy thread list (50 rows), {li['small']['files']:,} vs {li['large']['files']:,} rollouts",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -135,10 +135,21 @@ class _ReceiptIndex:
         self.lines = [line for line, _, _ in log]
         self.by_id: dict[str, list[int]] = {}
         self.by_pid: dict[str, list[int]] = {}
-        for i, (_, _, r) in enumerate(log):
+        self.by_turn: dict[str, tuple[list[int], list[int]]] = {}  # turn -> (positions, their lines)
+        for i, (line, turn, r) in enumerate(log):
             self.by_id.setdefault(r.call_id, []).append(i)
             if r.process_id is not None:
                 self.by_pid.setdefault(r.process_id, []).append(i)
+            at, lines = self.by_turn.setdefault(turn, ([], []))
+            at.append(i)
+            lines.append(line)
+
+    def of_turn_after(self, turn: str, line: int) -> list[int]:
+        """Positions of ``turn``'s receipts written after ``line``, in log order."""
+        if turn not in self.by_turn:
+            return []
+        at, lines = self.by_turn[turn]
+        return at[bisect.bisect_right(lines, line):]
 
 
 class _Starts:
@@ -222,6 +233,35 @@ class _EarlierCells:
     _anything: dict[str, float] = attrs.Factory(dict)
     _by_cmd: dict[tuple[str, str], float] = attrs.Factory(dict)
     _by_pid: dict[tuple[str, str, Any], float] = attrs.Factory(dict)
+    # for _turn_orphans: each cell's static commands (parsed once), and per turn how many cells
+    # could run anything / run a command — all of them, and those replaced so far
+    _cmds: dict[str, frozenset[str] | None] = attrs.Factory(dict)
+    _totals: dict[Any, int] | None = None
+    _replaced: dict[Any, int] = attrs.Factory(dict)
+    _replaced_cells: list[_Wrapper] = attrs.Factory(list)  # in order; counted into _replaced on demand
+    _replaced_counted: int = 0
+
+    def commands(self, o: _Wrapper) -> frozenset[str] | None:
+        """``o``'s static commands (None: it could run anything), parsed once per resolve."""
+        if o.key not in self._cmds:
+            call = WrapperCall.from_response_items(o.call, o.output) if o.output is not None else None
+            self._cmds[o.key] = static_commands(call) if call is not None else None
+        return self._cmds[o.key]
+
+    def others_could_run(self, ordered: Sequence[_Wrapper], w: _Wrapper, command: str | None) -> bool:
+        """Whether a cell of ``w``'s turn other than ``w`` and not replaced could run anything
+        (``command`` None) or run ``command``: counts, so a turn of N cells costs O(N)."""
+        if self._totals is None:
+            self._totals = {}
+            for o in ordered:
+                _count(self._totals, o.turn_id, self.commands(o), 1)
+        for o in self._replaced_cells[self._replaced_counted:]:  # parsed only when a kept cell asks
+            _count(self._replaced, o.turn_id, self.commands(o), 1)
+        self._replaced_counted = len(self._replaced_cells)
+        key = (w.turn_id, command) if command is not None else w.turn_id
+        mine = self.commands(w)
+        own = (mine is None) if command is None else (mine is not None and command in mine)
+        return self._totals.get(key, 0) - self._replaced.get(key, 0) - own > 0
 
     def catch_up(self, ordered: Sequence[_Wrapper], before_line: int, res: _Resolution) -> None:
         """Index every cell of ``ordered`` (file order) whose call precedes ``before_line``;
@@ -233,6 +273,7 @@ class _EarlierCells:
             end = _UNKNOWN_END if ended is None else ended
             done = res.attributions.get(o.key)
             if done is not None and done.replace:
+                self._replaced_cells.append(o)
                 for ro in done.records:
                     if ro.call_id is None and ro.command is not None:
                         if ro.process_id is None:
@@ -240,8 +281,7 @@ class _EarlierCells:
                         else:
                             _raise(self._by_pid, (o.turn_id, ro.command, ro.process_id), end)
                 continue
-            call = WrapperCall.from_response_items(o.call, o.output) if o.output is not None else None
-            cmds = static_commands(call) if call is not None else None
+            cmds = self.commands(o)
             if cmds is None:
                 _raise(self._anything, o.turn_id, end)
             else:
@@ -256,6 +296,12 @@ class _EarlierCells:
         if process_id is not None:
             ends.append(self._by_pid.get((turn_id, command, process_id)))
         return any(end is not None and end >= started for end in ends)
+
+
+def _count(table: dict[Any, int], turn: str, cmds: frozenset[str] | None, n: int) -> None:
+    keys: Iterable[Any] = (turn,) if cmds is None else ((turn, c) for c in cmds)
+    for k in keys:
+        table[k] = table.get(k, 0) + n
 
 
 def _raise(table: dict[Any, float], key: Any, end: float) -> None:
@@ -440,23 +486,16 @@ class WrapperReplay:
         anything claims everything), and no attributed cell owns it already. The engine still
         pairs them by unique command (issue 32)."""
         assert w.output_line is not None
-        mates = [o for o in wrappers if o is not w and o.turn_id == w.turn_id
-                 and not (o.key in res.attributions and res.attributions[o.key].replace)]
-        theirs: list[frozenset[str] | None] = []
-        for o in mates:
-            call = WrapperCall.from_response_items(o.call, o.output) if o.output is not None else None
-            theirs.append(static_commands(call) if call is not None else None)
+        res.earlier.catch_up(wrappers, w.call_line, res)
+        if res.earlier.others_could_run(wrappers, w, None):
+            return []  # a mate that could run anything claims every late receipt
         log = self._log.receipt_log
-        lo = bisect.bisect_right(ix.lines, w.output_line)
-        late = [(i, log[i][2]) for i in range(lo, len(log))
-                if log[i][1] == w.turn_id and log[i][2].call_id not in self._log.direct_ids
+        late = [log[i][2] for i in ix.of_turn_after(w.turn_id, w.output_line)
+                if log[i][2].call_id not in self._log.direct_ids
                 and log[i][2].call_id not in res.hidden and log[i][2].call_id not in owner]
-        ok = set()
-        for _, r in late:
-            cmd = receipt_command(r)
-            if cmd is not None and all(c is not None and cmd not in c for c in theirs):
-                ok.add(r.call_id)
-        return [r for _, r in late if r.call_id in ok]
+        ok = {r.call_id for r in late if (cmd := receipt_command(r)) is not None
+              and not res.earlier.others_could_run(wrappers, w, cmd)}
+        return [r for r in late if r.call_id in ok]  # every receipt of an offered call
 
     def _earlier_could_own(self, w: _Wrapper, wrappers: Sequence[_Wrapper], a: Attribution,
                            res: _Resolution, ix: _ReceiptIndex) -> str | None:
