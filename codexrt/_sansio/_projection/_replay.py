@@ -378,10 +378,14 @@ class WrapperReplay:
         owner: dict[str, str] = {}  # receipt call id -> the cell whose record it is
 
         ordered = sorted(self._log.wrappers.values(), key=lambda x: x.call_line)
+        call_lines = [w.call_line for w in ordered]
+        waits_of: dict[tuple[str, str], list[_Wait]] = {}  # (turn, cell id) -> its waits, in file order
+        for x in sorted(self._log.waits.values(), key=lambda x: x.line):
+            waits_of.setdefault((x.turn_id, x.cell_id), []).append(x)
         for w in ordered:
             if w.output is None or w.output_line is None:
                 continue
-            w, waits = self._waited(w, ordered)
+            w, waits = self._waited(w, ordered, call_lines, waits_of)
             out_line = w.output_line
             assert out_line is not None
             a = self._attribute_cell(w, ordered, starts, ix, res, owner)
@@ -562,18 +566,21 @@ class WrapperReplay:
                 ups.append(_Update(line, None, None, True))
         return True
 
-    def _waited(self, w: _Wrapper, wrappers: Sequence[_Wrapper]) -> tuple[_Wrapper, list[str]]:
+    @staticmethod
+    def _waited(w: _Wrapper, wrappers: Sequence[_Wrapper], call_lines: Sequence[int],
+                waits_of: Mapping[tuple[str, str], Sequence[_Wait]]) -> tuple[_Wrapper, list[str]]:
         """A cell that yielded (``Script running with cell ID N``) ends in the output of the
         ``wait`` calls for cell N that follow it in its turn: the wrapper as if that output
         were its own, and those waits' keys. Unchanged when no wait finished it, or when another
-        cell started in between (its receipts could not be told apart)."""
+        cell started in between (its receipts could not be told apart). ``wrappers`` are in file
+        order (``call_lines`` theirs), ``waits_of`` each yielded cell's waits in file order."""
         cell = _running_cell(w.output)
-        if cell is None or not self._log.waits:
+        if cell is None or (w.turn_id, cell) not in waits_of:
             return w, []
         assert w.output_line is not None
         chain: list[_Wait] = []
-        for x in sorted(self._log.waits.values(), key=lambda x: x.line):
-            if x.line < w.output_line or x.cell_id != cell or x.turn_id != w.turn_id:
+        for x in waits_of[(w.turn_id, cell)]:
+            if x.line < w.output_line:
                 continue
             if x.output is None or x.output_line is None:
                 return w, []
@@ -584,8 +591,12 @@ class WrapperReplay:
             return w, []
         end = chain[-1].output_line
         assert end is not None
-        if any(o is not w and w.call_line < o.call_line < end and o.turn_id == w.turn_id for o in wrappers):
-            return w, []
+        for i in range(bisect.bisect_right(call_lines, w.call_line), len(wrappers)):  # cells started before the end
+            o = wrappers[i]
+            if o.call_line >= end:
+                break
+            if o is not w and o.turn_id == w.turn_id:
+                return w, []
         return attrs.evolve(w, output=chain[-1].output, output_line=end), [x.key for x in chain]
 
     @staticmethod
