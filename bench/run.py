@@ -226,21 +226,19 @@ def main(argv: list[str] | None = None) -> int:
               f"peak RSS {r['baseline_rss_mb']:.0f} MB", f"{r['ratio']:.2f}×", "≥ 0.8× raw, RSS bounded",
               f"{'records == raw lines' if r['records_match'] else 'MISMATCH (records != raw lines)'}; "
               f"median of {pairs} alternated pairs")
-        w = worker("bench.history", "wrappers", "200" if ns.quick else "500")
-        t.raw["history_wrappers"] = w
-        t.add(f"   legacy wrapper replay, {w['small']['wrappers']:,} vs {w['large']['wrappers']:,} code-mode wrappers",
-              f"{w['large']['per_wrapper_ms']:.2f} ms per wrapper at {w['large']['wrappers']:,}",
-              f"{w['small']['per_wrapper_ms']:.2f} ms per wrapper at {w['small']['wrappers']:,}",
-              f"{w['ratio']:.2f}× per wrapper", "≤ 1.5× (linear)",
-              f"every wrapper replaced: {w['all_replaced']}; each polls a direct command")
-        w = worker("bench.history", "kept", "200" if ns.quick else "500")
-        t.raw["history_kept_cells"] = w
-        t.add(f"   legacy kept cells, {w['small']['wrappers']:,} vs {w['large']['wrappers']:,} in one turn",
-              f"{w['large']['per_wrapper_ms']:.2f} ms per cell at {w['large']['wrappers']:,}",
-              f"{w['small']['per_wrapper_ms']:.2f} ms per cell at {w['small']['wrappers']:,}",
-              f"{w['ratio']:.2f}× per cell", "≤ 1.5× (linear)",
-              f"{'every cell kept whole' if w['all_kept'] else 'MISMATCH (a cell was replaced)'}; "
-              "each beside its command's item, another cell's command of the same text")
+        # one turn of N and 4N code-mode cells, each replaced by its commands / each kept whole
+        for mode, key, what, done, right in (
+                ("wrappers", "history_wrappers", "code-mode wrappers", "all_replaced",
+                 "every wrapper replaced; each polls a direct command"),
+                ("kept", "history_kept_cells", "kept cells in one turn", "all_kept",
+                 "every cell kept whole; each beside its command's item, another cell's command of the same text")):
+            w = worker("bench.history", mode, "200" if ns.quick else "500")
+            t.raw[key] = w
+            t.add(f"   legacy {what}, {w['small']['wrappers']:,} vs {w['large']['wrappers']:,}",
+                  f"{w['large']['per_wrapper_ms']:.2f} ms per cell at {w['large']['wrappers']:,}",
+                  f"{w['small']['per_wrapper_ms']:.2f} ms per cell at {w['small']['wrappers']:,}",
+                  f"{w['ratio']:.2f}× per cell", "≤ 1.5× (linear)",
+                  right if w[done] else f"MISMATCH (not {right.split(';')[0]})")
         li = worker("bench.history", "listing", "1250" if ns.quick else "5000")
         t.raw["history_listing"] = li
         t.add(f"   legacy thread list (50 rows), {li['small']['files']:,} vs {li['large']['files']:,} rollouts",
