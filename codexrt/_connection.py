@@ -512,9 +512,12 @@ class Connection:
     #: next at once; and the end of the connection (stdout EOF, a failed reader, ``aclose``)
     #: ends the pause at once, so the stderr tail of an exit is complete without waiting.
     #: Until the handshake is done there is no pause (a startup failure or a handshake timeout
-    #: reports the tail as it is).
+    #: reports the tail as it is). 256 KiB, not the 1 MiB Linux allows: the kernel charges a
+    #: pipe's whole capacity to its user at once (``/proc/sys/fs/pipe-user-pages-soft``, 64 MiB
+    #: by default), and past that limit every new pipe of the user — the next child's stdout
+    #: among them — gets one page; 32 channels' stderr then hold 8 MiB of it, not 32.
     STDERR_BATCH_SECONDS = 0.1
-    STDERR_PIPE_BYTES = 1 << 20
+    STDERR_PIPE_BYTES = 1 << 18
 
     async def _stderr_drain(self) -> None:
         stream = self.transport.stderr_stream

@@ -31,8 +31,8 @@ __all__ = ["ChunkReader", "widen_pipe"]
 
 def widen_pipe(stream: trio.abc.ReceiveStream, size: int) -> int | None:
     """Ask the kernel for a pipe buffer of ``size`` bytes behind ``stream`` (Linux
-    ``F_SETPIPE_SZ``; capped by ``/proc/sys/fs/pipe-max-size``, 1 MiB by default, and taken
-    page by page only as the writer fills it). Returns the size now in effect, or None where
+    ``F_SETPIPE_SZ``; capped by ``/proc/sys/fs/pipe-max-size``, 1 MiB by default; the whole
+    capacity counts against the user's ``pipe-user-pages-soft`` at once). Returns the size now in effect, or None where
     that cannot be asked (not a pipe, another OS, refused): best effort, never raises."""
     if not isinstance(stream, trio.lowlevel.FdStream):
         return None
