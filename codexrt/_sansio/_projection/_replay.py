@@ -225,9 +225,11 @@ class _EarlierCells:
     """What the cells before the one being attributed could have left running, per turn, as
     the latest script end (ms; ``inf`` when unknown) of a cell that could have started a
     command: one that could run anything, by command, and by (command, process id) for a
-    replaced cell's open record with a process id. :meth:`ReplayEngine._earlier_could_own`
-    asks it first, so a turn of N cells costs O(N), not O(N²) (issue 32 review; the
-    ``wrappers`` bench row); it only walks the cells again to name the one in doubt."""
+    replaced cell's open record with a process id; and how many cells of each turn could run
+    a command (:meth:`others_could_run`). :meth:`WrapperReplay._earlier_could_own` and
+    :meth:`WrapperReplay._turn_orphans` ask it, so a turn of N cells costs O(N), not O(N²)
+    (issue 32 review; the ``wrappers`` and ``kept`` bench rows); the first walks the cells
+    again only to name the one in doubt."""
 
     _seen: int = 0  # how many cells of ``ordered`` are in the index
     _anything: dict[str, float] = attrs.Factory(dict)
