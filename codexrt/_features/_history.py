@@ -540,7 +540,9 @@ class HistoryReader:
             cache = None  # a redactor also masks process-wide values; an odd cursor is no key
         hit = cache.get(key, raw, index) if cache is not None else None
         if hit is not None and encoded and hit.records_json is not None:
-            return _with_records(raw, hit.records_json)  # the same page, masked by the same index
+            if hit.reply is None:  # the same page, masked by the same index (its text: ``raw``)
+                hit.reply = _with_records(raw, hit.records_json)
+            return hit.reply
         res = decode_json(raw) if raw else None
         if not isinstance(res, dict) or not isinstance(res.get("data"), list):
             raise RemoteProtocolError(f"{method} answered without a data list", details={"method": method})
@@ -566,7 +568,8 @@ class HistoryReader:
             except (TypeError, ValueError, OverflowError):
                 pass  # a value msgspec cannot write: the dict, which serve writes its own way
             else:
-                return _with_records(raw, hit.records_json)
+                hit.reply = _with_records(raw, hit.records_json)
+                return hit.reply
         return {**res, "source": "native", "records": records}
 
     # -- sub-agents (R-H-8) ----------------------------------------------------------------
