@@ -93,13 +93,16 @@ class _ShallowEncoder:
     scalar id nests exactly one level deeper than its result, so the line is too deep exactly
     when the result text is deeper than ``MAX_COMMAND_DEPTH - 1``; that verdict is computed by
     serve on the ``Raw``'s own bytes (immutable) the first time and reused while the object is
-    held here (at most :attr:`MAX_KEPT`, the oldest dropped first; held, so no other object
-    takes its ``id``). Every other line is checked whole, as before."""
+    held here (at most :attr:`MAX_KEPT` objects and :attr:`MAX_KEPT_BYTES` of text, the oldest
+    dropped first, a larger one not kept; held, so no other object takes its ``id``). Every
+    other line is checked whole, as before."""
 
     MAX_KEPT = 32
+    MAX_KEPT_BYTES = 4 << 20
 
     def __init__(self) -> None:
         self._verdicts: dict[int, tuple[msgspec.Raw, bool]] = {}
+        self._held_bytes = 0
 
     def __call__(self, obj: Any) -> bytes:
         result = obj.get("result") if type(obj) is dict and len(obj) == 4 and obj.get("type") == "response" else None
@@ -108,9 +111,13 @@ class _ShallowEncoder:
         kept = self._verdicts.get(id(result))
         if kept is None:
             kept = (result, json_depth_exceeds(bytes(result), MAX_COMMAND_DEPTH - 1))
-            if len(self._verdicts) >= self.MAX_KEPT:
-                del self._verdicts[next(iter(self._verdicts))]
-            self._verdicts[id(result)] = kept
+            size = len(result)
+            if size <= self.MAX_KEPT_BYTES:
+                while self._verdicts and (len(self._verdicts) >= self.MAX_KEPT
+                                          or self._held_bytes + size > self.MAX_KEPT_BYTES):
+                    self._held_bytes -= len(self._verdicts.pop(next(iter(self._verdicts)))[0])
+                self._verdicts[id(result)] = kept
+                self._held_bytes += size
         return encode_line(shallow_line(obj)) if kept[1] else encode_line(obj)
 
 

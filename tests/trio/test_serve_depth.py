@@ -73,3 +73,10 @@ def test_a_raw_result_keeps_its_depth_verdict_and_it_equals_the_whole_line_check
     for k in range(_ShallowEncoder.MAX_KEPT + 5):
         enc(response_ok(f"h{k}", msgspec.Raw(b'{"k":%d}' % k)))
     assert len(enc._verdicts) == _ShallowEncoder.MAX_KEPT
+    enc.MAX_KEPT_BYTES = 100  # a byte bound too: large replies are not held
+    big = msgspec.Raw(b'{"k":"' + b"x" * 60 + b'"}')
+    for _ in range(3):
+        enc(response_ok("b", msgspec.Raw(bytes(big))))
+    assert enc._held_bytes == sum(len(r) for r, _ in enc._verdicts.values()) <= 100
+    enc(response_ok("c", msgspec.Raw(b"[" + b"1," * 80 + b"1]")))  # over the bound alone: checked, not kept
+    assert enc._held_bytes <= 100 and len(enc._verdicts) == 1
