@@ -102,6 +102,7 @@ from codexrt._sansio._errors import (
 )
 from codexrt._io._history_files import RolloutInfo, find_rollout
 from codexrt._io._codex_home import resolve_codex_home
+from codexrt._io._privacy_store import PrivacyStore
 from codexrt._sansio._privacy import Masker, PrivacyIndex
 from codexrt._sansio._wire import decode_json
 from codexrt._sansio._projection import Projector, _norm_status
@@ -213,7 +214,9 @@ class HistoryReader:
             index = src
         else:
             try:
-                index = await trio.to_thread.run_sync(src)
+                held = src.cached_index() if isinstance(src, PrivacyStore) else None
+                index = held if held is not None else await trio.to_thread.run_sync(
+                    src.load if isinstance(src, PrivacyStore) else src)
             except Exception as exc:  # an index we cannot read must not unmask anything
                 log.warning("privacy index could not be loaded (%s); masking conservatively", type(exc).__name__)
                 index = PrivacyIndex("unavailable", problems=[f"index could not be loaded ({type(exc).__name__})"],
@@ -224,7 +227,18 @@ class HistoryReader:
         """Start :meth:`_masker` now, on the reader's nursery, and return the wait for its
         result: the index (read afresh for every read, R-PRIV-2, on a worker thread) loads
         while a request is in flight instead of after it (issue 34). Not waited for, it ends
-        on its own; an error it met is raised by the wait."""
+        on its own; an error it met is raised by the wait. A :class:`PrivacyStore` whose files
+        are still the ones its last load read answers at once, without the task and the thread
+        (:meth:`PrivacyStore.cached_index`, exact)."""
+        src = self.privacy
+        held = src.cached_index() if isinstance(src, PrivacyStore) else None
+        if held is not None:
+            masking = Masker(held), ((PRIVACY_DAMAGED_NOTICE,) if held.conservative else ())
+
+            async def ready() -> tuple[Masker | None, tuple[str, ...]]:
+                return masking
+
+            return ready
         loaded: list[tuple[Masker | None, tuple[str, ...]] | Exception] = []
         done = trio.Event()
 
@@ -526,7 +540,9 @@ class HistoryReader:
             cache = None  # a redactor also masks process-wide values; an odd cursor is no key
         hit = cache.get(key, raw, index) if cache is not None else None
         if hit is not None and encoded and hit.records_json is not None:
-            return _with_records(raw, hit.records_json)  # the same page, masked by the same index
+            if hit.reply is None:  # the same page, masked by the same index (its text: ``raw``)
+                hit.reply = _with_records(raw, hit.records_json)
+            return hit.reply
         res = decode_json(raw) if raw else None
         if not isinstance(res, dict) or not isinstance(res.get("data"), list):
             raise RemoteProtocolError(f"{method} answered without a data list", details={"method": method})
@@ -552,7 +568,8 @@ class HistoryReader:
             except (TypeError, ValueError, OverflowError):
                 pass  # a value msgspec cannot write: the dict, which serve writes its own way
             else:
-                return _with_records(raw, hit.records_json)
+                hit.reply = _with_records(raw, hit.records_json)
+                return hit.reply
         return {**res, "source": "native", "records": records}
 
     # -- sub-agents (R-H-8) ----------------------------------------------------------------
@@ -685,7 +702,7 @@ async def run_history_command(rt: Any, name: str, params: dict[str, Any], *, cou
     reader = HistoryReader(nursery, rt.ensure_started, codex_home=rt.config.codex_home,
                            inactive=rt.config.access_mode == "inactive",
                            redact=Redactor(rt.config.secrets) if rt.config.secrets else None, counter=counter,
-                           privacy=rt.privacy_index, page_cache=page_cache)
+                           privacy=rt.privacy_store(), page_cache=page_cache)
     if name == "codex.countThreadMessages":
         expected = p.get("updatedAt")
         res = await reader.count_messages(p["threadId"], expected_version=None if expected is None else str(expected))

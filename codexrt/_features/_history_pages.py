@@ -36,13 +36,16 @@ PageKey = tuple[str, str, Any, Any, Any]
 class CachedPage:
     """One answered page: the server's result text, how many native entries it holds (the
     bound counts them), the index that masked it, its JSON records and, once encoded, their
-    JSON text (``records_json``)."""
+    JSON text (``records_json``) and serve's whole reply text (``reply``)."""
 
     result: bytes
     entries: int
     index: Any
     records: list[dict[str, Any]]
     records_json: bytes | None = None
+    #: serve's reply text (the result with the records appended), once made: the same object
+    #: for every answer of this page, so serve's writer checks its depth once
+    reply: Any = None
 
 
 class PageRecordsCache:

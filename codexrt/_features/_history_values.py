@@ -12,6 +12,7 @@ from typing import Any, Union
 import attrs
 
 from codexrt._connection import Connection
+from codexrt._io._privacy_store import PrivacyStore
 from codexrt._sansio._errors import (
     CHILD_EXITED_PREFIX,
     CliUnavailable,
@@ -58,8 +59,10 @@ PRIVACY_DAMAGED_NOTICE = ("the privacy index is incomplete or damaged: results i
 
 #: Where a reader gets the privacy index (R-PRIV-2): an index, or a blocking loader such as
 #: ``Runtime.privacy_index`` / ``PrivacyStore.load`` (called in a worker thread on every
-#: transcript read, so answers recorded since the last read are covered).
-PrivacySource = Union[PrivacyIndex, Callable[[], PrivacyIndex]]
+#: transcript read, so answers recorded since the last read are covered), or a
+#: :class:`~codexrt._io._privacy_store.PrivacyStore` (its last load reused while the scope's
+#: files are the ones it read, else loaded in a worker thread: ``codexrt serve``'s pages).
+PrivacySource = Union[PrivacyIndex, PrivacyStore, Callable[[], PrivacyIndex]]
 
 _TOOL_KINDS = frozenset({"commandExecution", "fileChange", "dynamicToolCall", "mcpToolCall", "webSearch",
                          "imageView", "imageGeneration", "plan", "subAgent"})

@@ -11,7 +11,7 @@ import contextlib
 import json
 import os
 import tempfile
-from typing import Mapping
+from typing import Any, Mapping
 
 from codexrt._io._private import ensure_private_dir
 from codexrt._sansio._privacy import (
@@ -24,7 +24,11 @@ from codexrt._sansio._privacy import (
     record_file_name,
 )
 
-__all__ = ["PrivacyStore", "default_privacy_dir"]
+__all__ = ["PrivacyStore", "default_privacy_dir", "MAX_INLINE_ENTRIES"]
+
+#: How many directory entries :meth:`PrivacyStore.cached_index` looks at on the caller's thread
+#: before it gives up (the caller then loads on a worker thread): it must stay short.
+MAX_INLINE_ENTRIES = 256
 
 
 def default_privacy_dir(env: Mapping[str, str] | None = None) -> str:
@@ -48,6 +52,8 @@ class PrivacyStore:
     def __init__(self, directory: str, fingerprint: str) -> None:
         self.directory = directory
         self.fingerprint = fingerprint
+        #: (the scope's files, the index read from them) of the last :meth:`load` that had a key
+        self._held: tuple[tuple[tuple[Any, ...], ...], PrivacyIndex] | None = None
 
     @classmethod
     def for_home(cls, directory: str, codex_home: str) -> "PrivacyStore":
@@ -91,9 +97,67 @@ class PrivacyStore:
                 os.close(dfd)
         return final
 
+    def _scope_files(self) -> tuple[tuple[Any, ...], ...] | None:
+        """What :meth:`load` reads, as it is now: each record file of the scope as ``(name,
+        st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)`` and the marker's name, sorted;
+        ``()`` without a directory. None when that is not an exact key: the directory holds more
+        than :data:`MAX_INLINE_ENTRIES` entries, the scope has a legacy file (rewritten in place,
+        where a rewrite of the same size within one timestamp tick would not show), or a stat
+        failed. Record files are never rewritten: :meth:`write` makes each one under a new
+        uuid name, by rename (a new inode); the stat fields tell a file replaced under the same
+        name."""
+        prefix = f"{self.fingerprint}."
+        wanted_prefix = f"{self.fingerprint}.record."
+        marker, legacy = marker_file_name(self.fingerprint), legacy_file_name(self.fingerprint)
+        files: list[tuple[Any, ...]] = []
+        try:
+            listing = os.scandir(self.directory)
+        except FileNotFoundError:
+            return ()  # what ``load`` reads then: nothing
+        except OSError:
+            return None
+        try:
+            with listing:
+                for n, entry in enumerate(listing):
+                    if n >= MAX_INLINE_ENTRIES:
+                        return None
+                    name = entry.name
+                    if not name.startswith(prefix):
+                        continue
+                    if name == marker:
+                        files.append((name,))
+                    elif name == legacy:
+                        return None
+                    elif name.startswith(wanted_prefix) and name.endswith(".json"):
+                        st = os.stat(entry.path)  # followed, as ``open`` in :meth:`load` does
+                        files.append((name, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        except OSError:  # a file gone or unreadable meanwhile: no key (``load`` sees what it sees)
+            return None
+        return tuple(sorted(files))
+
+    def cached_index(self) -> PrivacyIndex | None:
+        """The index the last :meth:`load` read, when the scope's files are still exactly the
+        ones it read (issue 34: a history page then needs no worker thread); else None — call
+        :meth:`load`. Runs on the caller's thread: a directory listing bounded by
+        :data:`MAX_INLINE_ENTRIES` and a ``stat`` per record file of the scope, no file read."""
+        held = self._held
+        if held is None:
+            return None
+        files = self._scope_files()
+        return held[1] if files is not None and files == held[0] else None
+
     def load(self) -> PrivacyIndex:
         """Read every record of this scope (and the legacy file). A corrupt file makes the index
-        conservative, and that is persisted with a marker file so it survives later writes."""
+        conservative, and that is persisted with a marker file so it survives later writes.
+        The index is kept with the scope's files as they were *before* the read
+        (:meth:`cached_index`): a file changed while it was read changes the next key."""
+        files = self._scope_files()
+        index = self._read()
+        if files is not None:
+            self._held = (files, index)
+        return index
+
+    def _read(self) -> PrivacyIndex:
         files: dict[str, bytes] = {}
         try:
             names = os.listdir(self.directory)

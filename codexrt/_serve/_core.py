@@ -14,6 +14,7 @@ import traceback
 from typing import TYPE_CHECKING, Any, Callable
 
 import attrs
+import msgspec
 import trio
 
 from codexrt._features._history_pages import PageRecordsCache
@@ -84,6 +85,42 @@ def _encode_shallow(obj: Any) -> bytes:
     return encode_line(shallow_line(obj)) if json_depth_exceeds(data, MAX_COMMAND_DEPTH) else data
 
 
+class _ShallowEncoder:
+    """:func:`_encode_shallow`, with the depth verdict on a reply's ``msgspec.Raw`` result kept
+    for that very object (issue 34): a history page read before is answered with the same
+    ``Raw`` (:class:`~codexrt._features._history_pages.CachedPage`), whose 60 KB text was walked
+    again for every answer (≈ 0.1–0.2 ms). A reply ``{"type", "id", "ok", "result"}`` with a
+    scalar id nests exactly one level deeper than its result, so the line is too deep exactly
+    when the result text is deeper than ``MAX_COMMAND_DEPTH - 1``; that verdict is computed by
+    serve on the ``Raw``'s own bytes (immutable) the first time and reused while the object is
+    held here (at most :attr:`MAX_KEPT` objects and :attr:`MAX_KEPT_BYTES` of text, the oldest
+    dropped first, a larger one not kept; held, so no other object takes its ``id``). Every
+    other line is checked whole, as before."""
+
+    MAX_KEPT = 32
+    MAX_KEPT_BYTES = 4 << 20
+
+    def __init__(self) -> None:
+        self._verdicts: dict[int, tuple[msgspec.Raw, bool]] = {}
+        self._held_bytes = 0
+
+    def __call__(self, obj: Any) -> bytes:
+        result = obj.get("result") if type(obj) is dict and len(obj) == 4 and obj.get("type") == "response" else None
+        if type(result) is not msgspec.Raw or not isinstance(obj.get("id"), (str, int, type(None))):
+            return _encode_shallow(obj)
+        kept = self._verdicts.get(id(result))
+        if kept is None:
+            kept = (result, json_depth_exceeds(bytes(result), MAX_COMMAND_DEPTH - 1))
+            size = len(result)
+            if size <= self.MAX_KEPT_BYTES:
+                while self._verdicts and (len(self._verdicts) >= self.MAX_KEPT
+                                          or self._held_bytes + size > self.MAX_KEPT_BYTES):
+                    self._held_bytes -= len(self._verdicts.pop(next(iter(self._verdicts)))[0])
+                self._verdicts[id(result)] = kept
+                self._held_bytes += size
+        return encode_line(shallow_line(obj)) if kept[1] else encode_line(obj)
+
+
 def shallow_line(obj: Any) -> dict[str, Any]:
     """What ``serve`` writes instead of a line nested deeper than :data:`MAX_COMMAND_DEPTH`
     (issue 35: the app-server may nest 128 levels; a host must not need to accept more than
@@ -110,7 +147,7 @@ class DaemonCore:
 
     def __init__(self, receive: trio.abc.ReceiveStream, send: trio.abc.SendStream, config: DaemonConfig) -> None:
         self._receive = receive
-        self._out = LineWriter(send, _encode_shallow, lambda: self.abort())
+        self._out = LineWriter(send, _ShallowEncoder(), lambda: self.abort())
         self.config = config
         self.channels: dict[str, Channel] = {}
         self.nursery: trio.Nursery | None = None

@@ -40,6 +40,37 @@ def test_depth_check_matches_a_reference_walk_r_wire_5():
     assert deepest > 20  # past the 16 peeling passes: the run walk was exercised too
 
 
+
+_JSON_TEXT = st.recursive(
+    st.none() | st.integers() | st.text(alphabet='a\\"[]{}\n', max_size=8),
+    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(alphabet='k\\"[]{', max_size=4), kids,
+                                                              max_size=3),
+    max_leaves=12)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=_JSON_TEXT, indent=st.sampled_from([None, 1]))
+def test_escapes_dropped_in_their_span_only_r_wire_5(value, indent):
+    """R-WIRE-5, issue 34: ``_brackets_and_quotes`` drops escapes only between the first
+    backslash and the character after the last one; the result equals dropping them over the
+    whole text (backslash runs, escaped quotes and brackets in strings at either end of the span),
+    and the depth verdict equals a recursive walk's."""
+    from codexrt._sansio._wire import _NOT_SHAPE, _SHAPE_TABLE, _brackets_and_quotes
+
+    def depth(v):
+        if isinstance(v, dict):
+            v = list(v.values())
+        return 1 + max(map(depth, v), default=0) if isinstance(v, list) else 0
+
+    for data in (json.dumps(value, indent=indent).encode(), json.dumps([value, "\\"]).encode(),
+                 json.dumps(["\\\"[", value]).encode()):
+        whole = data.replace(b"\\\\", b"").replace(b'\\"', b"").translate(_SHAPE_TABLE, _NOT_SHAPE)
+        assert _brackets_and_quotes(data) == whole, data
+        d = depth(json.loads(data))
+        for limit in (d - 1, d):
+            assert json_depth_exceeds(data, limit) is (d > limit), (data, limit)
+
+
 def test_too_deep_envelope_is_a_violation_r_wire_5():
     ok = decode_envelope(f'{{"id":1,"method":"x","params":{_nested(MAX_JSON_DEPTH - 1)}}}'.encode())
     assert not isinstance(ok, Violation)

@@ -137,12 +137,18 @@ async def test_serve_form_is_the_result_text_with_records_appended(nursery, tmp_
     cache = PageRecordsCache()
     reader = _reader(nursery, conn, cache, [PrivacyIndex("s")], codex_home=tmp_path)
     want = await reader.read_page(TID, scope="items")
-    for _ in range(2):  # projected (the dict path cached only the records), then all from the cache
+    answers = []
+    for _ in range(3):  # projected (the dict path cached only the records), then all from the cache
         got = await reader.read_page_json(TID, scope="items")
         assert isinstance(got, msgspec.Raw)
         assert bytes(got).startswith(msgspec.json.encode({"data": conn.pages[None], "nextCursor": None})[:-1])
         assert msgspec.json.decode(got) == want
-    assert cache.hits == 2 and cache.get((TID, "thread/items/list", None, None, None), b"x", None) is None
+        answers.append(got)
+    assert answers[1] is answers[2]  # one reply object per cached page: serve checks its depth once
+    conn.pages[None][0] = _entry(0, "edited")
+    changed = await reader.read_page_json(TID, scope="items")
+    assert changed is not answers[2] and msgspec.json.decode(changed)["records"][0]["text"] == "edited"
+    assert cache.hits == 3 and cache.get((TID, "thread/items/list", None, None, None), b"x", None) is None
 
     class _Odd(_Conn):
         async def call(self, method: str, params: Any, timeout: float | None = None, raw: bool = False) -> Any:

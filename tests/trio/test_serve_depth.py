@@ -47,3 +47,36 @@ async def test_issue_35_serve_forwards_nothing_deeper_than_it_accepts(nursery: A
     stand_ins = [l for l in lines if l.get("kind") == "protocolError" and l["payload"].get("kind") == "nativeNotification"]
     assert stand_ins and "deeper than 64" in stand_ins[0]["payload"]["reason"]
     assert not any(json_depth_exceeds(json.dumps(l).encode(), MAX_COMMAND_DEPTH) for l in lines)
+
+
+def test_a_raw_result_keeps_its_depth_verdict_and_it_equals_the_whole_line_check():
+    """Issue 34: serve's writer checks a reply whose result is a ``msgspec.Raw`` (a history
+    page) by the result's depth, one level less, once per object; every verdict equals the
+    check of the whole line (:func:`_encode_shallow`), at the bound and past it, the first time
+    and again; the kept verdicts are bounded."""
+    import msgspec
+
+    from codexrt._serve._codec import response_ok
+    from codexrt._serve._core import _encode_shallow, _ShallowEncoder
+
+    enc = _ShallowEncoder()
+    for n in (0, 1, MAX_COMMAND_DEPTH - 2, MAX_COMMAND_DEPTH - 1, MAX_COMMAND_DEPTH, MAX_COMMAND_DEPTH + 1):
+        raw = msgspec.Raw(('{"data":' + _nested(n) + ',"c":"{\\"k\\":[1]}"}').encode() if n else b"7")
+        for rid in ("h1", 7, None):
+            obj = response_ok(rid, raw)
+            want = _encode_shallow(obj)
+            assert enc(obj) == want and enc(obj) == want, (n, rid)
+            assert (b"PROTOCOL_ERROR" in want) is (n + 2 > MAX_COMMAND_DEPTH)  # the line: envelope + data
+    deep = msgspec.Raw(('{"v":' + _nested(MAX_COMMAND_DEPTH) + "}").encode())
+    odd = {"type": "response", "id": ["not", "scalar"], "ok": True, "result": deep}  # checked whole
+    assert enc(odd) == _encode_shallow(odd)
+    for k in range(_ShallowEncoder.MAX_KEPT + 5):
+        enc(response_ok(f"h{k}", msgspec.Raw(b'{"k":%d}' % k)))
+    assert len(enc._verdicts) == _ShallowEncoder.MAX_KEPT
+    enc.MAX_KEPT_BYTES = 100  # a byte bound too: large replies are not held
+    big = msgspec.Raw(b'{"k":"' + b"x" * 60 + b'"}')
+    for _ in range(3):
+        enc(response_ok("b", msgspec.Raw(bytes(big))))
+    assert enc._held_bytes == sum(len(r) for r, _ in enc._verdicts.values()) <= 100
+    enc(response_ok("c", msgspec.Raw(b"[" + b"1," * 80 + b"1]")))  # over the bound alone: checked, not kept
+    assert enc._held_bytes <= 100 and len(enc._verdicts) == 1
