@@ -356,10 +356,13 @@ class Connection:
                     # Fast path of a delta flood: back-to-back exact delta lines of one item
                     # become one notification (a read of only delta lines is decoded in one
                     # call, ``merge_delta_read``); they are notifications, so they skip the
-                    # RPC core (no RPC state) and go straight to the sink.
+                    # RPC core (no RPC state) and go straight to the sink. Every line it
+                    # leaves as bytes is known not to be an exact delta line.
                     frames = merge_delta_read(self._framer, data)
+                    try_delta = False
                 else:
                     frames = self._framer.feed(data)
+                    try_delta = True
                 sink = self._sink
                 for frame in frames:
                     if type(frame) is Notification:
@@ -370,7 +373,7 @@ class Connection:
                         except Exception:  # the sink must not raise; never let it kill the reader
                             log.exception("connection sink raised on a notification")
                         continue
-                    self._on_frame(frame)
+                    self._on_frame(frame, try_delta)
             for frame in self._framer.close():
                 self._on_frame(frame)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -404,20 +407,21 @@ class Connection:
                      "exit": {"returncode": status.returncode, "signal": status.signal} if status else None})
         self._finish(error, error, status)
 
-    def _on_frame(self, frame: bytes | OversizedLine) -> None:
+    def _on_frame(self, frame: bytes | OversizedLine, try_delta: bool = True) -> None:
         """One line through the RPC core. Whatever goes wrong with *this* line is a
-        ``protocolError`` for it and reading goes on (R-WIRE-5)."""
+        ``protocolError`` for it and reading goes on (R-WIRE-5). ``try_delta=False``: the line
+        is known not to be an exact streaming-delta line (``merge_delta_read`` tried it)."""
         try:
-            self._handle_frame(frame)
+            self._handle_frame(frame, try_delta)
         except Exception as exc:
             reason = f"line could not be processed: {type(exc).__name__}"
             log.warning("protocol violation from app-server: %s", reason)
             excerpt = bytes(frame[:200]) if isinstance(frame, (bytes, bytearray)) else b""
             self._emit(ProtocolViolation(reason, excerpt))
 
-    def _handle_frame(self, frame: bytes | OversizedLine) -> None:
+    def _handle_frame(self, frame: bytes | OversizedLine, try_delta: bool = True) -> None:
         core = self.core
-        events = core.receive_line(frame)
+        events = core.receive_line(frame, try_delta=try_delta)
         if core.has_data_to_send:
             for data in core.data_to_send():
                 self._enqueue(_Frame(data), reply=True)
