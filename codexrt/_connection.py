@@ -528,18 +528,25 @@ class Connection:
         assert stream is not None
         buf = LineBuffer(max_line=64 * 1024)
         widen_pipe(stream, self.STDERR_PIPE_BYTES)
-        receive = ChunkReader(stream, _STDERR_CHUNK).receive
+        reader = ChunkReader(stream, _STDERR_CHUNK)
+        data: bytes | None = None
         try:
             while True:
-                data = await receive()
+                if data is None:
+                    data = await reader.receive()
                 if not data:
                     break
                 for line in buf.feed(data):
                     self._on_stderr_line_guarded(line)
-                if len(data) < _STDERR_CHUNK and not self._stderr_hurry and self.ready:
+                short = len(data) < _STDERR_CHUNK
+                data = None
+                if short and not self._stderr_hurry and self.ready:
                     with trio.CancelScope() as self._stderr_pause:
                         await trio.sleep(self.STDERR_BATCH_SECONDS)
                     self._stderr_pause = None
+                    # The pause was this round's schedule point: read what it gathered at once
+                    # rather than parking on a pipe that most likely holds data (issue 34).
+                    data = reader.receive_nowait()
             for line in buf.close():
                 self._on_stderr_line_guarded(line)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
