@@ -356,10 +356,13 @@ class Connection:
                     # Fast path of a delta flood: back-to-back exact delta lines of one item
                     # become one notification (a read of only delta lines is decoded in one
                     # call, ``merge_delta_read``); they are notifications, so they skip the
-                    # RPC core (no RPC state) and go straight to the sink.
+                    # RPC core (no RPC state) and go straight to the sink. Every line it
+                    # leaves as bytes is known not to be an exact delta line.
                     frames = merge_delta_read(self._framer, data)
+                    try_delta = False
                 else:
                     frames = self._framer.feed(data)
+                    try_delta = True
                 sink = self._sink
                 for frame in frames:
                     if type(frame) is Notification:
@@ -370,7 +373,7 @@ class Connection:
                         except Exception:  # the sink must not raise; never let it kill the reader
                             log.exception("connection sink raised on a notification")
                         continue
-                    self._on_frame(frame)
+                    self._on_frame(frame, try_delta)
             for frame in self._framer.close():
                 self._on_frame(frame)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -404,20 +407,21 @@ class Connection:
                      "exit": {"returncode": status.returncode, "signal": status.signal} if status else None})
         self._finish(error, error, status)
 
-    def _on_frame(self, frame: bytes | OversizedLine) -> None:
+    def _on_frame(self, frame: bytes | OversizedLine, try_delta: bool = True) -> None:
         """One line through the RPC core. Whatever goes wrong with *this* line is a
-        ``protocolError`` for it and reading goes on (R-WIRE-5)."""
+        ``protocolError`` for it and reading goes on (R-WIRE-5). ``try_delta=False``: the line
+        is known not to be an exact streaming-delta line (``merge_delta_read`` tried it)."""
         try:
-            self._handle_frame(frame)
+            self._handle_frame(frame, try_delta)
         except Exception as exc:
             reason = f"line could not be processed: {type(exc).__name__}"
             log.warning("protocol violation from app-server: %s", reason)
             excerpt = bytes(frame[:200]) if isinstance(frame, (bytes, bytearray)) else b""
             self._emit(ProtocolViolation(reason, excerpt))
 
-    def _handle_frame(self, frame: bytes | OversizedLine) -> None:
+    def _handle_frame(self, frame: bytes | OversizedLine, try_delta: bool = True) -> None:
         core = self.core
-        events = core.receive_line(frame)
+        events = core.receive_line(frame, try_delta=try_delta)
         if core.has_data_to_send:
             for data in core.data_to_send():
                 self._enqueue(_Frame(data), reply=True)
@@ -524,18 +528,25 @@ class Connection:
         assert stream is not None
         buf = LineBuffer(max_line=64 * 1024)
         widen_pipe(stream, self.STDERR_PIPE_BYTES)
-        receive = ChunkReader(stream, _STDERR_CHUNK).receive
+        reader = ChunkReader(stream, _STDERR_CHUNK)
+        data: bytes | None = None
         try:
             while True:
-                data = await receive()
+                if data is None:
+                    data = await reader.receive()
                 if not data:
                     break
                 for line in buf.feed(data):
                     self._on_stderr_line_guarded(line)
-                if len(data) < _STDERR_CHUNK and not self._stderr_hurry and self.ready:
+                short = len(data) < _STDERR_CHUNK
+                data = None
+                if short and not self._stderr_hurry and self.ready:
                     with trio.CancelScope() as self._stderr_pause:
                         await trio.sleep(self.STDERR_BATCH_SECONDS)
                     self._stderr_pause = None
+                    # The pause was this round's schedule point: read what it gathered at once
+                    # rather than parking on a pipe that most likely holds data (issue 34).
+                    data = reader.receive_nowait()
             for line in buf.close():
                 self._on_stderr_line_guarded(line)
         except (trio.BrokenResourceError, trio.ClosedResourceError):

@@ -72,17 +72,36 @@ class ChunkReader:
             await trio.lowlevel.checkpoint()  # data may be waiting (a flood): still yield once per chunk
         while True:
             fd = self._fd(fd_stream)
-            try:
-                data = os.read(fd, self._max)
-            except BlockingIOError:
-                await trio.lowlevel.wait_readable(fd)
-                continue
-            except OSError as exc:
-                if exc.errno == errno.EBADF:
-                    raise trio.ClosedResourceError("file was already closed") from None
-                raise trio.BrokenResourceError from exc
-            self._drained = len(data) < self._max
-            return data
+            data = self._read(fd)
+            if data is not None:
+                return data
+            await trio.lowlevel.wait_readable(fd)
+
+    def receive_nowait(self) -> bytes | None:
+        """One read without a schedule point, for a caller that has just passed one (a pause
+        of its own): the next chunk, ``b""`` at EOF, or None when the pipe is empty (then
+        :meth:`receive` waits for it). Saves the pass :meth:`receive` would spend waiting
+        for a pipe that already holds data (issue 34). A stream that is not a trio
+        ``FdStream`` is never read here: None, and :meth:`receive` reads it."""
+        fd_stream = self._fd_stream
+        if fd_stream is None:
+            return None
+        return self._read(self._fd(fd_stream))
+
+    def _read(self, fd: int) -> bytes | None:
+        """One ``os.read``: the chunk (``b""`` at EOF), or None when the pipe is empty; the
+        errors ``receive_some`` raises."""
+        try:
+            data = os.read(fd, self._max)
+        except BlockingIOError:
+            self._drained = True
+            return None
+        except OSError as exc:
+            if exc.errno == errno.EBADF:
+                raise trio.ClosedResourceError("file was already closed") from None
+            raise trio.BrokenResourceError from exc
+        self._drained = len(data) < self._max
+        return data
 
     @staticmethod
     def _fd(fd_stream: trio.lowlevel.FdStream) -> int:

@@ -51,6 +51,23 @@ def _oversized_id(*values: Any) -> int | None:
 _TURN_METHODS = frozenset({"turn/started", "turn/completed"})
 
 
+def _native_ids(params: dict[str, Any]) -> tuple[Any, Any, Any, dict[str, Any] | None, dict[str, Any] | None]:
+    """``(threadId, turnId, itemId, turn, item)`` of a notification's params, each looked up
+    once: the turn's and item's ids fall back to ``turn.id`` / ``item.id``; ``turn`` and
+    ``item`` are the objects when they are dicts, else None. Runs for every routed line,
+    right after the reader woke up, where each step costs several times its warm price
+    (issue 34)."""
+    get = params.get
+    turn = get("turn")
+    if not isinstance(turn, dict):
+        turn = None
+    item = get("item")
+    if not isinstance(item, dict):
+        item = None
+    return (get("threadId"), get("turnId") or (turn.get("id") if turn is not None else None),
+            get("itemId") or (item.get("id") if item is not None else None), turn, item)
+
+
 class RuntimeRouting:
     """Part of :class:`~codexrt._runtime._runtime.Runtime` (a mixin: the state it uses is set up in
     ``Runtime.__init__``)."""
@@ -201,21 +218,24 @@ class RuntimeRouting:
             self._finished_turns.popitem(last=False)
 
     def _on_notification(self, n: Notification) -> None:
-        self._track_plans(n)  # R-INT-5: plan items / TODOs (a set check; never blocks)
-        if n.method in DELTA_METHODS:
+        method = n.method
+        if method in _PLAN_METHODS:
+            self._track_plans(n)  # R-INT-5: plan items / TODOs (never blocks)
+        if method in DELTA_METHODS:
             self._on_delta(n)  # the hot path of a flood; no other branch takes these methods
             return
-        params = n.params if isinstance(n.params, dict) else {}
-        method = n.method
-        thread_id = params.get("threadId")
-        turn = params.get("turn") if isinstance(params.get("turn"), dict) else None
-        turn_id = params.get("turnId") or (turn or {}).get("id")
-        item = params.get("item") if isinstance(params.get("item"), dict) else None
-        item_id = params.get("itemId") or (item or {}).get("id")
-        started = params.get("thread") if method == "thread/started" and isinstance(params.get("thread"), dict) else {}
-        receivers = (item or {}).get("receiverThreadIds") if method == "item/completed" else None
-        size = _oversized_id(thread_id, turn_id, item_id, started.get("id"),
-                             *(receivers if isinstance(receivers, list) else ()))
+        params = n.params
+        if not isinstance(params, dict):
+            params = {}
+        thread_id, turn_id, item_id, turn, item = _native_ids(params)
+        get = params.get
+        size = _oversized_id(thread_id, turn_id, item_id)
+        if size is None and method == "thread/started":
+            started = get("thread")
+            size = _oversized_id(started.get("id")) if isinstance(started, dict) else None
+        if size is None and item is not None and method == "item/completed":
+            receivers = item.get("receiverThreadIds")
+            size = _oversized_id(*receivers) if isinstance(receivers, list) else None
         if size is not None:
             self._publish(self._event("protocolError", {"reason": f"{method}: an id of {size} characters (at most "
                                                                   f"{MAX_NATIVE_ID_CHARS}); not routed"}))
@@ -320,15 +340,7 @@ class RuntimeRouting:
             if not isinstance(params, dict):
                 params = {}
             get = params.get
-            thread_id = get("threadId")
-            turn_id = get("turnId")
-            item_id = get("itemId")
-            if not turn_id:
-                turn = get("turn")
-                turn_id = turn.get("id") if isinstance(turn, dict) else None
-            if not item_id:
-                item = get("item")
-                item_id = item.get("id") if isinstance(item, dict) else None
+            thread_id, turn_id, item_id, _turn, _item = _native_ids(params)
             extra = tuple((k, v) for k, v in params.items() if k not in _DELTA_IDS) or None
             delta = get("delta", "")
             if type(delta) is not str:
@@ -355,8 +367,6 @@ class RuntimeRouting:
 
 
     def _track_plans(self, n: Notification) -> None:
-        if n.method not in _PLAN_METHODS:
-            return
         for change in self.plans.feed(n.method, n.params if isinstance(n.params, dict) else {}):
             self._publish(self._event(change.kind, change.payload, thread_id=change.thread_id,
                                       turn_id=change.payload.get("turnId")))

@@ -244,14 +244,17 @@ class RpcCore:
 
     # -- incoming -----------------------------------------------------------------------
 
-    def receive_line(self, line: bytes | OversizedLine) -> list[Event]:
+    def receive_line(self, line: bytes | OversizedLine, *, try_delta: bool = True) -> list[Event]:
+        """The events one line from the peer means. ``try_delta=False``: the caller already
+        knows the line is not an exact streaming-delta line (see
+        :func:`~codexrt._sansio._wire.decode_envelope`)."""
         if type(line) is OversizedLine:
             return [
                 ProtocolViolation(f"line of {line.size} bytes exceeds the {line.limit}-byte limit")
             ]
         if not line or line.isspace():  # type: ignore[union-attr]
             return []
-        env = decode_envelope(line)  # type: ignore[arg-type]
+        env = decode_envelope(line, try_delta)  # type: ignore[arg-type]
         if type(env) is Notification:
             return [env]
         if isinstance(env, ServerRequest):

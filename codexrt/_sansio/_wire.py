@@ -421,6 +421,11 @@ def merge_delta_read(framer: Any, data: bytes) -> list[Any]:
             ds = _delta_decoder.decode_lines(block)
         except msgspec.DecodeError:  # includes ValidationError: some line is not a delta
             ds = None
+            if block.count(b"\n") == 1:
+                # One line that is not an exact delta line (an item/started, item/completed …:
+                # most lines of a turn arrive alone): the per-line decode below would only
+                # fail again on the same line (issue 34).
+                return [block[:-1]]
         if ds is not None and len(ds) == block.count(_NL_HINT) + 1:
             return _merge_decoded(ds)
     lines: list[Any] = block.split(b"\n")
@@ -465,14 +470,17 @@ def _run_notification(first: _DeltaLine, parts: list[str]) -> Notification:
     return Notification(first.method, _NO_PARAMS, first.emittedAtMs, merged, len(parts))
 
 
-def decode_envelope(line: bytes) -> Envelope:
+def decode_envelope(line: bytes, try_delta: bool = True) -> Envelope:
     """Classify one line by structure. Never raises on bad input: returns a :class:`Violation`.
 
     Streaming text is most of the traffic of a busy turn, so a line that starts like an item
     notification is first tried against the exact delta shape (one typed decode, no dict);
     any other shape fails that decoder at its first unexpected key and takes the general
-    path. The prefix test is only a hint: either path classifies every line the same way."""
-    if line.startswith(_DELTA_HINT):
+    path. The prefix test is only a hint: either path classifies every line the same way.
+    ``try_delta=False`` skips that first try, for a line already known not to have the exact
+    delta shape (one that :func:`merge_delta_read` passed through as bytes, issue 34): the
+    general path gives the same classification, only without the typed ``delta``."""
+    if try_delta and line.startswith(_DELTA_HINT):
         n = decode_delta_line(line)
         if n is not None:
             return n

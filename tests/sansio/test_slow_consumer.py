@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 
 from codexrt._runtime._events import CodexEvent, EventStream, delta_key
 from codexrt._sansio._framing import LineBuffer, OversizedLine
-from codexrt._sansio._wire import Notification, decode_envelope, merge_delta_lines, merge_delta_read
+from codexrt._sansio._wire import (_DELTA_HINT, Notification, decode_delta_line, decode_envelope, merge_delta_lines,
+                                   merge_delta_read)
 
 KEY_A = delta_key(1, "c", "op-1", "t", "t", "u", "item-a", "item/agentMessage/delta")
 KEY_B = delta_key(1, "c", "op-1", "t", "t", "u", "item-b", "item/agentMessage/delta")
@@ -155,6 +156,8 @@ _raw_line = st.one_of(
     st.just(b" " + _D % (b"a", b"3")),  # starts otherwise: decoded on its own
     st.sampled_from([b"", b"  ", b"\r", b"{not json", b"[1]", b"x" * 300]),
     st.just(_D % (b"a", b"4") + b"\r"),
+    # starts like a delta line but is another item notification (most lines of a real turn)
+    st.just(b'{"method":"item/started","params":{"threadId":"t1","turnId":"t1","item":{"type":"agentMessage","id":"a"}}}'),
 )
 
 
@@ -181,7 +184,7 @@ def test_r_wire_5_merge_delta_read_means_line_by_line(lines: list[bytes], cuts: 
     for x in lines:
         ref.append(OversizedLine(len(x), max_line) if len(x) > max_line else x)
 
-    def flat(items: list[Any]) -> list[tuple[Any, ...]]:
+    def flat(items: list[Any], merged: bool) -> list[tuple[Any, ...]]:
         out: list[tuple[Any, ...]] = []
         for it in items:
             if isinstance(it, OversizedLine):
@@ -190,7 +193,11 @@ def test_r_wire_5_merge_delta_read_means_line_by_line(lines: list[bytes], cuts: 
             if isinstance(it, bytes):
                 if not it or it.isspace():
                     continue  # the RPC core skips blank lines
-                it = decode_envelope(it)
+                if merged and it.startswith(_DELTA_HINT):
+                    # a line merge_delta_read left as bytes that starts like a delta line is not
+                    # an exact one: the connection classifies it with try_delta=False (issue 34)
+                    assert decode_delta_line(it) is None
+                it = decode_envelope(it, try_delta=not merged)
             if isinstance(it, Notification):
                 p = it.params
                 out.append(("n", it.method, p.get("itemId"), p.get("delta"), it.delta_count))
@@ -207,7 +214,41 @@ def test_r_wire_5_merge_delta_read_means_line_by_line(lines: list[bytes], cuts: 
                 out.append(r)
         return out
 
-    assert joined(flat(got)) == joined(flat(ref))
+    assert joined(flat(got, True)) == joined(flat(ref, False))
+
+
+@settings(max_examples=150, deadline=None)
+@given(_raw_line)
+def test_r_wire_1_decode_envelope_without_the_delta_try_classifies_alike(line: bytes) -> None:
+    """R-WIRE-1: ``try_delta=False`` (issue 34, for lines known not to be exact delta lines)
+    skips only the typed first try: every line is classified as the same kind, and a
+    notification keeps its method and params — the typed ``delta`` is all it lacks."""
+    a, b = decode_envelope(line), decode_envelope(line, try_delta=False)
+    assert type(a) is type(b)
+    if isinstance(a, Notification):
+        assert (a.method, a.params, a.emitted_at_ms) == (b.method, b.params, b.emitted_at_ms)
+        assert b.delta is None
+
+
+def test_one_item_line_is_tried_against_the_delta_shape_once() -> None:
+    """Issue 34: a read of one line that starts like a delta line but is not one (an
+    ``item/started``) is handed back as bytes after one failed typed decode, not decoded again
+    line by line."""
+    import codexrt._sansio._wire as wire
+
+    line = b'{"method":"item/started","params":{"threadId":"t","turnId":"u","item":{"type":"agentMessage","id":"a"}}}'
+    saved = wire.merge_delta_lines
+
+    def must_not_run(frames: list[Any]) -> list[Any]:
+        raise AssertionError("decoded line by line again")
+
+    wire.merge_delta_lines = must_not_run
+    try:
+        assert merge_delta_read(LineBuffer(1 << 20), line + b"\n") == [line]
+    finally:
+        wire.merge_delta_lines = saved
+    n = merge_delta_read(LineBuffer(1 << 20), _D % (b"a", b"x") + b"\n")  # an exact delta line: decoded
+    assert len(n) == 1 and isinstance(n[0], Notification) and n[0].delta is not None
 
 
 @settings(max_examples=60, deadline=None)

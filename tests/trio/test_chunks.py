@@ -132,3 +132,33 @@ async def test_widen_pipe_is_best_effort() -> None:
     assert widen_pipe(stream, 1 << 20) is None  # closed
     _send, receive = trio.testing.memory_stream_one_way_pair()
     assert widen_pipe(receive, 1 << 20) is None
+
+
+async def test_receive_nowait_reads_without_a_schedule_point() -> None:
+    """Issue 34: for a caller that has just passed a schedule point of its own (the stderr
+    drain's pause): the chunk that is there, None on an empty pipe (``receive`` then waits for
+    it), ``b""`` at EOF, ``ClosedResourceError`` once closed; never a task step of its own."""
+    stream, w = _pipe()
+    reader = ChunkReader(stream)
+    counter = StepCounter("test_receive_nowait_reads_without_a_schedule_point")
+    try:
+        trio.lowlevel.add_instrument(counter)
+        assert reader.receive_nowait() is None
+        os.write(w, b"one\ntwo\n")
+        assert reader.receive_nowait() == b"one\ntwo\n"
+        assert reader.receive_nowait() is None
+        trio.lowlevel.remove_instrument(counter)
+        assert counter.steps == 0
+        os.write(w, b"three\n")
+        assert await reader.receive() == b"three\n"  # after an empty read it waits for the pipe
+        os.close(w)
+        w = -1
+        assert reader.receive_nowait() == b""
+    finally:
+        if w >= 0:
+            os.close(w)
+        await stream.aclose()
+    with pytest.raises(trio.ClosedResourceError):
+        reader.receive_nowait()
+    _send, receive = trio.testing.memory_stream_one_way_pair()
+    assert ChunkReader(receive).receive_nowait() is None  # not a pipe: receive() reads it

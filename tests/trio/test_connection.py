@@ -250,6 +250,55 @@ async def test_server_error_maps_to_rpc_error(peers):
         assert info.value.rpc_code == -32600 and "unknown variant" in info.value.message
 
 
+async def test_stderr_gathered_during_a_pause_is_read_in_the_step_that_ends_it(mock_clock):
+    """Issue 34: over a real pipe, the drain reads what its pause gathered in the step the
+    pause ends (one task step), not by parking on the pipe first and waking again (two)."""
+    import json
+    import os
+
+    from codexrt._connection import Connection
+    from codexrt._io._transport import StreamTransport
+    from tests._support import StepCounter
+
+    to_peer, from_client = trio.testing.memory_stream_one_way_pair()
+    to_client, from_peer = trio.testing.memory_stream_one_way_pair()
+    r, w = os.pipe()
+    transport = StreamTransport(to_peer, from_peer, trio.lowlevel.FdStream(r))
+    counter = StepCounter("_stderr_drain")
+
+    async def peer() -> None:
+        rid = json.loads((await from_client.receive_some()).split(b"\n")[0])["id"]
+        await to_client.send_all(b'{"id":%d,"result":{}}\n' % rid)
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(peer)
+            async with open_connection(transport, sink=Sink()) as conn:
+                await conn.initialize()
+                os.write(w, b"one\n")
+                await trio.testing.wait_all_tasks_blocked()
+                assert conn.stderr_tail() == ["one"]  # read at once; the drain pauses now
+                os.write(w, b"two\nthree\n")
+                await trio.testing.wait_all_tasks_blocked()
+                assert conn.stderr_tail() == ["one"]  # still paused
+                trio.lowlevel.add_instrument(counter)
+                mock_clock.jump(Connection.STDERR_BATCH_SECONDS)
+                await trio.testing.wait_all_tasks_blocked()
+                trio.lowlevel.remove_instrument(counter)
+                assert conn.stderr_tail() == ["one", "two", "three"]
+                assert counter.steps == 1
+                os.write(w, b"last\n")
+                os.close(w)
+                w = -1
+                await to_client.aclose()  # EOF: the end of the connection ends the pause
+                with trio.fail_after(1):
+                    await conn.closed.wait()
+                assert conn.stderr_tail()[-1] == "last"
+    finally:
+        if w >= 0:
+            os.close(w)
+
+
 # -- real child processes (the stdio fake) -------------------------------------------------
 
 
