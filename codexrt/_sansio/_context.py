@@ -53,6 +53,7 @@ from typing import Any
 import attrs
 
 from codexrt._sansio._errors import LocalProtocolError
+from codexrt._sansio._wire import MAX_INPUT_CHARS  # re-exported: the limit lives with the wire's
 
 __all__ = [
     "CONTEXT_HEADER",
@@ -81,11 +82,6 @@ CONTEXT_HEADER = "# Context from my IDE setup:"
 #: Heading that introduces the user's own input in the fallback convention (R-CTX-4).
 REQUEST_HEADER = "## My request for Codex:"
 
-#: The real app-server's limit on a turn's input text (0.171.0: ``turn/start`` with more is
-#: refused, -32602 ``input_too_large``, counted in characters over every text item). codexrt
-#: checks it before anything is created for a send (no thread, no turn), and ``serve``'s schema
-#: states it as ``codex.send``'s ``message`` ``maxLength``.
-MAX_INPUT_CHARS = 1 << 20
 
 #: Upper bound of any one fragment's budget, in UTF-8 bytes. The server cuts each fragment
 #: at about 1,000 tokens (R-CTX-3); 3,000 bytes stays below that even for text that costs

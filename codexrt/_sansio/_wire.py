@@ -58,6 +58,7 @@ __all__ = [
     "decode_json",
     "ErrorObject",
     "MAX_JSON_DEPTH",
+    "MAX_INPUT_CHARS",
     "json_depth_exceeds",
 ]
 
@@ -65,6 +66,14 @@ __all__ = [
 #: below it (MCP tool schemas are the deepest, a few dozen levels); the bound keeps every later
 #: decode and recursive walk of a line far from Python's recursion limit.
 MAX_JSON_DEPTH = 128
+
+#: The real app-server's limit on a turn's input text (0.171.0: ``turn/start`` with more is
+#: refused, -32602 ``input_too_large``, counted in characters over every text item). codexrt
+#: checks it before anything is created for a send (no thread, no turn), and ``serve``'s schema
+#: states it as ``codex.send``'s ``message`` ``maxLength``. Kept here, beside the other limits
+#: of the wire, so that ``serve``'s command table does not import the context builder
+#: (:mod:`codexrt._sansio._context`, ≈ 14 ms of attrs classes) before its first reply (issue 34).
+MAX_INPUT_CHARS = 1 << 20
 
 RequestId = Union[int, str]
 

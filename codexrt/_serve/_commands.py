@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-from codexrt._sansio._context import MAX_INPUT_CHARS
+from codexrt._sansio._wire import MAX_INPUT_CHARS
 
 __all__ = [
     "COMMANDS",

@@ -20,7 +20,7 @@ from tests._support import ROOT
 #: Loaded only when a command needs them (the first ``status`` does not).
 DEFERRED = ("codexrt._connection", "codexrt._runtime._runtime", "codexrt._serve._handlers_control",
             "codexrt._serve._handlers_ops", "codexrt._serve._handlers_reads", "codexrt._features._history",
-            "cattrs")
+            "codexrt._sansio._context", "cattrs")
 
 PROBE = """
 import sys
