@@ -7,12 +7,19 @@ stream is treated as EOF; the last unterminated line is delivered at EOF.
 
 *Writing* (:class:`LineWriter`): each line is encoded once and written with one ``send_all``
 under a FIFO lock, so lines never interleave and each leaves whole. When the stream breaks (the
-host went away) ``on_broken`` runs once and later lines are dropped.
+host went away) ``on_broken`` runs once and later lines are dropped. A caller that has just
+passed a schedule point of its own (``write(obj, parked=True)``: serve's event forwarder after
+it waited for the event) writes a line of at most ``PIPE_BUF`` bytes to a pipe with one
+whole-or-nothing ``os.write`` and no further scheduler pass when nobody holds the lock (issue 34:
+an event line cost the forwarder's wake-up and ``send_all``'s checkpoint, two passes).
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import select
+import stat
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -26,6 +33,9 @@ __all__ = ["LineWriter", "read_frames"]
 log = logging.getLogger("codexrt.lines")
 
 _GONE = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
+
+#: A pipe takes a write of at most this many bytes whole or not at all (POSIX), also non-blocking.
+_PIPE_BUF = getattr(select, "PIPE_BUF", 512)
 
 
 async def read_frames(receive: trio.abc.ReceiveStream, max_line: int) -> AsyncIterator[Frame]:
@@ -44,6 +54,17 @@ async def read_frames(receive: trio.abc.ReceiveStream, max_line: int) -> AsyncIt
             return
 
 
+def _is_pipe(stream: trio.abc.SendStream) -> bool:
+    """Whether ``stream`` is a trio ``FdStream`` (non-blocking) on a pipe — not a file, a
+    terminal, a socket or an in-memory stream (those are written with ``send_all`` only)."""
+    if not isinstance(stream, trio.lowlevel.FdStream):
+        return False
+    try:
+        return stat.S_ISFIFO(os.fstat(stream.fileno()).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
 class LineWriter:
     """Whole lines to ``send`` in FIFO order (module doc)."""
 
@@ -53,15 +74,23 @@ class LineWriter:
         self._encode = encode
         self._on_broken = on_broken
         self._lock = trio.Lock()
+        self._pipe = _is_pipe(send)
         self.broken = False
         self.lines_written = 0
 
-    async def write(self, obj: Any) -> None:
+    async def write(self, obj: Any, *, parked: bool = False) -> None:
+        """Write ``obj``'s line. ``parked=True``: the caller has just passed a schedule point of
+        its own (module doc) — a short line to a pipe then goes out at once, without one more."""
         data = self._encode(obj)
         try:
             self._lock.acquire_nowait()  # free: no scheduler pass for it (``send_all`` has one)
         except trio.WouldBlock:
             await self._lock.acquire()  # FIFO behind the lines already waiting
+        else:
+            if parked and not self.broken and self._write_now(data):
+                self.lines_written += not self.broken
+                self._lock.release()
+                return
         try:
             if self.broken:
                 return
@@ -74,3 +103,34 @@ class LineWriter:
                 self._on_broken()
         finally:
             self._lock.release()
+
+    def _write_now(self, data: bytes) -> bool:
+        """``data`` written whole by one ``os.write`` (the lock held, nothing queued ahead: the
+        lock was free), or nothing written and False: not a pipe, closed, longer than
+        ``PIPE_BUF``, a full pipe, a failed write (``send_all`` then meets it and reports it),
+        or a caller already cancelled (it writes nothing, as through ``send_all``). A
+        non-blocking pipe takes a write of at most ``PIPE_BUF`` bytes whole or not at all
+        (POSIX), so a line is never cut; were it ever taken in part, the rest is written at
+        once, blocking, rather than leave the line cut."""
+        if not self._pipe or len(data) > _PIPE_BUF or trio.current_effective_deadline() <= trio.current_time():
+            return False
+        send = self._send
+        assert isinstance(send, trio.lowlevel.FdStream)
+        fd = send.fileno()
+        if fd < 0:  # closed
+            return False
+        try:
+            n = os.write(fd, data)
+        except OSError:
+            return False
+        while n < len(data):  # not for a pipe (above); a line is never left cut
+            try:
+                os.set_blocking(fd, True)
+                n += os.write(fd, data[n:])
+            except OSError:
+                self.broken = True
+                self._on_broken()
+                return True
+            finally:
+                os.set_blocking(fd, False)
+        return True

@@ -350,13 +350,23 @@ class DaemonCore:
             self._markers.pop(token, None)
 
     async def _forward(self, ch: Channel, events: EventStream) -> None:
-        async for ev in events:
+        while True:
+            # An event that had to be waited for was this step's schedule point: its line is
+            # written without another when it can be (``LineWriter.write(parked=True)``, issue
+            # 34); one taken from the buffer goes through ``send_all``'s checkpoint, so a
+            # backlog still yields once per line.
+            ev = events.get_nowait()
+            parked = ev is None
+            if ev is None:
+                ev = await events.get()
+                if ev is None:
+                    return
             if ev.kind == _EVENTS_WRITTEN:  # serve's own marker (events_written), never a line
                 marker = self._markers.get(ev.payload.get("token"))
                 if marker is not None:
                     marker.set()
                 continue
-            await self.write(self._event_line(ch, ev))
+            await self._out.write(self._event_line(ch, ev), parked=parked)
             if ev.kind == "operationDone" and ev.client_operation_id:
                 done = ch.done_forwarded.pop(ev.client_operation_id, None)
                 ch.request_ids.pop(ev.client_operation_id, None)

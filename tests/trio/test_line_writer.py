@@ -117,3 +117,63 @@ async def test_a_gone_reader_is_reported_once_and_later_lines_are_dropped() -> N
     await writer.write({"b": 2})
     await send.aclose()
     assert writer.broken and broken == [1] and writer.lines_written == 0
+
+
+async def test_a_parked_caller_writes_a_short_line_without_another_pass() -> None:
+    """``write(parked=True)`` (serve's forwarder after it waited for the event, issue 34): a
+    line of at most PIPE_BUF bytes goes out in the same step; a longer one, or one that meets
+    a held lock, still goes through ``send_all`` — whole, in order."""
+    r, send = _pipe()
+    writer = LineWriter(send, _encode, lambda: None)
+    counter = StepCounter("write_lines")
+    trio.lowlevel.add_instrument(counter)
+    wake = trio.Event()
+
+    async def write_lines() -> None:
+        nonlocal wake
+        for i in range(20):
+            await wake.wait()  # the caller's own schedule point
+            wake = trio.Event()
+            await writer.write({"n": i}, parked=True)
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(write_lines)
+            for _ in range(20):
+                await trio.testing.wait_all_tasks_blocked()
+                wake.set()
+            await trio.testing.wait_all_tasks_blocked()
+    finally:
+        trio.lowlevel.remove_instrument(counter)
+    await writer.write({"pad": "x" * 10_000}, parked=True)  # > PIPE_BUF: send_all
+    await send.aclose()
+    lines = _read_all(r).splitlines()
+    os.close(r)
+    assert [json.loads(x) for x in lines] == [{"n": i} for i in range(20)] + [{"pad": "x" * 10_000}]
+    assert writer.lines_written == 21
+    # its first step, then one per line: each wake-up writes at once (send_all's pass made it 41)
+    assert counter.steps <= 21
+
+
+async def test_a_parked_but_cancelled_caller_writes_nothing() -> None:
+    r, send = _pipe()
+    writer = LineWriter(send, _encode, lambda: None)
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        await writer.write({"never": True}, parked=True)
+    await writer.write({"after": True}, parked=True)
+    await send.aclose()
+    assert _read_all(r) == b'{"after": true}\n'
+    os.close(r)
+    assert scope.cancelled_caught
+
+
+async def test_a_parked_write_to_a_gone_reader_is_reported_once() -> None:
+    r, send = _pipe()
+    os.close(r)
+    broken: list[int] = []
+    writer = LineWriter(send, _encode, lambda: broken.append(1))
+    await writer.write({"a": 1}, parked=True)  # EPIPE on the direct write: send_all meets it
+    await writer.write({"b": 2}, parked=True)
+    await send.aclose()
+    assert writer.broken and broken == [1] and writer.lines_written == 0
