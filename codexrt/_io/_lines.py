@@ -82,20 +82,27 @@ class LineWriter:
         """Write ``obj``'s line. ``parked=True``: the caller has just passed a schedule point of
         its own (module doc) — a short line to a pipe then goes out at once, without one more."""
         data = self._encode(obj)
+        cut = False
         try:
             self._lock.acquire_nowait()  # free: no scheduler pass for it (``send_all`` has one)
         except trio.WouldBlock:
             await self._lock.acquire()  # FIFO behind the lines already waiting
         else:
-            if parked and not self.broken and self._write_now(data):
-                self.lines_written += not self.broken
-                self._lock.release()
-                return
+            if parked and not self.broken:
+                n = self._write_now(data)
+                if n == len(data):
+                    self.lines_written += 1
+                    self._lock.release()
+                    return
+                data, cut = data[n:], n > 0
         try:
             if self.broken:
                 return
             try:
-                await self._send.send_all(data)
+                # the rest of a line begun above is written even if the caller is cancelled:
+                # a line is never left cut
+                with trio.CancelScope(shield=cut):
+                    await self._send.send_all(data)
                 self.lines_written += 1
             except _GONE as exc:
                 log.warning("stdout is gone (%s); stopping", exc)
@@ -104,33 +111,21 @@ class LineWriter:
         finally:
             self._lock.release()
 
-    def _write_now(self, data: bytes) -> bool:
-        """``data`` written whole by one ``os.write`` (the lock held, nothing queued ahead: the
-        lock was free), or nothing written and False: not a pipe, closed, longer than
-        ``PIPE_BUF``, a full pipe, a failed write (``send_all`` then meets it and reports it),
-        or a caller already cancelled (it writes nothing, as through ``send_all``). A
+    def _write_now(self, data: bytes) -> int:
+        """Bytes of ``data`` written by one ``os.write`` (the lock held, nothing queued ahead:
+        the lock was free); 0 when nothing was tried or written: not a pipe, closed, longer
+        than ``PIPE_BUF``, a full pipe, a failed write (``send_all`` then meets it and reports
+        it), or a caller already cancelled (it writes nothing, as through ``send_all``). A
         non-blocking pipe takes a write of at most ``PIPE_BUF`` bytes whole or not at all
-        (POSIX), so a line is never cut; were it ever taken in part, the rest is written at
-        once, blocking, rather than leave the line cut."""
+        (POSIX), so the answer is all or 0; :meth:`write` would finish any other part."""
         if not self._pipe or len(data) > _PIPE_BUF or trio.current_effective_deadline() <= trio.current_time():
-            return False
+            return 0
         send = self._send
         assert isinstance(send, trio.lowlevel.FdStream)
         fd = send.fileno()
         if fd < 0:  # closed
-            return False
+            return 0
         try:
-            n = os.write(fd, data)
+            return os.write(fd, data)
         except OSError:
-            return False
-        while n < len(data):  # not for a pipe (above); a line is never left cut
-            try:
-                os.set_blocking(fd, True)
-                n += os.write(fd, data[n:])
-            except OSError:
-                self.broken = True
-                self._on_broken()
-                return True
-            finally:
-                os.set_blocking(fd, False)
-        return True
+            return 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
 import trio
 import trio.testing
 
@@ -95,26 +96,31 @@ async def test_concurrent_writers_and_a_full_pipe_never_cut_or_mix_lines() -> No
         assert [m["i"] for m in msgs if m["w"] == k] == list(range(200))
 
 
-async def test_a_cancelled_caller_writes_nothing() -> None:
+@pytest.mark.parametrize("parked", [False, True])
+async def test_a_cancelled_caller_writes_nothing(parked: bool) -> None:
+    """Also with ``parked=True``: the direct write checks the caller's deadline."""
     r, send = _pipe()
     writer = LineWriter(send, _encode, lambda: None)
     with trio.CancelScope() as scope:
         scope.cancel()
-        await writer.write({"never": True})
-    await writer.write({"after": True})
+        await writer.write({"never": True}, parked=parked)
+    await writer.write({"after": True}, parked=parked)
     await send.aclose()
     assert _read_all(r) == b'{"after": true}\n'
     os.close(r)
     assert scope.cancelled_caught
 
 
-async def test_a_gone_reader_is_reported_once_and_later_lines_are_dropped() -> None:
+@pytest.mark.parametrize("parked", [False, True])
+async def test_a_gone_reader_is_reported_once_and_later_lines_are_dropped(parked: bool) -> None:
+    """Also with ``parked=True``: the direct write's EPIPE leaves the line to ``send_all``,
+    which reports it."""
     r, send = _pipe()
     os.close(r)
     broken: list[int] = []
     writer = LineWriter(send, _encode, lambda: broken.append(1))
-    await writer.write({"a": 1})
-    await writer.write({"b": 2})
+    await writer.write({"a": 1}, parked=parked)
+    await writer.write({"b": 2}, parked=parked)
     await send.aclose()
     assert writer.broken and broken == [1] and writer.lines_written == 0
 
@@ -154,26 +160,3 @@ async def test_a_parked_caller_writes_a_short_line_without_another_pass() -> Non
     # its first step, then one per line: each wake-up writes at once (send_all's pass made it 41)
     assert counter.steps <= 21
 
-
-async def test_a_parked_but_cancelled_caller_writes_nothing() -> None:
-    r, send = _pipe()
-    writer = LineWriter(send, _encode, lambda: None)
-    with trio.CancelScope() as scope:
-        scope.cancel()
-        await writer.write({"never": True}, parked=True)
-    await writer.write({"after": True}, parked=True)
-    await send.aclose()
-    assert _read_all(r) == b'{"after": true}\n'
-    os.close(r)
-    assert scope.cancelled_caught
-
-
-async def test_a_parked_write_to_a_gone_reader_is_reported_once() -> None:
-    r, send = _pipe()
-    os.close(r)
-    broken: list[int] = []
-    writer = LineWriter(send, _encode, lambda: broken.append(1))
-    await writer.write({"a": 1}, parked=True)  # EPIPE on the direct write: send_all meets it
-    await writer.write({"b": 2}, parked=True)
-    await send.aclose()
-    assert writer.broken and broken == [1] and writer.lines_written == 0
