@@ -547,7 +547,7 @@ class HistoryReader:
         if not isinstance(res, dict) or not isinstance(res.get("data"), list):
             raise RemoteProtocolError(f"{method} answered without a data list", details={"method": method})
         if hit is not None:
-            records = hit.records
+            records = hit.record_values()
         else:
             mask = masker.mask if masker is not None else None
             if scope == "items":
@@ -564,11 +564,12 @@ class HistoryReader:
                 cache.put(key, hit)
         if encoded and "source" not in res and "records" not in res:
             try:
-                hit.records_json = msgspec.json.encode(records)
+                records_json = msgspec.json.encode(records)
             except (TypeError, ValueError, OverflowError):
                 pass  # a value msgspec cannot write: the dict, which serve writes its own way
             else:
-                hit.reply = _with_records(raw, hit.records_json)
+                hit.encoded(records_json)
+                hit.reply = _with_records(raw, records_json)
                 return hit.reply
         return {**res, "source": "native", "records": records}
 

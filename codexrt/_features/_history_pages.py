@@ -23,6 +23,7 @@ from collections import OrderedDict
 from typing import Any
 
 import attrs
+import msgspec
 
 __all__ = ["PageRecordsCache", "CachedPage", "DEFAULT_MAX_ENTRIES"]
 
@@ -35,17 +36,31 @@ PageKey = tuple[str, str, Any, Any, Any]
 @attrs.define(eq=False)
 class CachedPage:
     """One answered page: the server's result text, how many native entries it holds (the
-    bound counts them), the index that masked it, its JSON records and, once encoded, their
-    JSON text (``records_json``) and serve's whole reply text (``reply``)."""
+    bound counts them), the index that masked it, and its JSON records — as values
+    (``records``) or, once encoded, as their JSON text only (``records_json``; the values are
+    then dropped: a long walk held thousands of small dicts and lists that every full garbage
+    collection walked, issue 34) — and serve's whole reply text (``reply``)."""
 
     result: bytes
     entries: int
     index: Any
-    records: list[dict[str, Any]]
+    records: list[dict[str, Any]] | None
     records_json: bytes | None = None
     #: serve's reply text (the result with the records appended), once made: the same object
     #: for every answer of this page, so serve's writer checks its depth once
     reply: Any = None
+
+    def encoded(self, records_json: bytes) -> None:
+        """Keep the records as ``records_json`` (their exact JSON text) instead of values."""
+        self.records_json, self.records = records_json, None
+
+    def record_values(self) -> list[dict[str, Any]]:
+        """The records as JSON values (fresh ones when only their text is kept)."""
+        if self.records is not None:
+            return self.records
+        assert self.records_json is not None
+        values: list[dict[str, Any]] = msgspec.json.decode(self.records_json)
+        return values
 
 
 class PageRecordsCache:

@@ -73,6 +73,26 @@ async def test_same_page_reuses_its_records_changed_data_does_not(nursery, tmp_p
     assert changed == await uncached.read_page(TID, scope="items", limit=6)  # what a reader without one shows
 
 
+async def test_an_encoded_page_keeps_only_its_records_text(nursery, tmp_path):
+    """serve's read (``read_page_json``) keeps the records as their JSON text, not as values a
+    garbage collection walks; a dict-form read of the same page gets equal values, fresh."""
+    conn = _Conn({None: [_entry(i) for i in range(6)]})
+    cache, index = PageRecordsCache(), [PrivacyIndex("s")]
+    reader = _reader(nursery, conn, cache, index, codex_home=tmp_path)
+    projected = await HistoryReader(nursery, _provider(conn), privacy=lambda: index[0],
+                                    codex_home=tmp_path).read_page(TID, scope="items", limit=6)
+    text = await reader.read_page_json(TID, scope="items", limit=6)
+    (held,) = cache._pages.values()
+    assert held.records is None and held.records_json is not None
+    assert msgspec.json.decode(bytes(text)) == projected
+    first = await reader.read_page(TID, scope="items", limit=6)
+    second = await reader.read_page(TID, scope="items", limit=6)
+    assert first == second == projected and cache.hits == 2
+    first["records"][0]["text"] = "changed by a caller"
+    assert (await reader.read_page(TID, scope="items", limit=6)) == projected
+    assert await reader.read_page_json(TID, scope="items", limit=6) is text  # the same reply object
+
+
 async def test_another_privacy_index_is_projected_afresh_r_priv_2(nursery, tmp_path):
     conn = _Conn({None: [_entry(i) for i in range(4)]})
     cache, index = PageRecordsCache(), [PrivacyIndex("s")]
