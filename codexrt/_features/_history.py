@@ -135,7 +135,8 @@ from codexrt._features._history_legacy import (
 )
 from codexrt._features._history_count import MessageCounter, _full_read_complete, _walk
 from codexrt._features._history_pages import CachedPage, PageRecordsCache
-from codexrt._features._history_json import CLIPPED_VALUE, MAX_VALUE_DEPTH, record_to_json, transcript_to_json
+from codexrt._features._history_json import (CLIPPED_VALUE, MAX_VALUE_DEPTH, plain_page_json, record_to_json,
+                                             transcript_to_json)
 
 __all__ = [
     "ConnectionProvider",
@@ -550,15 +551,22 @@ class HistoryReader:
             records = hit.record_values()
         else:
             mask = masker.mask if masker is not None else None
-            if scope == "items":
-                recs = Projector.page_records(thread_id, res["data"], redact=self.redact, mask=mask)
+            # a privacy masker leaves messages as they are (Masker.mask): a page of them is
+            # written as JSON directly
+            direct = scope == "items" and self.redact is None and (masker is None or type(masker) is Masker)
+            plain = plain_page_json(res["data"], thread_id) if direct else None
+            if plain is not None:
+                records = plain
             else:
-                proj = Projector(thread_id, redact=self.redact, mask=mask)
-                for t in res["data"]:
-                    if isinstance(t, dict):
-                        proj.add_native_turn(t, prepend=(sort_direction or "desc") == "desc")
-                recs = proj.records()
-            records = [record_to_json(r) for r in recs]
+                if scope == "items":
+                    recs = Projector.page_records(thread_id, res["data"], redact=self.redact, mask=mask)
+                else:
+                    proj = Projector(thread_id, redact=self.redact, mask=mask)
+                    for t in res["data"]:
+                        if isinstance(t, dict):
+                            proj.add_native_turn(t, prepend=(sort_direction or "desc") == "desc")
+                    recs = proj.records()
+                records = [record_to_json(r) for r in recs]
             hit = CachedPage(raw, len(res["data"]), index, records)
             if cache is not None:
                 cache.put(key, hit)

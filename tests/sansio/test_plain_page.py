@@ -15,7 +15,11 @@ import attrs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codexrt._sansio._projection import AssistantMessage, Projector, UserMessage
+import msgspec
+
+from codexrt._features._history_json import plain_page_json, record_to_json
+from codexrt._sansio._privacy import Masker, PrivacyIndex
+from codexrt._sansio._projection import AssistantMessage, Projector, UserMessage, plain_message_json
 from codexrt._sansio._projection._native_feed import plain_page_records
 
 TID = "0190cccc-0000-7000-8000-000000000002"
@@ -62,7 +66,13 @@ def message_entries(draw: Any) -> Any:
             st.fixed_dictionaries({"type": st.just("text"), "text": st.text(max_size=6)}),
             st.fixed_dictionaries({"type": st.just("text"),
                                    "text": st.sampled_from(["a secret", "<environment_context>x</environment_context>",
-                                                            "# AGENTS.md instructions for /w\n\nbody", "@f.py hi"])}),
+                                                            "# AGENTS.md instructions for /w\n\nbody", "@f.py hi",
+                                                            # the wrappers the sanitizer strips (R-CTX-5)
+                                                            "# Files mentioned by the user:\n## a.png: /tmp/a.png\n"
+                                                            "## My request for Codex:\nlook",
+                                                            "# Context from my IDE setup:\n## Active file: x.py\n"
+                                                            "## My request for Codex:\n fix it ",
+                                                            "do it\n\n# Context from my IDE setup:\n## Open tabs: y"])}),
             st.fixed_dictionaries({"type": st.sampled_from(["image", "localImage"]),
                                    "url": st.sampled_from(["data:image/png;base64,AA", "file:///x.png"])})),
             max_size=3))
@@ -98,6 +108,68 @@ def test_r_h_4_page_records_equal_the_general_path(entries: list[Any], hooks: st
     assert _fast(entries, **kw) == _general(entries, **kw)
 
 
+def _json_agrees(entries: list[Any]) -> bool:
+    """``plain_page_json`` (issue 34: messages written as JSON directly) declines exactly where
+    the direct record path does, and otherwise writes the general path's JSON records, byte for
+    byte (keys in the same order)."""
+    got = plain_page_json(entries, TID)
+    if got is None:
+        return plain_page_records(entries, TID) is None
+    kind, records = _general(entries)
+    assert kind == "records"
+    return msgspec.json.encode(got) == msgspec.json.encode([record_to_json(r) for r in records])
+
+
+@settings(max_examples=500, deadline=None)
+@given(entries=st.lists(message_entries(), max_size=10))
+def test_r_h_4_page_json_equals_the_general_path(entries: list[Any]) -> None:
+    assert _json_agrees(entries)
+
+
+def test_r_h_4_page_json_on_every_message_shape() -> None:
+    """Each shape the direct JSON writer handles or hands back, in one page: wrappers the
+    sanitizer strips (R-CTX-5) with and without file mentions, an image, odd ``clientId`` and
+    ``phase`` values, an agent message's ``content`` forms."""
+    def user(i: int, *blocks: dict[str, Any], **extra: Any) -> dict[str, Any]:
+        return {"turnId": f"t{i % 3}", "item": {"type": "userMessage", "id": f"u{i}", "content": list(blocks), **extra}}
+
+    def text(t: str) -> dict[str, Any]:
+        return {"type": "text", "text": t}
+
+    page = [
+        user(0, text("# Context from my IDE setup:\n## Active file: x.py\n## My request for Codex:\n fix it ")),
+        user(1, text("# Files mentioned by the user:\n## a.png: /tmp/a.png\n## My request for Codex:\nlook")),
+        user(2, text("do it\n\n# Context from my IDE setup:\n## Open tabs: y")),
+        user(3, text("<external_codex_apps_open_page>p</external_codex_apps_open_page>hello")),
+        user(4, text("see"), {"type": "image", "url": "data:image/png;base64,AA"}),
+        user(5, text("a"), 7, text("b"), clientId=5),
+        user(6, text("x"), clientId=""),
+        user(7, clientId="c7"),
+        {"turnId": "t1", "item": {"type": "agentMessage", "id": "m1", "content": [text("p"), {"text": 3}, text("q")],
+                                  "phase": 3}},
+        {"turnId": "t2", "item": {"type": "agentMessage", "id": "m2", "content": "whole", "phase": "final_answer"}},
+        {"turnId": "t0", "item": {"type": "agentMessage", "id": "m3"}},
+    ]
+    assert _json_agrees(page)
+    got = plain_page_json(page, TID)
+    assert got is not None
+    by_id = {r["id"]: r for r in got}
+    assert by_id["u0"]["stripped"] == ["ide_context"] and by_id["u0"]["text"] == "fix it"
+    assert by_id["u1"]["fileMentions"] == [{"name": "a.png", "path": "/tmp/a.png"}]
+    assert by_id["u2"]["stripped"] == ["appended_ide_context"] and by_id["u3"]["stripped"] == ["apps_open_page"]
+    assert len(by_id["u4"]["images"]) == 1 and by_id["u5"]["clientId"] is None and by_id["m1"]["phase"] is None
+
+
+def test_r_priv_2_a_privacy_masker_leaves_messages_as_they_are() -> None:
+    """What lets serve write a page of messages as JSON without the masker (issue 34)."""
+    page = _ids(6, lambda i: f"turn-{i // 2}")
+    page[0]["item"]["content"] = [{"type": "text", "text": "q"}, {"type": "image", "url": "file:///x.png"}]
+    for index in (PrivacyIndex("s"), PrivacyIndex("s", problems=["lost"], conservative=True)):
+        masker = Masker(index)
+        for r in _general(page)[1]:
+            assert masker.mask(r) is r
+
+
 def _ids(n: int, turn_of: Any) -> list[dict[str, Any]]:
     out = []
     for i in range(n):
@@ -115,6 +187,7 @@ def test_r_h_4_plain_pages_take_the_direct_path_and_others_decline() -> None:
     got = plain_page_records(interleaved, TID)
     assert got is not None and [r.id for r in got] == ["u0", "u2", "u4", "m1", "m3", "m5"]
     assert got == _general(interleaved)[1]
+    assert _json_agrees(page) and _json_agrees(interleaved)
     for declined in (
         page + [page[0]],  # an id seen twice: upserted in place
         page + [{**page[0], "item": {**page[0]["item"], "id": "other"}}],  # a clientId seen twice: re-keyed
@@ -123,6 +196,7 @@ def test_r_h_4_plain_pages_take_the_direct_path_and_others_decline() -> None:
     ):
         assert plain_page_records(declined, TID) is None
         assert _fast(declined) == _general(declined)
+        assert plain_page_json(declined, TID) is None
 
 
 def test_r_h_4_recorded_session_messages_and_flood_pages_agree() -> None:
@@ -138,6 +212,8 @@ def test_r_h_4_recorded_session_messages_and_flood_pages_agree() -> None:
     assert items, "the recorded session has message items"
     assert plain_page_records(items, TID) is not None
     assert _fast(items) == _general(items)
+    assert _json_agrees(items) and plain_page_json(items, TID) is not None
+    assert all(plain_message_json(e["item"], thread_id=TID, turn_id=e["turnId"]) is not None for e in items)
 
     from peer_fixtures.flood_peer import FloodPeer
 
@@ -147,6 +223,7 @@ def test_r_h_4_recorded_session_messages_and_flood_pages_agree() -> None:
         res = peer.items_page({"limit": 100, **({"cursor": cursor} if cursor else {})})
         assert plain_page_records(res["data"], TID) is not None
         assert _fast(res["data"]) == _general(res["data"])
+        assert _json_agrees(res["data"]) and plain_page_json(res["data"], TID) is not None
         cursor = res["nextCursor"]
         if cursor is None:
             break

@@ -55,7 +55,7 @@ record conversion, exec receipts) → :mod:`._store` (entries per turn; reading 
 
 from __future__ import annotations
 
-from ._native import project_native_item
+from ._native import plain_message_json, project_native_item
 from ._projector import Projector
 from ._records import (
     STATUSES,
@@ -111,6 +111,7 @@ __all__ = [
     "TurnGroup",
     "Projector",
     "project_native_item",
+    "plain_message_json",
     "count_messages",
     "MessageTally",
     "patch_line_counts",

@@ -158,6 +158,40 @@ def _collab_call(item: dict[str, Any], common: dict[str, Any], status: str | Non
     )
 
 
+def plain_message_json(item: dict[str, Any], *, thread_id: str | None, turn_id: str) -> dict[str, Any] | None:
+    """The JSON form of a completed ``agentMessage``/``userMessage`` item's record — the
+    dict ``codexrt._features._history_json.record_to_json`` makes of
+    :func:`project_native_item`'s record (``kind`` first, fields in order, camelCase) — made
+    straight from the item (issue 34: serve turns every page it answers into these; the record
+    and its conversion were ≈ 3/4 of that time). None for another type or a user message with
+    an image or a file mention (the caller converts the record). ``tests/sansio/test_plain_page.py``
+    checks the equality."""
+    t = item.get("type")
+    if t == "agentMessage":
+        return {"kind": "assistantMessage", "id": str(item.get("id", "")), "threadId": thread_id, "turnId": turn_id,
+                "status": "completed", "text": _assistant_text(item), "phase": _str(item.get("phase")),
+                "source": "native"}
+    if t != "userMessage":
+        return None
+    content = item.get("content")
+    parts: list[str] = []
+    if isinstance(content, list):
+        for b in content:
+            if not isinstance(b, dict):
+                continue
+            kind = b.get("type")
+            if kind == "text" and isinstance(b.get("text"), str):
+                parts.append(b["text"])
+            elif kind in _IMAGE_TYPES:
+                return None
+    s = sanitize_user_text("".join(parts))
+    if s.file_mentions:
+        return None
+    return {"kind": "userMessage", "id": str(item.get("id", "")), "threadId": thread_id, "turnId": turn_id,
+            "status": "completed", "text": s.text, "images": [], "fileMentions": [],
+            "clientId": _str(item.get("clientId")), "stripped": list(s.stripped), "source": "native"}
+
+
 def project_native_item(
     item: dict[str, Any], *, thread_id: str | None, turn_id: str, completed: bool = True
 ) -> DisplayRecord:

@@ -30,11 +30,34 @@ def plain_page_records(entries: Sequence[Any], thread_id: str | None, *,
     Such a projector keeps each entry's record as :func:`project_native_item` made it: a
     completed message keeps its status, a new id is appended to its turn, turns come in the
     order they first appear, ``redact`` then ``mask`` apply to each record. Whatever would make
-    the store do more returns None (the caller takes the general path): an entry that is not
-    an object or whose item is not a ``userMessage``/``agentMessage``, an id or a ``clientId``
-    seen twice (upsert, re-keying), a turn id the projector orders apart (``local-turn:``).
-    ``tests/sansio/test_plain_page.py`` checks the equality on generated and recorded pages."""
-    turns: dict[str, list[DisplayRecord]] = {}
+    the store do more returns None (the caller takes the general path): see
+    :func:`plain_page`. ``tests/sansio/test_plain_page.py`` checks the equality on generated
+    and recorded pages."""
+
+    def make(item: dict[str, Any], turn_id: str) -> tuple[DisplayRecord, str, Any]:
+        rec = project_native_item(item, thread_id=thread_id, turn_id=turn_id)
+        return rec, rec.id, rec.client_id if type(rec) is UserMessage else None
+
+    out: list[DisplayRecord] | None = plain_page(entries, make)
+    if out is None:
+        return None
+    if redact is not None:
+        out = [_redact_record(r, redact) for r in out]
+    if mask is not None:
+        out = [mask(r) for r in out]
+    return out
+
+
+def plain_page(entries: Sequence[Any], make: Callable[[dict[str, Any], str], tuple[Any, str, Any]]) -> list[Any] | None:
+    """The per-entry values of a page of plain messages in record order, or None.
+
+    ``make(item, turn_id)`` gives an entry's value (its record, or that record's JSON form)
+    with the record's id and ``clientId`` (None for an assistant message). Values come turn by
+    turn, turns in the order they first appear, entries of a turn in page order — the order of
+    a fresh projector's records. None (the general path must run) for an entry that is not an
+    object or whose item is not a ``userMessage``/``agentMessage``, an id or a ``clientId``
+    seen twice (upsert, re-keying), a turn id the projector orders apart (``local-turn:``)."""
+    turns: dict[str, list[Any]] = {}
     keys: set[str] = set()
     clients: set[str] = set()
     for e in entries:
@@ -46,11 +69,10 @@ def plain_page_records(entries: Sequence[Any], thread_id: str | None, *,
         turn_id = str(e.get("turnId", ""))
         if turn_id.startswith("local-turn:"):
             return None
-        rec = project_native_item(item, thread_id=thread_id, turn_id=turn_id)
-        if rec.id in keys:
+        value, key, client = make(item, turn_id)
+        if key in keys:
             return None
-        keys.add(rec.id)
-        client = rec.client_id if type(rec) is UserMessage else None
+        keys.add(key)
         if client:
             if client in clients:
                 return None
@@ -58,13 +80,8 @@ def plain_page_records(entries: Sequence[Any], thread_id: str | None, *,
         group = turns.get(turn_id)
         if group is None:
             group = turns[turn_id] = []
-        group.append(rec)
-    out = [r for group in turns.values() for r in group]
-    if redact is not None:
-        out = [_redact_record(r, redact) for r in out]
-    if mask is not None:
-        out = [mask(r) for r in out]
-    return out
+        group.append(value)
+    return [v for group in turns.values() for v in group]
 
 
 class NativeFeed:
