@@ -83,7 +83,9 @@ def test_issue_35_every_planted_secret_is_masked_in_any_surrounding_text(planted
     r = Redactor(planted, shared=False)
     value = planted[which % len(planted)]
     out = r(surround[0] + value + surround[1])
-    assert value not in out and REDACTED in out
+    # outside the masks: a planted value that is a piece of the mask's own text ("[REDACTE")
+    # is still in the output, inside the mask (no secret holds NUL: the alphabet starts at "!")
+    assert value not in out.replace(REDACTED, "\0") and REDACTED in out
 
 
 def test_issue_35_the_matcher_is_a_trie_not_a_list_of_alternatives() -> None:
