@@ -281,7 +281,8 @@ class Notification(msgspec.Struct, eq=False, repr_omit_defaults=True):
             if d is not None:
                 cache = {"threadId": d.threadId, "turnId": d.turnId, "itemId": d.itemId, "delta": d.delta}
             else:
-                cache = decode_json(self.params_raw)
+                raw = self.params_raw  # decode_json(), inlined: read once per routed line (issue 34)
+                cache = None if isinstance(raw, Raw) and len(raw) == 0 else _any_decoder.decode(raw)
                 if cache is None:
                     cache = {}
             self._params = cache
@@ -499,7 +500,9 @@ def decode_envelope(line: bytes, try_delta: bool = True) -> Envelope:
         return Violation(f"invalid message: {exc}", _excerpt(line))
     except RecursionError:
         return Violation(f"message nested deeper than {MAX_JSON_DEPTH} levels", _excerpt(line))
-    if json_depth_exceeds(line, MAX_JSON_DEPTH):
+    # json_depth_exceeds's own first test, inlined (issue 34: one frame and one ``translate``
+    # less per line): with at most MAX_JSON_DEPTH opening brackets the line cannot be too deep.
+    if line.count(b"[") + line.count(b"{") > MAX_JSON_DEPTH and json_depth_exceeds(line, MAX_JSON_DEPTH):
         return Violation(f"message nested deeper than {MAX_JSON_DEPTH} levels", _excerpt(line))
     has_id = env.id is not UNSET
     if env.method is not UNSET:
