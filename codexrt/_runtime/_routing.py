@@ -49,6 +49,7 @@ def _oversized_id(*values: Any) -> int | None:
             return len(v)
     return None
 _TURN_METHODS = frozenset({"turn/started", "turn/completed"})
+_ITEM_METHODS = frozenset({"item/started", "item/completed"})
 
 
 def _native_ids(params: dict[str, Any]) -> tuple[Any, Any, Any, dict[str, Any] | None, dict[str, Any] | None]:
@@ -219,17 +220,25 @@ class RuntimeRouting:
 
     def _on_notification(self, n: Notification) -> None:
         method = n.method
-        if method in _PLAN_METHODS:
-            self._track_plans(n)  # R-INT-5: plan items / TODOs (never blocks)
         if method in DELTA_METHODS:
+            if method == "item/plan/delta":
+                self._track_plans(method, n.params)  # R-INT-5: the plan's preview text
             self._on_delta(n)  # the hot path of a flood; no other branch takes these methods
             return
         params = n.params
         if not isinstance(params, dict):
             params = {}
         thread_id, turn_id, item_id, turn, item = _native_ids(params)
+        if method in _PLAN_METHODS and (method not in _ITEM_METHODS or (item is not None and item.get("type") == "plan")):
+            # R-INT-5: plan items / TODOs (never blocks). Of the items, the tracker reads only
+            # plan items: the others (most lines of a turn) are not handed to it (issue 34).
+            self._track_plans(method, params)
         get = params.get
-        size = _oversized_id(thread_id, turn_id, item_id)
+        size = None
+        for v in (thread_id, turn_id, item_id):  # _oversized_id(), inlined: once per routed line
+            if type(v) is str and len(v) > MAX_NATIVE_ID_CHARS:
+                size = len(v)
+                break
         if size is None and method == "thread/started":
             started = get("thread")
             size = _oversized_id(started.get("id")) if isinstance(started, dict) else None
@@ -366,8 +375,8 @@ class RuntimeRouting:
         self._publish(ev)
 
 
-    def _track_plans(self, n: Notification) -> None:
-        for change in self.plans.feed(n.method, n.params if isinstance(n.params, dict) else {}):
+    def _track_plans(self, method: str, params: Any) -> None:
+        for change in self.plans.feed(method, params if isinstance(params, dict) else {}):
             self._publish(self._event(change.kind, change.payload, thread_id=change.thread_id,
                                       turn_id=change.payload.get("turnId")))
 
