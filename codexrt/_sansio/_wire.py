@@ -426,6 +426,11 @@ def merge_delta_read(framer: Any, data: bytes) -> list[Any]:
         return merge_delta_lines(framer.feed(data))
     if not block:
         return []
+    if block.find(b"\n") == len(block) - 1 and (not block.startswith(_DELTA_HINT) or _item_line(block)):
+        # One line that is not an exact delta line — most reads of a turn (its lines arrive
+        # alone): what merge_delta_lines returns for it, without the split, its frame, or a
+        # typed decode that can only fail (issue 34).
+        return [block[:-1]]
     if block.startswith(_DELTA_HINT):
         try:
             ds = _delta_decoder.decode_lines(block)
@@ -441,6 +446,21 @@ def merge_delta_read(framer: Any, data: bytes) -> list[Any]:
     lines: list[Any] = block.split(b"\n")
     lines.pop()  # the block ends with a newline
     return merge_delta_lines(lines)
+
+
+_ITEM_PARAMS = b'","params":{"item":'
+
+
+def _item_line(line: bytes) -> bool:
+    """True when ``line`` (which starts with :data:`_DELTA_HINT`) surely is not an exact delta
+    line because its params open with an ``item`` key, as the real server's item/started and
+    item/completed do: the method string has no backslash (so the first quote after the hint
+    closes it) and is followed at once by ``,"params":{"item":`` — a key
+    :class:`DeltaParams` forbids, so the typed decode would fail there. False means "may be
+    one": the typed decode decides."""
+    start = len(_DELTA_HINT)
+    end = line.find(b'"', start)
+    return end > 0 and line.startswith(_ITEM_PARAMS, end) and line.find(b"\\", start, end) < 0
 
 
 def _merge_decoded(ds: list[_DeltaLine]) -> list[Notification]:
