@@ -76,7 +76,8 @@ class RuntimeRouting:
     def _event(self, kind: str, payload: dict[str, Any] | None = None, *, op: Operation | None = None,
                thread_id: str | None = None, turn_id: str | None = None, item_id: str | None = None) -> CodexEvent:
         tid = thread_id if thread_id is not None else (op.thread_id if op else None)
-        root = self._root_of(tid)
+        info = self.threads.get(tid) if tid else None  # _root_of(), inlined: once per event (issue 34)
+        root = None if info is None else (tid if info.root else info.root_id)
         return CodexEvent(
             kind,
             payload or {},
@@ -330,8 +331,9 @@ class RuntimeRouting:
                 op.errors.append(params.get("error") or {})
             self._deliver(self._event("error", params, op=op, thread_id=thread_id, turn_id=turn_id), op)
             return
-        self._deliver(self._event("nativeNotification", {"method": method, "params": params}, op=op,
-                                  thread_id=thread_id, turn_id=turn_id, item_id=item_id), op)
+        if op is not None or self._subscribers:  # else nobody would receive it: not built (issue 34)
+            self._deliver(self._event("nativeNotification", {"method": method, "params": params}, op=op,
+                                      thread_id=thread_id, turn_id=turn_id, item_id=item_id), op)
 
     def _on_delta(self, n: Notification) -> None:
         """Streaming text (``itemUpdated``): the same identities :meth:`_event` would give, but
@@ -372,7 +374,8 @@ class RuntimeRouting:
     def _deliver(self, ev: CodexEvent, op: Operation | None) -> None:
         if op is not None:
             op.stream.put(ev)
-        self._publish(ev)
+        for sub in self._subscribers:  # _publish(), inlined: once per routed notification (issue 34)
+            sub.put(ev)
 
 
     def _track_plans(self, method: str, params: Any) -> None:
@@ -398,5 +401,6 @@ class RuntimeRouting:
             info.status = "active"
         elif turn_id is not None and info.active_turn == turn_id:  # turn/completed of its own turn
             info.active_turn = None
-        info.status_event.set()
-        info.status_event = trio.Event()
+        waiting, info.status_event = info.status_event, None
+        if waiting is not None:
+            waiting.set()
