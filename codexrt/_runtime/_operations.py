@@ -79,7 +79,7 @@ class Operation:
     :meth:`discard_events` right away: nothing is buffered for it from then on."""
 
     def __init__(self, runtime: "Runtime", kind: str, op_id: str, *, thread_id: str | None,
-                 client_message_id: str | None, payload: dict[str, Any], stream: EventStream | None = None) -> None:
+                 client_message_id: str | None, payload: dict[str, Any]) -> None:
         self.runtime = runtime
         self.kind = kind
         self.id = op_id
@@ -93,7 +93,7 @@ class Operation:
         self.cancel_requested = False
         self.cancel_requested_at: float | None = None
         self.result: OperationResult | None = None
-        self.stream = EventStream() if stream is None else stream
+        self.stream = EventStream()
         self._events_discarded = False
         self._done = trio.Event()
         self._final_text_parts: dict[str, str] = {}
@@ -163,15 +163,13 @@ class Operation:
         error — not the answer text, the input or events (the caller has the text in the result
         it holds; 1 MB answers must not stay 256 deep per runtime, issue 31)."""
         assert self.result is not None
-        # the shared discarded stream: made on the reader once per turn, a stream of its own
-        # would be built only to be dropped (issue 34)
         rec = Operation(self.runtime, self.kind, self.id, thread_id=self.thread_id,
-                        client_message_id=self.client_message_id, payload={}, stream=_DISCARDED)
+                        client_message_id=self.client_message_id, payload={})
         rec.machine = self.machine  # terminal: it never moves again
         rec.turn_id, rec.generation, rec.settings = self.turn_id, self.generation, self.settings
         rec.cancel_requested, rec.cancel_requested_at = self.cancel_requested, self.cancel_requested_at
         rec.result = attrs.evolve(self.result, final_text=None)
-        rec._events_discarded = True
+        rec.stream, rec._events_discarded = _DISCARDED, True  # shared: made once per turn on the reader
         rec._done.set()
         return rec
 
