@@ -230,7 +230,8 @@ class RuntimeRouting:
         if not isinstance(params, dict):
             params = {}
         thread_id, turn_id, item_id, turn, item = _native_ids(params)
-        if method in _PLAN_METHODS and (method not in _ITEM_METHODS or (item is not None and item.get("type") == "plan")):
+        if method in _PLAN_METHODS and (method not in _ITEM_METHODS
+                                        or (item is not None and item.get("type") == "plan")):
             # R-INT-5: plan items / TODOs (never blocks). Of the items, the tracker reads only
             # plan items: the others (most lines of a turn) are not handed to it (issue 34).
             self._track_plans(method, params)
