@@ -35,11 +35,11 @@ from codexrt._sansio._framing import OversizedLine
 from codexrt._sansio._states import Phase  # how far a request got (R-WIRE-4): the one phase enum
 from codexrt._sansio._wire import (
     BadReply,
+    Envelope,
     ErrorObject,
     ErrorResponse,
     Notification,
     RequestId,
-    Envelope,
     Response,
     ServerRequest,
     Violation,

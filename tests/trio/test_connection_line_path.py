@@ -38,7 +38,7 @@ LINES: list[bytes | OversizedLine] = [
     b'{"method":"x","params":{"s":"' + b"[" * 300 + b'"}}',  # brackets in a string: not deep
     b'{"method":"x","params":' + b"[" * (MAX_JSON_DEPTH - 1) + b"]" * (MAX_JSON_DEPTH - 1) + b"}",  # the limit
     b'{"method":"x","params":' + b"[" * MAX_JSON_DEPTH + b"]" * MAX_JSON_DEPTH + b"}",  # one more: too deep
-    b'{"method":"x","params":{' + b'"a":{' * 70 + b'"b":[' * 70 + b"1" + b"]}" * 70 + b"}" * 70 + b"}}",  # too deep
+    b'{"method":"x","params":' + b'{"a":' * 70 + b"[" * 70 + b"1" + b"]" * 70 + b"}" * 70 + b"}",  # mixed: too deep
     b'{"id":7,"method":"item/commandExecution/requestApproval","params":{' + T.encode() + b"}}",
     b'{"id":7,"method":"item/commandExecution/requestApproval","params":{}}',  # id reused while pending
     b'{"id":"7","method":"item/commandExecution/requestApproval","params":{}}',
