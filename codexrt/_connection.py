@@ -77,6 +77,7 @@ from codexrt._sansio._wire import (
     Notification,
     RequestId,
     ServerRequest,
+    decode_envelope,
     decode_json,
     merge_delta_read,
 )
@@ -363,17 +364,11 @@ class Connection:
                 else:
                     frames = self._framer.feed(data)
                     try_delta = True
-                sink = self._sink
                 for frame in frames:
                     if type(frame) is Notification:
-                        try:
-                            sink(frame)
-                        except msgspec.DecodeError as exc:
-                            self._unreadable_params(frame, exc)
-                        except Exception:  # the sink must not raise; never let it kill the reader
-                            log.exception("connection sink raised on a notification")
-                        continue
-                    self._on_frame(frame, try_delta)
+                        self._notify(frame)
+                    else:
+                        self._on_frame(frame, try_delta)
             for frame in self._framer.close():
                 self._on_frame(frame)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -410,30 +405,39 @@ class Connection:
     def _on_frame(self, frame: bytes | OversizedLine, try_delta: bool = True) -> None:
         """One line through the RPC core. Whatever goes wrong with *this* line is a
         ``protocolError`` for it and reading goes on (R-WIRE-5). ``try_delta=False``: the line
-        is known not to be an exact streaming-delta line (``merge_delta_read`` tried it)."""
+        is known not to be an exact streaming-delta line (``merge_delta_read`` tried it).
+
+        Most lines of a turn (item/started, status, usage …) are plain notifications, each
+        handled right after the reader woke, where every Python frame costs several times its
+        warm price (issue 34): such a line is decoded here and handed to the sink directly —
+        what :meth:`RpcCore.receive_line` would return for it, without its list or the frames
+        in between. Every other line (a reply, a server request, a blank or oversized line,
+        ``serverRequest/resolved``) takes the core's general path."""
         try:
-            self._handle_frame(frame, try_delta)
+            if type(frame) is bytes and frame.startswith(b"{"):  # so neither empty nor blank
+                env = decode_envelope(frame, try_delta)
+                if type(env) is Notification and env.method != "serverRequest/resolved":
+                    self._notify(env)
+                    return
+                events = self.core.receive_envelope(env, frame)
+            else:
+                events = self.core.receive_line(frame, try_delta=try_delta)
+            self._handle_events(events)
         except Exception as exc:
             reason = f"line could not be processed: {type(exc).__name__}"
             log.warning("protocol violation from app-server: %s", reason)
             excerpt = bytes(frame[:200]) if isinstance(frame, (bytes, bytearray)) else b""
             self._emit(ProtocolViolation(reason, excerpt))
 
-    def _handle_frame(self, frame: bytes | OversizedLine, try_delta: bool = True) -> None:
+    def _handle_events(self, events: list[Any]) -> None:
+        """The events :class:`RpcCore` made of one line, each to its owner."""
         core = self.core
-        events = core.receive_line(frame, try_delta=try_delta)
         if core.has_data_to_send:
             for data in core.data_to_send():
                 self._enqueue(_Frame(data), reply=True)
         for ev in events:
             if type(ev) is Notification and ev.method != "serverRequest/resolved":
-                # The common case (a delta flood is all notifications): straight to the sink.
-                try:
-                    self._sink(ev)
-                except msgspec.DecodeError as exc:
-                    self._unreadable_params(ev, exc)
-                except Exception:  # the sink must not raise; never let it kill the reader
-                    log.exception("connection sink raised on a notification")
+                self._notify(ev)
                 continue
             if isinstance(ev, (CallSucceeded, CallFailed)):
                 waiter = self._waiters.pop(ev.call.id, None)
@@ -458,6 +462,17 @@ class Connection:
             elif isinstance(ev, UnsupportedServerRequest):
                 log.info("answered unsupported server request %s with -32601", ev.method)
             self._emit(ev)
+
+    def _notify(self, ev: Notification) -> None:
+        """A notification to the sink. Its params are decoded there, lazily: params that cannot
+        be decoded are a ``protocolError`` for the line; any other failure of the sink is
+        logged (the sink must not raise, and it never kills the reader)."""
+        try:
+            self._sink(ev)
+        except msgspec.DecodeError as exc:
+            self._unreadable_params(ev, exc)
+        except Exception:
+            log.exception("connection sink raised on a notification")
 
     def _unreadable_params(self, ev: Notification, exc: Exception) -> None:
         """A notification whose params cannot be decoded (not UTF-8, bad JSON inside): a

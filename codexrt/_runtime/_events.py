@@ -147,7 +147,9 @@ else:
 
 
 def _coalesce(prev: CodexEvent, new: CodexEvent) -> CodexEvent | None:
-    if not (prev.is_delta and new.is_delta):
+    # ``prev.is_delta and new.is_delta``, the kinds first: this runs for every event put behind
+    # another (issue 34), and almost none is a whole delta event
+    if prev.kind != "itemUpdated" or new.kind != "itemUpdated" or not (prev.is_delta and new.is_delta):
         return None
     if (prev.item_id, prev.turn_id, prev.thread_id, prev.client_operation_id) != (
         new.item_id, new.turn_id, new.thread_id, new.client_operation_id

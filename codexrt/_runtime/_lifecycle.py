@@ -6,6 +6,7 @@ runtime's connection (``is_connected``, ``start_child``, ``current_child``, ``ki
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from typing import Any
@@ -315,7 +316,7 @@ class RuntimeLifecycle:
             caps["optOutNotificationMethods"] = list(self.config.opt_out_notification_methods)
         async with open_connection(
             transport,
-            sink=lambda ev: self._on_conn_event(gen, ev),
+            sink=functools.partial(self._on_conn_event, gen),  # no Python frame of its own (issue 34)
             supported_server_requests=SUPPORTED_SERVER_REQUESTS,
             client_info=self.config.client_info,
             capabilities=caps,

@@ -169,7 +169,7 @@ class Operation:
         rec.turn_id, rec.generation, rec.settings = self.turn_id, self.generation, self.settings
         rec.cancel_requested, rec.cancel_requested_at = self.cancel_requested, self.cancel_requested_at
         rec.result = attrs.evolve(self.result, final_text=None)
-        rec.stream, rec._events_discarded = _DiscardStream(), True
+        rec.stream, rec._events_discarded = _DISCARDED, True  # shared: made once per turn on the reader
         rec._done.set()
         return rec
 
@@ -206,6 +206,11 @@ class _DiscardStream(EventStream):
         pass
 
 
+#: The stream of every settled record (:meth:`Operation._settled_record`): it keeps nothing and
+#: is always closed, and iterating it never yields, so one instance serves them all.
+_DISCARDED = _DiscardStream()
+
+
 @attrs.define
 class _ThreadInfo:
     thread_id: str
@@ -226,7 +231,9 @@ class _ThreadInfo:
     # native status (``thread/status/changed`` type) and running turn; None = unknown
     status: str | None = None
     active_turn: str | None = None
-    status_event: trio.Event = attrs.field(factory=trio.Event)
+    #: set at the next status change, then dropped; made by whoever waits for that change (the
+    #: release of a sub-agent): not one new Event per status line on the reader (issue 34)
+    status_event: trio.Event | None = None
 
 
 @attrs.frozen(eq=False)

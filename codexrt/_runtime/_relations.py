@@ -139,6 +139,8 @@ class RuntimeRelations:
                         await conn.call("turn/interrupt", {"threadId": child, "turnId": ci.active_turn})
                     except CodexError as exc:
                         log.info("turn/interrupt of sub-agent %s failed: %s", child, exc.message)
+                if ci.status_event is None:
+                    ci.status_event = trio.Event()
                 with trio.move_on_after(1.0):  # wake on its next status change, else look again
                     await ci.status_event.wait()
         if ci.loaded_generation == self.generation and self.conn is not None:

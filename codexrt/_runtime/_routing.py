@@ -49,6 +49,7 @@ def _oversized_id(*values: Any) -> int | None:
             return len(v)
     return None
 _TURN_METHODS = frozenset({"turn/started", "turn/completed"})
+_ITEM_METHODS = frozenset({"item/started", "item/completed"})
 
 
 def _native_ids(params: dict[str, Any]) -> tuple[Any, Any, Any, dict[str, Any] | None, dict[str, Any] | None]:
@@ -75,7 +76,8 @@ class RuntimeRouting:
     def _event(self, kind: str, payload: dict[str, Any] | None = None, *, op: Operation | None = None,
                thread_id: str | None = None, turn_id: str | None = None, item_id: str | None = None) -> CodexEvent:
         tid = thread_id if thread_id is not None else (op.thread_id if op else None)
-        root = self._root_of(tid)
+        info = self.threads.get(tid) if tid else None  # _root_of(), inlined: once per event (issue 34)
+        root = None if info is None else (tid if info.root else info.root_id)
         return CodexEvent(
             kind,
             payload or {},
@@ -219,17 +221,26 @@ class RuntimeRouting:
 
     def _on_notification(self, n: Notification) -> None:
         method = n.method
-        if method in _PLAN_METHODS:
-            self._track_plans(n)  # R-INT-5: plan items / TODOs (never blocks)
         if method in DELTA_METHODS:
+            if method == "item/plan/delta":
+                self._track_plans(method, n.params)  # R-INT-5: the plan's preview text
             self._on_delta(n)  # the hot path of a flood; no other branch takes these methods
             return
         params = n.params
         if not isinstance(params, dict):
             params = {}
         thread_id, turn_id, item_id, turn, item = _native_ids(params)
+        if method in _PLAN_METHODS and (method not in _ITEM_METHODS
+                                        or (item is not None and item.get("type") == "plan")):
+            # R-INT-5: plan items / TODOs (never blocks). Of the items, the tracker reads only
+            # plan items: the others (most lines of a turn) are not handed to it (issue 34).
+            self._track_plans(method, params)
         get = params.get
-        size = _oversized_id(thread_id, turn_id, item_id)
+        size = None
+        for v in (thread_id, turn_id, item_id):  # _oversized_id(), inlined: once per routed line
+            if type(v) is str and len(v) > MAX_NATIVE_ID_CHARS:
+                size = len(v)
+                break
         if size is None and method == "thread/started":
             started = get("thread")
             size = _oversized_id(started.get("id")) if isinstance(started, dict) else None
@@ -321,8 +332,9 @@ class RuntimeRouting:
                 op.errors.append(params.get("error") or {})
             self._deliver(self._event("error", params, op=op, thread_id=thread_id, turn_id=turn_id), op)
             return
-        self._deliver(self._event("nativeNotification", {"method": method, "params": params}, op=op,
-                                  thread_id=thread_id, turn_id=turn_id, item_id=item_id), op)
+        if op is not None or self._subscribers:  # else nobody would receive it: not built (issue 34)
+            self._deliver(self._event("nativeNotification", {"method": method, "params": params}, op=op,
+                                      thread_id=thread_id, turn_id=turn_id, item_id=item_id), op)
 
     def _on_delta(self, n: Notification) -> None:
         """Streaming text (``itemUpdated``): the same identities :meth:`_event` would give, but
@@ -363,11 +375,12 @@ class RuntimeRouting:
     def _deliver(self, ev: CodexEvent, op: Operation | None) -> None:
         if op is not None:
             op.stream.put(ev)
-        self._publish(ev)
+        for sub in self._subscribers:  # _publish(), inlined: once per routed notification (issue 34)
+            sub.put(ev)
 
 
-    def _track_plans(self, n: Notification) -> None:
-        for change in self.plans.feed(n.method, n.params if isinstance(n.params, dict) else {}):
+    def _track_plans(self, method: str, params: Any) -> None:
+        for change in self.plans.feed(method, params if isinstance(params, dict) else {}):
             self._publish(self._event(change.kind, change.payload, thread_id=change.thread_id,
                                       turn_id=change.payload.get("turnId")))
 
@@ -389,5 +402,6 @@ class RuntimeRouting:
             info.status = "active"
         elif turn_id is not None and info.active_turn == turn_id:  # turn/completed of its own turn
             info.active_turn = None
-        info.status_event.set()
-        info.status_event = trio.Event()
+        waiting, info.status_event = info.status_event, None
+        if waiting is not None:
+            waiting.set()

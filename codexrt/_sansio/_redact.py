@@ -174,6 +174,12 @@ _SHAPES = re.compile(
 _SHAPE_LITERALS = ("sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "xox", "AKIA", "ASIA",
                    "AIza", "hf_", "eyJ")
 _HEADER_WORDS = ("authorization", "cookie", "x-api-key")
+# What no name that ``_secret_field`` accepts can be spelled without (a header name, or a word
+# of ``_ANYWHERE``/``SECRET``/``AUTH``/``_LAST``, or a ``KEY``/``TOKEN`` ending), lowered: a line
+# with none of them has no name ``_NAMED`` would mask, and skips its scan (issue 34: a child's
+# stderr warnings hold ``:`` in every timestamp, and the scan was half of their redaction).
+# The header substitution before it only adds ``[REDACTED]``, which spells none of them.
+_NAME_WORDS = ("pass", "credential", "secret", "auth", "key", "token", "pat", "cookie")
 _SCHEME_WORDS = ("bearer", "basic")
 # A line that ends with a secret-looking name and its separator: the value is on the next line.
 _DANGLING_NAME = re.compile(r"\"?(" + _NAME_RUN + r")\"?\s*+[:=]\s*+$")
@@ -482,7 +488,7 @@ class Redactor:
         low = text.lower() if text.isascii() else None
         if low is None or any(w in low for w in _HEADER_WORDS):
             text = _HEADER_LINE.sub(_mask, text)
-        if ":" in text or "=" in text:
+        if (":" in text or "=" in text) and (low is None or any(w in low for w in _NAME_WORDS)):
             text = _NAMED.sub(_mask_named, text)
         if "://" in text and "@" in text:
             text = _URL_USERINFO.sub(_mask_userinfo, text)

@@ -35,6 +35,7 @@ from codexrt._sansio._framing import OversizedLine
 from codexrt._sansio._states import Phase  # how far a request got (R-WIRE-4): the one phase enum
 from codexrt._sansio._wire import (
     BadReply,
+    Envelope,
     ErrorObject,
     ErrorResponse,
     Notification,
@@ -254,7 +255,12 @@ class RpcCore:
             ]
         if not line or line.isspace():  # type: ignore[union-attr]
             return []
-        env = decode_envelope(line, try_delta)  # type: ignore[arg-type]
+        return self.receive_envelope(decode_envelope(line, try_delta), line)  # type: ignore[arg-type]
+
+    def receive_envelope(self, env: Envelope, line: bytes) -> list[Event]:
+        """The events of ``env``, the :func:`~codexrt._sansio._wire.decode_envelope` of the
+        non-blank ``line`` (second half of :meth:`receive_line`, for a driver that decoded the
+        line itself to hand a plain notification on without building a list, issue 34)."""
         if type(env) is Notification:
             return [env]
         if isinstance(env, ServerRequest):

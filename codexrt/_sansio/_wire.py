@@ -281,7 +281,8 @@ class Notification(msgspec.Struct, eq=False, repr_omit_defaults=True):
             if d is not None:
                 cache = {"threadId": d.threadId, "turnId": d.turnId, "itemId": d.itemId, "delta": d.delta}
             else:
-                cache = decode_json(self.params_raw)
+                raw = self.params_raw  # decode_json(), inlined: read once per routed line (issue 34)
+                cache = None if isinstance(raw, Raw) and len(raw) == 0 else _any_decoder.decode(raw)
                 if cache is None:
                     cache = {}
             self._params = cache
@@ -425,6 +426,11 @@ def merge_delta_read(framer: Any, data: bytes) -> list[Any]:
         return merge_delta_lines(framer.feed(data))
     if not block:
         return []
+    if block.find(b"\n") == len(block) - 1 and (not block.startswith(_DELTA_HINT) or _item_line(block)):
+        # One line that is not an exact delta line — most reads of a turn (its lines arrive
+        # alone): what merge_delta_lines returns for it, without the split, its frame, or a
+        # typed decode that can only fail (issue 34).
+        return [block[:-1]]
     if block.startswith(_DELTA_HINT):
         try:
             ds = _delta_decoder.decode_lines(block)
@@ -440,6 +446,21 @@ def merge_delta_read(framer: Any, data: bytes) -> list[Any]:
     lines: list[Any] = block.split(b"\n")
     lines.pop()  # the block ends with a newline
     return merge_delta_lines(lines)
+
+
+_ITEM_PARAMS = b'","params":{"item":'
+
+
+def _item_line(line: bytes) -> bool:
+    """True when ``line`` (which starts with :data:`_DELTA_HINT`) surely is not an exact delta
+    line because its params open with an ``item`` key, as the real server's item/started and
+    item/completed do: the method string has no backslash (so the first quote after the hint
+    closes it) and is followed at once by ``,"params":{"item":`` — a key
+    :class:`DeltaParams` forbids, so the typed decode would fail there. False means "may be
+    one": the typed decode decides."""
+    start = len(_DELTA_HINT)
+    end = line.find(b'"', start)
+    return end > 0 and line.startswith(_ITEM_PARAMS, end) and line.find(b"\\", start, end) < 0
 
 
 def _merge_decoded(ds: list[_DeltaLine]) -> list[Notification]:
@@ -499,7 +520,9 @@ def decode_envelope(line: bytes, try_delta: bool = True) -> Envelope:
         return Violation(f"invalid message: {exc}", _excerpt(line))
     except RecursionError:
         return Violation(f"message nested deeper than {MAX_JSON_DEPTH} levels", _excerpt(line))
-    if json_depth_exceeds(line, MAX_JSON_DEPTH):
+    # json_depth_exceeds's own first test, inlined (issue 34: one frame and one ``translate``
+    # less per line): with at most MAX_JSON_DEPTH opening brackets the line cannot be too deep.
+    if line.count(b"[") + line.count(b"{") > MAX_JSON_DEPTH and json_depth_exceeds(line, MAX_JSON_DEPTH):
         return Violation(f"message nested deeper than {MAX_JSON_DEPTH} levels", _excerpt(line))
     has_id = env.id is not UNSET
     if env.method is not UNSET:

@@ -226,7 +226,12 @@ _PIECES = ["sk-", "sk-proj-", "ghp_", "github_pat_", "glpat-", "xoxb-", "AKIA", 
            "eyJhbGciOi.eyJzdWIi.sig", "Authorization", "authorization: ", "Cookie", "x-api-key", "Bearer ",
            "bearer ", "Basic ", "password=", "API_KEY: ", '"token": "', "https://", "user:pw@", "@", "://",
            ":", "=", " ", "\n", '"', "'", "abcdefghij0123456789", "ABCDEFGHIJKLMNOP", "_-.~+/", "K", "\u212a",
-           "\u0130", "é", "task-manager", "disk-usage"]
+           "\u0130", "é", "task-manager", "disk-usage",
+           # the words a secret-looking name is spelled with, whole and in parts (issue 34: a
+           # line without any of them skips the named-value scan)
+           "PGPASSWORD", "pass", "WD", "phrase", "credential", "client_secret", "Secret", "AUTH", "auth_",
+           "KEY", "Keys", "token", "Token", "GITHUB_PAT", "pat", "apikey", "cookie", "SSH_AUTH_SOCK", "KEYBOARD",
+           "pattern", "2026-12-02T17", "::"]
 
 
 def _every_rule(text: str) -> str:
@@ -247,3 +252,21 @@ def test_r_wire_9_the_cheap_checks_never_change_what_is_redacted(text: str) -> N
     """Skipping a rule whose literal a line lacks is only a shortcut: built from the rules' own
     pieces (case-folding letters included), every line comes out as if every rule had run."""
     assert Redactor()(text) == _every_rule(text)
+
+
+_NAME_PARTS = ["pass", "PASS", "word", "WD", "phrase", "cred", "ential", "CREDENTIAL", "secret", "SECRET", "s",
+               "auth", "AUTH", "orization", "key", "KEY", "Key", "token", "Token", "TOKEN", "pat", "PAT", "api",
+               "API", "access", "Access", "id", "ID", "gh", "github", "_", "-", ".", "1", "x", "X", "cookie",
+               "set-", "proxy-", "x-api-", "Error", "Usage", "max", "board", "SOCK"]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(_NAME_PARTS), min_size=1, max_size=8).map("".join))
+def test_r_wire_9_every_secret_name_spells_one_of_the_name_words(name: str) -> None:
+    """Issue 34: a line skips the named-value scan when its lowered text holds none of
+    ``_NAME_WORDS``; that is only right if no name the scan would mask can be spelled without
+    one of them (headers included)."""
+    from codexrt._sansio import _redact as r
+
+    if r._secret_field(name):
+        assert any(w in name.lower() for w in r._NAME_WORDS), name

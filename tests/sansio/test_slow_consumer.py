@@ -158,6 +158,14 @@ _raw_line = st.one_of(
     st.just(_D % (b"a", b"4") + b"\r"),
     # starts like a delta line but is another item notification (most lines of a real turn)
     st.just(b'{"method":"item/started","params":{"threadId":"t1","turnId":"t1","item":{"type":"agentMessage","id":"a"}}}'),
+    # the real server's order, "item" first (issue 34: such a line alone skips the typed try),
+    # and near misses: an escaped quote in the method, a line cut short, another first key
+    st.just(b'{"method":"item/completed","params":{"item":{"type":"agentMessage","id":"a"},"threadId":"t1"}}'),
+    st.just(b'{"method":"item/a\\","params":{"item":1}}'),
+    st.just(b'{"method":"item/a\\","params":{"item":1},"x":"","params":{"threadId":"t1","turnId":"t1","itemId":"a",'
+            b'"delta":"z"}}'),
+    st.just(b'{"method":"item/started","params":{"item":'),
+    st.just(b'{"method":"item/agentMessage/delta","params":{"itemId":"a","threadId":"t1","turnId":"t1","delta":"q"}}'),
 )
 
 

@@ -459,3 +459,26 @@ async def test_r_set_2_after_a_reset_the_gate_trusts_only_the_new_child(peers, a
         assert info.started_effective["model"] == "m-2"  # the new child's own report opened the gate
         assert peers.received(1, "thread/settings/update") == []
         rt.abort(again)
+
+
+async def test_r_h_8_a_status_waiter_is_woken_by_the_next_status_line(peers):
+    """R-H-8, issue 34: a thread's status event exists only while someone waits for the next
+    change (the release of a sub-agent makes it); the next status line sets it and drops it,
+    and a status line nobody waits for makes none."""
+    from codexrt._sansio._wire import Notification
+
+    async with _rt(peers, "handshake-ok") as rt:
+        op = rt.send("x")
+        tid = (await op.wait()).thread_id
+        info = rt.threads[tid]
+        assert info.status_event is None  # the turn's status lines made no event
+
+        def status(kind):
+            rt._on_notification(Notification("thread/status/changed", codexrt._sansio._wire.encode_json(
+                {"threadId": tid, "status": {"type": kind}})))
+
+        waiter = info.status_event = trio.Event()
+        status("active")
+        assert waiter.is_set() and info.status_event is None and info.status == "active"
+        status("idle")
+        assert info.status_event is None and info.status == "idle"
