@@ -10,8 +10,7 @@ from typing import Any
 import attrs
 
 from codexrt._features._history_values import Transcript
-from codexrt._sansio._projection import DisplayRecord, plain_message_json, project_native_item
-from codexrt._sansio._projection._native_feed import plain_page
+from codexrt._sansio._projection import DisplayRecord, plain_message_json, plain_page, project_native_item
 
 __all__ = ["CLIPPED_VALUE", "MAX_VALUE_DEPTH", "plain_page_json", "record_to_json", "transcript_to_json"]
 
@@ -120,7 +119,7 @@ def record_to_json(r: DisplayRecord) -> dict[str, Any]:
 def plain_page_json(entries: Sequence[Any], thread_id: str | None) -> list[dict[str, Any]] | None:
     """The JSON records of a ``thread/items/list`` page of plain messages — exactly
     ``[record_to_json(r) for r in Projector.page_records(thread_id, entries)]`` — or None where
-    that page takes the general path (:func:`~codexrt._sansio._projection._native_feed.plain_page`).
+    that page takes the general path (:func:`~codexrt._sansio._projection.plain_page`).
     Each message is written straight as JSON (:func:`plain_message_json`; ≈ 4× faster per page,
     issue 34), one with an image or a file mention through its record. No redactor and no mask:
     the caller has neither, or a privacy masker, which leaves messages as they are."""

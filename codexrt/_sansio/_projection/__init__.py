@@ -56,6 +56,7 @@ record conversion, exec receipts) → :mod:`._store` (entries per turn; reading 
 from __future__ import annotations
 
 from ._native import plain_message_json, project_native_item
+from ._native_feed import plain_page
 from ._projector import Projector
 from ._records import (
     STATUSES,
@@ -112,6 +113,7 @@ __all__ = [
     "Projector",
     "project_native_item",
     "plain_message_json",
+    "plain_page",
     "count_messages",
     "MessageTally",
     "patch_line_counts",
