@@ -58,8 +58,7 @@ class CachedPage:
         """The records as JSON values (fresh ones when only their text is kept)."""
         if self.records is not None:
             return self.records
-        assert self.records_json is not None
-        values: list[dict[str, Any]] = msgspec.json.decode(self.records_json)
+        values: list[dict[str, Any]] = msgspec.json.decode(self.records_json or b"[]")
         return values
 
 
