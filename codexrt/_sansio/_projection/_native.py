@@ -89,8 +89,8 @@ def _lifecycle_status(completed: bool) -> str:
     return "completed" if completed else "inProgress"
 
 
-def _user_message(item: dict[str, Any], common: dict[str, Any], life: str) -> UserMessage:
-    """Text blocks joined and sanitized, images by shape (R-H-4, R-CTX-5)."""
+def _user_content(item: dict[str, Any]) -> tuple[str, list[ImageSource]]:
+    """A user message's text blocks joined (not yet sanitized) and its images by shape."""
     content = item.get("content")
     parts: list[str] = []
     images: list[ImageSource] = []
@@ -98,13 +98,20 @@ def _user_message(item: dict[str, Any], common: dict[str, Any], life: str) -> Us
         for b in content:
             if not isinstance(b, dict):
                 continue
-            if b.get("type") == "text" and isinstance(b.get("text"), str):
+            kind = b.get("type")
+            if kind == "text" and isinstance(b.get("text"), str):
                 parts.append(b["text"])
-            elif b.get("type") in _IMAGE_TYPES:
+            elif kind in _IMAGE_TYPES:
                 img = _image_from_block(b)
                 if img is not None:
                     images.append(img)
-    s = sanitize_user_text("".join(parts))
+    return "".join(parts), images
+
+
+def _user_message(item: dict[str, Any], common: dict[str, Any], life: str) -> UserMessage:
+    """Text blocks joined and sanitized, images by shape (R-H-4, R-CTX-5)."""
+    text, images = _user_content(item)
+    s = sanitize_user_text(text)
     return UserMessage(
         **common, status=life, text=s.text, images=tuple(images), file_mentions=s.file_mentions,
         client_id=_str(item.get("clientId")), stripped=s.stripped,
@@ -173,18 +180,10 @@ def plain_message_json(item: dict[str, Any], *, thread_id: str | None, turn_id: 
                 "source": "native"}
     if t != "userMessage":
         return None
-    content = item.get("content")
-    parts: list[str] = []
-    if isinstance(content, list):
-        for b in content:
-            if not isinstance(b, dict):
-                continue
-            kind = b.get("type")
-            if kind == "text" and isinstance(b.get("text"), str):
-                parts.append(b["text"])
-            elif kind in _IMAGE_TYPES:
-                return None
-    s = sanitize_user_text("".join(parts))
+    text, images = _user_content(item)
+    if images:
+        return None
+    s = sanitize_user_text(text)
     if s.file_mentions:
         return None
     return {"kind": "userMessage", "id": str(item.get("id", "")), "threadId": thread_id, "turnId": turn_id,
