@@ -271,6 +271,7 @@ class Connection:
         self._pipe_fd: Callable[[], int] | None = (
             send.fileno if isinstance(send, getattr(trio.lowlevel, "FdStream", ())) else None)
         self._waiters: dict[int, _Waiter] = {}
+        self._heard = 0  # notifications and other events from the app-server, replies aside
         self._handshake_started = False
         self._handshake_done = trio.Event()
         self._handshake_error: CodexError | None = None
@@ -298,6 +299,13 @@ class Connection:
     def stderr_tail(self) -> list[str]:
         """The last lines of the child's stderr, already redacted (R-WIRE-9)."""
         return list(self._stderr_tail)
+
+    def activity(self) -> tuple[int, int]:
+        """A mark of what happened on this connection: how many requests were started and how
+        many lines other than replies were heard (notifications, server requests, unreadable
+        lines). Two equal marks: between them nothing was sent and only answers came (serve's
+        history read-ahead, issue 34)."""
+        return self.core.requests_started, self._heard
 
     def statistics(self) -> dict[str, int]:
         return {
@@ -467,6 +475,7 @@ class Connection:
         """A notification to the sink. Its params are decoded there, lazily: params that cannot
         be decoded are a ``protocolError`` for the line; any other failure of the sink is
         logged (the sink must not raise, and it never kills the reader)."""
+        self._heard += 1
         try:
             self._sink(ev)
         except msgspec.DecodeError as exc:
@@ -483,6 +492,7 @@ class Connection:
         self._emit(ProtocolViolation(reason, bytes(ev.params_raw)[:200]))
 
     def _emit(self, ev: ConnectionEvent) -> None:
+        self._heard += 1
         try:
             self._sink(ev)
         except Exception:  # the sink must not raise; never let it kill the reader
