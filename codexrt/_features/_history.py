@@ -94,6 +94,7 @@ from codexrt._sansio._errors import (
     AccessInactive,
     CodexError,
     HistoryReadFailed,
+    malformed_data,
     malformed_data_is_typed,
     RelationUnverified,
     RemoteProtocolError,
@@ -131,10 +132,10 @@ from codexrt._features._history_legacy import (
     load_rollout_transcript,
     local_submissions,
     missing_identities,
-    _session_names,
 )
 from codexrt._features._history_count import MessageCounter, _full_read_complete, _walk
-from codexrt._features._history_pages import CachedPage, PageRecordsCache
+from codexrt._features._history_ahead import PageReadAhead
+from codexrt._features._history_pages import CachedPage, PageKey, PageRecordsCache
 from codexrt._features._history_json import (CLIPPED_VALUE, MAX_VALUE_DEPTH, plain_page_json, record_to_json,
                                              transcript_to_json)
 
@@ -162,10 +163,6 @@ __all__ = [
     "MASKING_NOTICE",
     "PRIVACY_DAMAGED_NOTICE",
     "PrivacySource",
-    "HISTORY_COMMANDS",
-    "LEGACY_HISTORY_COMMANDS",
-    "run_history_command",
-    "run_legacy_history_command",
 ]
 
 
@@ -183,7 +180,8 @@ class HistoryReader:
                  codex_home: str | os.PathLike[str] | None = None, inactive: bool = False,
                  redact: Callable[[str], str] | None = None, counter: MessageCounter | None = None,
                  page_limit: int = DEFAULT_PAGE_LIMIT, max_pages: int = DEFAULT_MAX_PAGES,
-                 privacy: PrivacySource | None = None, page_cache: PageRecordsCache | None = None) -> None:
+                 privacy: PrivacySource | None = None, page_cache: PageRecordsCache | None = None,
+                 read_ahead: PageReadAhead | None = None) -> None:
         self._nursery = nursery
         self._provider = provider
         self.codex_home = resolve_codex_home(codex_home)
@@ -195,6 +193,8 @@ class HistoryReader:
         self.max_pages = max_pages
         #: records of pages already answered by :meth:`read_page` (issue 34); None: none kept
         self.page_cache = page_cache
+        #: serve's read-ahead of history walks (issue 34); None: every page is read when asked
+        self.read_ahead = read_ahead
         self.index = ThreadIndex()
         #: ``thread_id -> [LocalSubmission]``: the host's unconfirmed sends (R-H-1); set by
         #: :func:`open_history_reader` for a ``Runtime`` source.
@@ -532,33 +532,48 @@ class HistoryReader:
         if sort_direction is not None:
             params["sortDirection"] = sort_direction
         masking = self._start_masker()  # loads while the page is in flight
-        raw = bytes(await call_read(conn, method, params, raw=True))
+        key: PageKey = (thread_id, method, cursor, limit, sort_direction)
+        plain_key = all(isinstance(x, (str, int, type(None))) for x in key)  # an odd cursor is no key
+        ahead = self.read_ahead if plain_key else None
+        text = await ahead.take(key, conn) if ahead is not None else None
+        raw = text if text is not None else bytes(await call_read(conn, method, params, raw=True))
         masker, _ = await masking()
+        cache = self.page_cache if plain_key else None
+        return self._answer(key, raw, masker, cache, encoded=encoded, ahead=ahead, conn=conn)
+
+    def _answer(self, key: PageKey, raw: bytes, masker: Masker | None, cache: PageRecordsCache | None, *,
+                encoded: bool, ahead: PageReadAhead | None = None, conn: Connection | None = None) -> Any:
+        """The page ``key`` whose result text is ``raw``, masked by ``masker``, with its records
+        (from ``cache`` when they were made from the same text and index). With ``ahead``, the
+        next page of a walk is asked for on ``conn`` before this one is projected."""
+        thread_id, method, _, _, sort_direction = key
         index = masker.index if masker is not None else None
-        key = (thread_id, method, cursor, limit, sort_direction)
-        cache = self.page_cache
-        if self.redact is not None or not all(isinstance(x, (str, int, type(None))) for x in key):
-            cache = None  # a redactor also masks process-wide values; an odd cursor is no key
+        if self.redact is not None:
+            cache = None  # a redactor also masks process-wide values: its pages are never cached
         hit = cache.get(key, raw, index) if cache is not None else None
         if hit is not None and encoded and hit.records_json is not None:
+            if ahead is not None and conn is not None:
+                ahead.answered(self._nursery, conn, key, hit.next_cursor, self._prebuild)
             if hit.reply is None:  # the same page, masked by the same index (its text: ``raw``)
                 hit.reply = _with_records(raw, hit.records_json)
             return hit.reply
         res = decode_json(raw) if raw else None
         if not isinstance(res, dict) or not isinstance(res.get("data"), list):
             raise RemoteProtocolError(f"{method} answered without a data list", details={"method": method})
+        if ahead is not None and conn is not None:  # the next page is asked for before this one is projected
+            ahead.answered(self._nursery, conn, key, res.get("nextCursor"), self._prebuild)
         if hit is not None:
             records = hit.record_values()
         else:
             mask = masker.mask if masker is not None else None
             # a privacy masker leaves messages as they are (Masker.mask): a page of them is
             # written as JSON directly
-            direct = scope == "items" and self.redact is None and (masker is None or type(masker) is Masker)
+            direct = method == "thread/items/list" and self.redact is None and (masker is None or type(masker) is Masker)
             plain = plain_page_json(res["data"], thread_id) if direct else None
             if plain is not None:
                 records = plain
             else:
-                if scope == "items":
+                if method == "thread/items/list":
                     recs = Projector.page_records(thread_id, res["data"], redact=self.redact, mask=mask)
                 else:
                     proj = Projector(thread_id, redact=self.redact, mask=mask)
@@ -567,7 +582,7 @@ class HistoryReader:
                             proj.add_native_turn(t, prepend=(sort_direction or "desc") == "desc")
                     recs = proj.records()
                 records = [record_to_json(r) for r in recs]
-            hit = CachedPage(raw, len(res["data"]), index, records)
+            hit = CachedPage(raw, len(res["data"]), index, records, next_cursor=res.get("nextCursor"))
             if cache is not None:
                 cache.put(key, hit)
         if encoded and "source" not in res and "records" not in res:
@@ -580,6 +595,27 @@ class HistoryReader:
                 hit.reply = _with_records(raw, records_json)
                 return hit.reply
         return {**res, "source": "native", "records": records}
+
+    def _prebuild(self, key: PageKey, raw: bytes) -> None:
+        """A page read ahead has come: make its records and reply now, into the page cache,
+        while serve waits for the host's request for it (issue 34). The request then finds
+        them when the index it loads afresh is the one used here (the cache's own rule). Only
+        when the index is at hand without a load (none, or one whose files did not change);
+        a page that cannot be answered is left for the request, which says why."""
+        cache = self.page_cache
+        if cache is None or self.redact is not None:
+            return
+        src = self.privacy
+        if src is None or isinstance(src, PrivacyIndex):
+            index = src
+        else:
+            index = src.cached_index() if isinstance(src, PrivacyStore) else None
+            if index is None:
+                return
+        if cache.peek(key, raw, index) is not None:
+            return
+        with contextlib.suppress(CodexError), malformed_data("history data"):
+            self._answer(key, raw, Masker(index) if index is not None else None, cache, encoded=True)
 
     # -- sub-agents (R-H-8) ----------------------------------------------------------------
 
@@ -683,99 +719,3 @@ def _with_records(result: bytes, records_json: bytes) -> msgspec.Raw:
     own text (an object holding a ``data`` list, neither ``source`` nor ``records``: the
     caller checked) and the records' text."""
     return msgspec.Raw(b"".join((result.rstrip()[:-1], b',"source":"native","records":', records_json, b"}")))
-
-
-# ---------------------------------------------------------------------------------------------
-# serve: the read-only history commands (R-D-1)
-
-HISTORY_COMMANDS = frozenset({"codex.listThreads", "codex.readThread", "codex.readHistoryPage",
-                              "codex.countThreadMessages", "codex.readSubagent"})
-
-
-@malformed_data_is_typed("history data")
-async def run_history_command(rt: Any, name: str, params: dict[str, Any], *, counter: MessageCounter,
-                              nursery: trio.Nursery, page_cache: PageRecordsCache | None = None) -> Any:
-    """One read-only history command of ``codexrt serve`` on ``rt``'s connection — never the
-    send FIFO, never ``thread/resume`` (R-D-1). ``counter`` is the host-level message counter
-    (R-H-7); ``page_cache`` the host-level records of pages already answered (issue 34).
-    Results (``docs/daemon-protocol.md``):
-
-    * ``codex.listThreads``: the native ``thread/list`` result plus ``source`` and ``partial`` (R-H-6);
-    * ``codex.readThread``: the native ``thread/read`` result; with ``display: true`` instead
-      ``{thread, transcript}`` — the whole projected transcript from one source (R-H-1, R-H-3);
-    * ``codex.readHistoryPage``: the native page plus ``source`` and its display ``records``;
-    * ``codex.countThreadMessages``: :meth:`MessageCount.to_json` (``messageCount`` null when unknown);
-    * ``codex.readSubagent``: ``{thread, parentThreadId, relationVerified, ancestry, status}`` (R-H-8).
-    """
-    p = {k: v for k, v in params.items() if k != "channelId"}
-    reader = HistoryReader(nursery, rt.ensure_started, codex_home=rt.config.codex_home,
-                           inactive=rt.config.access_mode == "inactive",
-                           redact=Redactor(rt.config.secrets) if rt.config.secrets else None, counter=counter,
-                           privacy=rt.privacy_store(), page_cache=page_cache)
-    if name == "codex.countThreadMessages":
-        expected = p.get("updatedAt")
-        res = await reader.count_messages(p["threadId"], expected_version=None if expected is None else str(expected))
-        return res.to_json()
-    if name == "codex.readSubagent":
-        view = await reader.read_subagent(p["threadId"], p.get("parentThreadId"))
-        return {"thread": view.thread, "parentThreadId": view.parent_thread_id,
-                "relationVerified": view.relation_verified, "ancestry": list(view.ancestry), "status": view.status}
-    if name == "codex.readThread" and p.pop("display", False):
-        tr = await reader.read_thread(p["threadId"])
-        return {"thread": tr.thread, "transcript": transcript_to_json(tr)}
-    if name == "codex.readHistoryPage":
-        return await reader.read_page_json(p["threadId"], scope=p.get("scope", "turns"), cursor=p.get("cursor"),
-                                           limit=p.get("limit"), sort_direction=p.get("sortDirection"))
-    conn = await rt.ensure_started()
-    if name == "codex.listThreads":
-        res = await call_read(conn, "thread/list", p)
-        if not isinstance(res, dict) or not isinstance(res.get("data"), list):
-            raise RemoteProtocolError("thread/list answered without a data list", details={"method": "thread/list"})
-        page = [ThreadSummary.from_native(t) for t in res["data"] if isinstance(t, dict) and isinstance(t.get("id"), str)]
-        for t in page:
-            counter.note_version(t.thread_id, t.version)
-        partial = page_is_partial(res) or len(page) != len(res["data"])
-        return {**res, "source": "native", "partial": partial}
-    return await call_read(conn, "thread/read", p)  # codex.readThread, native form
-
-
-#: What ``codexrt serve --access-mode inactive`` still answers, from rollout files only (R-LC-3,
-#: R-H-3, R-H-6): no process is spawned for them.
-LEGACY_HISTORY_COMMANDS = frozenset({"codex.listThreads", "codex.readThread", "codex.countThreadMessages"})
-
-
-@malformed_data_is_typed("history data")
-async def run_legacy_history_command(name: str, params: dict[str, Any], *, codex_home: str | os.PathLike[str],
-                                     privacy: PrivacySource | None, nursery: trio.Nursery) -> Any:
-    """One of :data:`LEGACY_HISTORY_COMMANDS` in access mode ``inactive``: the rollout files
-    under ``codex_home/sessions`` are the whole source and nothing is spawned (R-LC-3). Results:
-
-    * ``codex.listThreads``: ``{data, nextCursor: null, source: "legacy", partial: false}``, one row
-      per rollout file, newest first (:meth:`ThreadSummary.to_json` plus ``id``); ``limit`` honoured (R-H-6);
-    * ``codex.readThread``: always the display form ``{thread, transcript}`` — ``thread`` is the
-      legacy list row (or null), ``transcript`` the whole rollout, masked with ``privacy`` (R-H-3);
-    * ``codex.countThreadMessages``: the count over the rollout file (R-H-7).
-    """
-    reader = HistoryReader(nursery, None, codex_home=codex_home, inactive=True, privacy=privacy)
-    if name == "codex.listThreads":
-        limit = params.get("limit")
-        page = await reader.list_threads(limit=limit if isinstance(limit, int) and limit >= 0 else None)
-        return {"data": [{"id": t.thread_id, **t.to_json()} for t in page.threads], "nextCursor": None,
-                "source": "legacy", "partial": page.partial, "notices": list(page.notices)}
-    if name == "codex.readThread":
-        tr = await reader.read_thread(params["threadId"])
-
-        def row_of() -> ThreadSummary | None:
-            info = find_rollout(reader.codex_home, tr.thread_id)
-            if info is None:
-                return None
-            return ThreadSummary(thread_id=info.thread_id, name=_session_names(reader.codex_home).get(info.thread_id),
-                                 updated_at=int(info.mtime), path=str(info.path), source="legacy", status="notLoaded")
-
-        row = await trio.to_thread.run_sync(row_of)
-        thread = {"id": row.thread_id, **row.to_json()} if row is not None else None
-        return {"thread": thread, "transcript": transcript_to_json(tr)}
-    if name == "codex.countThreadMessages":
-        return (await reader.count_messages(params["threadId"])).to_json()
-    raise AccessInactive(f"{name} is not available in access mode inactive",
-                         details={"command": name})

@@ -25,11 +25,12 @@ from typing import Any
 import attrs
 import msgspec
 
-__all__ = ["PageRecordsCache", "CachedPage", "DEFAULT_MAX_ENTRIES"]
+__all__ = ["PageRecordsCache", "CachedPage", "PageKey", "DEFAULT_MAX_ENTRIES"]
 
 #: About fifty pages of 100 items: a long thread's walk, a few MB of JSON at most.
 DEFAULT_MAX_ENTRIES = 5_000
 
+#: ``(thread id, method, cursor, limit, sort direction)``: one page request.
 PageKey = tuple[str, str, Any, Any, Any]
 
 
@@ -49,6 +50,8 @@ class CachedPage:
     #: serve's reply text (the result with the records appended), once made: the same object
     #: for every answer of this page, so serve's writer checks its depth once
     reply: Any = None
+    #: the result's ``nextCursor`` (serve's read-ahead asks for that page next)
+    next_cursor: Any = None
 
     def encoded(self, records_json: bytes) -> None:
         """Keep the records as ``records_json`` (their exact JSON text) instead of values."""
@@ -85,6 +88,11 @@ class PageRecordsCache:
         self._pages.move_to_end(key)
         self.hits += 1
         return hit
+
+    def peek(self, key: PageKey, result: bytes, index: Any) -> CachedPage | None:
+        """:meth:`get` without counting it or making the page the most recently used."""
+        hit = self._pages.get(key)
+        return hit if hit is not None and hit.result == result and hit.index == index else None
 
     def put(self, key: PageKey, page: CachedPage) -> None:
         old = self._pages.pop(key, None)

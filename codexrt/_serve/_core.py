@@ -17,6 +17,7 @@ import attrs
 import msgspec
 import trio
 
+from codexrt._features._history_ahead import PageReadAhead
 from codexrt._features._history_pages import PageRecordsCache
 from codexrt._io._lines import LineWriter
 from codexrt._io._work import OpenRequests, sweep_idle
@@ -57,7 +58,7 @@ class DaemonConfig:
     :class:`RuntimeConfig` (``channel_id`` is filled in per channel). ``inactive`` is access
     mode ``inactive`` (R-LC-3): no child is ever spawned; ``codex.listThreads``,
     ``codex.readThread`` and ``codex.countThreadMessages`` answer from the rollout files
-    (``codexrt._features._history.run_legacy_history_command``), every other command that needs a child is
+    (``codexrt._features._history_commands.run_legacy_history_command``), every other command that needs a child is
     refused with ``ACCESS_INACTIVE``. ``idle_timeout`` (seconds, None = never) retires a
     channel's child with no session, no work and no pending interaction (R-RT-6). ``auto_title``
     (``serve --auto-title``, default off) runs a :class:`~codexrt._features._helpers.TitleManager` per
@@ -157,6 +158,8 @@ class DaemonCore:
         self.history_counter: MessageCounter | None = None
         #: records of history pages already answered, for every channel (issue 34)
         self.history_pages = PageRecordsCache()
+        #: the next page of a history walk, asked for before the host does (issue 34)
+        self.history_ahead = PageReadAhead()
         self._drain_scope = trio.CancelScope()
         self.abort_requested = False  # a signal (or a gone host): stop the work, do not finish it
         self._open = OpenRequests()  # accepted commands whose reply is not written yet

@@ -233,7 +233,7 @@ class Daemon(DaemonCore):
         elif lane is Lane.WORKSPACE:
             self.spawn(_handlers_reads.workspace_diff, cmd)
         elif self.config.inactive:
-            from codexrt._features._history import LEGACY_HISTORY_COMMANDS
+            from codexrt._features._history_commands import LEGACY_HISTORY_COMMANDS
 
             if cmd.name not in LEGACY_HISTORY_COMMANDS:
                 raise AccessInactive("runtime access is inactive: codexrt starts no Codex process in this mode (R-LC-3)",

@@ -15,8 +15,9 @@ from codexrt._features._catalog import run_catalog_command
 from codexrt._features._edits_live import LiveEdits, run_edit_command
 from codexrt._features._helpers import (DEFAULT_HELPER_TIMEOUT, enhance_prompt, generate_commit_message,
                                         generate_title, helper_config)
-from codexrt._features._history import (HISTORY_COMMANDS, MessageCounter, run_history_command,
-                                        run_legacy_history_command)
+from codexrt._features._history_commands import (HISTORY_COMMANDS, run_history_command,
+                                                 run_legacy_history_command)
+from codexrt._features._history_count import MessageCounter
 from codexrt._io._codex_home import resolve_codex_home
 from codexrt._io._retry import call_read
 from codexrt._io._workspace import DiffStatus, read_workspace_diff
@@ -37,13 +38,14 @@ async def read_only(d: DaemonCore, cmd: Command, ch: Channel) -> None:
     p.pop("channelId", None)
     method = READ_ONLY_METHODS.get(cmd.name, "")
     try:
-        if cmd.name in HISTORY_COMMANDS:  # R-H-1..R-H-8: codexrt._features._history
+        if cmd.name in HISTORY_COMMANDS:  # R-H-1..R-H-8: codexrt._features._history_commands
             if d.history_counter is None:
                 assert d.nursery is not None
                 d.history_counter = MessageCounter(d.nursery)  # host-level (R-H-7)
             await d.reply(cmd.id, await run_history_command(ch.rt, cmd.name, cmd.params,
                                                             counter=d.history_counter, nursery=d.nursery,
-                                                            page_cache=d.history_pages))
+                                                            page_cache=d.history_pages,
+                                                            read_ahead=d.history_ahead))
             return
         if cmd.name == "codex.readHistoryPage":
             scope = p.pop("scope", "turns")

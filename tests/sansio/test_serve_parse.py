@@ -58,7 +58,7 @@ def test_schema_lists_every_command_with_params_and_result():
 def test_r_d_1_command_lanes_agree_with_the_feature_modules():
     """The COMMANDS table's lanes name exactly the commands the feature modules answer."""
     from codexrt._features._edits_live import EDIT_COMMANDS
-    from codexrt._features._history import HISTORY_COMMANDS, LEGACY_HISTORY_COMMANDS
+    from codexrt._features._history_commands import HISTORY_COMMANDS, LEGACY_HISTORY_COMMANDS
     from codexrt._runtime._interactions import INTERACTION_COMMANDS
 
     def lane(which):

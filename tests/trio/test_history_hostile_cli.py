@@ -13,7 +13,8 @@ from pathlib import Path
 import trio
 
 import codexrt._features._history as history
-from codexrt._features._history import CLIPPED_VALUE, open_history_reader, run_legacy_history_command
+from codexrt._features._history import CLIPPED_VALUE, open_history_reader
+from codexrt._features._history_commands import run_legacy_history_command
 from codexrt_cli._main import build_parser
 from codexrt_cli._show import run_show
 from codexrt_cli._threads import run_threads

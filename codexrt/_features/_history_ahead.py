@@ -1,0 +1,159 @@
+"""Reading a history walk one page ahead for ``codexrt serve`` (``codex.readHistoryPage``,
+issue 34).
+
+An editor that walks a thread's history asks for page after page, each with the ``nextCursor``
+of the reply before. Each page costs a round trip to the app-server on top of serve's own hops,
+so the host waits for the app-server once per page. Once a host's request *continues a walk*
+(its cursor is the ``nextCursor`` serve just answered for the same thread, method, limit and
+sort direction), serve asks the app-server for the following page right away, and the host's
+next request is answered from that answer instead of a new request.
+
+The answer read ahead is what a new request would have got, or it is not used:
+
+* it is used only on the **same connection** (the channel's app-server child that answered it),
+  and only when **nothing else happened on that connection** since it was sent — no other
+  request started (a turn, a rename, another read) and nothing but replies heard (no
+  notification, no server request): :meth:`Connection.activity` is the same mark. Any change
+  serve could see to a thread goes through that connection, so a host that sends, then reads,
+  never gets a page older than its send;
+* it is used only for a request that comes within :data:`READ_AHEAD_TTL` seconds of it being
+  sent — a change made by another process (another app-server writing the same rollout file)
+  is seen as late as a host that read one second earlier would see it;
+* an answer that failed (an error, a timeout, the connection gone) is never shown: the host's
+  request is then made as usual.
+
+Bounded: one page ahead per walk, at most :data:`MAX_READ_AHEADS` pages held or in flight (the
+oldest is withdrawn), :data:`MAX_WALKS` walks remembered; each read is bounded by the
+connection's RPC timeout. Nothing is read ahead for a first page (a host showing the latest page
+may never scroll) or for a cursor that is not a string or an integer.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import trio
+
+from codexrt._connection import Connection, PendingCall
+from codexrt._features._history_pages import PageKey
+from codexrt._sansio._errors import CodexError
+
+__all__ = ["PageReadAhead", "READ_AHEAD_TTL", "MAX_READ_AHEADS", "MAX_WALKS"]
+
+#: A page read ahead answers a request that comes at most this long after it was sent.
+READ_AHEAD_TTL = 1.0
+#: Pages read ahead held or in flight at once, over every walk.
+MAX_READ_AHEADS = 8
+#: Walks whose last ``nextCursor`` is remembered.
+MAX_WALKS = 64
+
+def _walk_of(key: PageKey) -> tuple[str, str, Any, Any]:
+    return key[0], key[1], key[3], key[4]
+
+
+def _is_cursor(value: Any) -> bool:
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
+
+
+@attrs.define(eq=False)
+class _Ahead:
+    """One page asked for ahead of the host."""
+
+    conn: Connection
+    mark: tuple[int, int]
+    sent_at: float
+    scope: trio.CancelScope = attrs.Factory(trio.CancelScope)
+    done: trio.Event = attrs.Factory(trio.Event)
+    text: bytes | None = None  # the answer's JSON text, once it came and if it was a result
+    #: called with the page's key and text once it came (serve makes its records then)
+    on_text: Callable[[PageKey, bytes], None] | None = None
+    key: PageKey | None = None
+
+
+class PageReadAhead:
+    """Host-level state of serve's read-ahead (see the module doc); share one per serve."""
+
+    def __init__(self, *, ttl: float = READ_AHEAD_TTL, max_pages: int = MAX_READ_AHEADS,
+                 max_walks: int = MAX_WALKS) -> None:
+        self.ttl = ttl
+        self.max_pages = max_pages
+        self.max_walks = max_walks
+        self._pages: OrderedDict[PageKey, _Ahead] = OrderedDict()
+        self._walks: OrderedDict[tuple[str, str, Any, Any], Any] = OrderedDict()
+        #: pages answered from a read-ahead; pages read ahead that were not used
+        self.used = 0
+        self.dropped = 0
+
+    def __len__(self) -> int:
+        return len(self._pages)
+
+    async def take(self, key: PageKey, conn: Connection) -> bytes | None:
+        """The answer read ahead for ``key`` when it may answer this request now (same
+        connection, nothing else on it since, within the TTL; waited for while still in
+        flight), else None: the caller reads the page itself."""
+        ahead = self._pages.pop(key, None)
+        if ahead is None:
+            return None
+        if ahead.conn is not conn or conn.activity() != ahead.mark or trio.current_time() - ahead.sent_at > self.ttl:
+            self._drop(ahead)
+            return None
+        await ahead.done.wait()  # bounded: the read's own timeout ends it (_fetch)
+        if ahead.text is None:
+            self.dropped += 1
+            return None
+        self.used += 1
+        return ahead.text
+
+    def answered(self, nursery: trio.Nursery, conn: Connection, key: PageKey, next_cursor: Any,
+                 on_text: Callable[[PageKey, bytes], None] | None = None) -> None:
+        """Serve answered ``key`` with ``next_cursor``. When this request continued a walk (its
+        cursor is the one answered last for the walk) and there is a next page, ask for that
+        page now, on ``nursery``; ``on_text(key, text)`` is called once its answer came (it
+        must not raise)."""
+        walk = _walk_of(key)
+        continues = key[2] is not None and walk in self._walks and self._walks[walk] == key[2]
+        self._walks[walk] = next_cursor
+        self._walks.move_to_end(walk)
+        while len(self._walks) > self.max_walks:
+            self._walks.popitem(last=False)
+        if not continues or not _is_cursor(next_cursor) or next_cursor == key[2]:
+            return
+        now = trio.current_time()
+        for old in [k for k, a in self._pages.items() if now - a.sent_at > self.ttl]:
+            self._drop(self._pages.pop(old))  # too old to answer anything now
+        nxt: PageKey = (key[0], key[1], next_cursor, key[3], key[4])
+        if nxt in self._pages or conn.closed.is_set():
+            return
+        params: dict[str, Any] = {"threadId": key[0], "cursor": next_cursor}
+        if key[3] is not None:
+            params["limit"] = key[3]
+        if key[4] is not None:
+            params["sortDirection"] = key[4]
+        try:
+            pending = conn.send_request(key[1], params, raw=True)
+        except CodexError:
+            return  # the connection cannot take it now: the host's request will
+        ahead = _Ahead(conn, conn.activity(), now, on_text=on_text, key=nxt)
+        self._pages[nxt] = ahead
+        while len(self._pages) > self.max_pages:
+            self._drop(self._pages.popitem(last=False)[1])
+        nursery.start_soon(self._fetch, ahead, pending)
+
+    def _drop(self, ahead: _Ahead) -> None:
+        self.dropped += 1
+        ahead.scope.cancel()  # withdrawn if still in flight; its answer, if any, is let go
+
+    @staticmethod
+    async def _fetch(ahead: _Ahead, pending: PendingCall) -> None:
+        try:
+            with ahead.scope, pending:  # leaving without the answer withdraws the request
+                ahead.text = bytes(await pending.result())
+        except CodexError:
+            pass  # never shown: the host's request is made as usual
+        finally:
+            ahead.done.set()
+        if ahead.text is not None and ahead.on_text is not None and ahead.key is not None:
+            ahead.on_text(ahead.key, ahead.text)

@@ -1,0 +1,293 @@
+"""serve's read-ahead of history walks (``codex.readHistoryPage``, issue 34; R-H-4, R-D-1).
+
+Once a host's page request continues a walk, the next page is asked for before the host does,
+and its records are made while serve waits. What the host gets is what a new request would have
+got: a read-ahead is used only on the same connection, with nothing else sent or heard on it in
+between, within the TTL; otherwise (and when it failed) the page is read as usual. Every page is
+asked for once per request of the host, never twice.
+
+The connection is a real :class:`~codexrt._connection.Connection` over a pair of pipes; the
+app-server is a task of the test that answers ``thread/items/list`` from a table of pages."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+import trio.testing
+
+from codexrt._connection import open_connection
+from codexrt._features._history import HistoryReader
+from codexrt._features._history_ahead import PageReadAhead
+from codexrt._features._history_pages import PageRecordsCache
+from codexrt._sansio._privacy import PrivacyIndex
+from tests.trio.test_connection_direct_write import PipePeer
+
+pytestmark = pytest.mark.skipif(not hasattr(trio.lowlevel, "FdStream"), reason="POSIX pipes")
+
+TID = "01a22d24-784b-70a1-b4d2-eee60df61981"
+
+
+def _entry(i: int, text: str | None = None) -> dict[str, Any]:
+    if i % 2 == 0:
+        item = {"type": "userMessage", "id": f"u-{i}", "clientId": None,
+                "content": [{"type": "text", "text": text or f"question {i}", "text_elements": []}]}
+    else:
+        item = {"type": "agentMessage", "id": f"m-{i}", "text": text or f"answer {i}", "phase": None}
+    return {"turnId": f"turn-{i // 2}", "item": item, "startedAtMs": 1000 + i, "completedAtMs": 1000 + i}
+
+
+class Server:
+    """Answers ``thread/items/list`` (pages of ``size`` from ``entries``, cursor ``"c<offset>"``)
+    and ``thread/list``; logs every request. ``fail``: cursors answered with an error once."""
+
+    def __init__(self, peer: PipePeer, entries: list[dict[str, Any]], size: int) -> None:
+        self.peer, self.entries, self.size = peer, entries, size
+        self.log: list[tuple[str, Any]] = []
+        self.fail: set[str] = set()
+        self.hold = False  # True: requests are logged, answered once released
+
+    def page(self, cursor: str | None) -> dict[str, Any]:
+        start = int(cursor[1:]) if cursor else 0
+        end = start + self.size
+        return {"data": self.entries[start:end], "nextCursor": f"c{end}" if end < len(self.entries) else None}
+
+    async def run(self) -> None:
+        buf = b""
+        while True:
+            await trio.lowlevel.wait_readable(self.peer.req_fd)
+            try:
+                chunk = os.read(self.peer.req_fd, 1 << 20)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                return
+            *lines, buf = (buf + chunk).split(b"\n")
+            for line in lines:
+                msg = json.loads(line)
+                if "id" not in msg:
+                    continue
+                cursor = msg["params"].get("cursor")
+                self.log.append((msg["method"], cursor))
+                while self.hold:
+                    await trio.sleep(0.01)
+                if cursor in self.fail:
+                    self.fail.discard(cursor)
+                    err = {"id": msg["id"], "error": {"code": -32603, "message": "boom"}}
+                    await self.peer.resp.send_all(json.dumps(err).encode() + b"\n")
+                elif msg["method"] == "thread/items/list":
+                    await self.peer.answer(msg, self.page(cursor))
+                else:
+                    await self.peer.answer(msg, {"data": []})
+
+    def reads(self) -> list[Any]:
+        return [c for m, c in self.log if m == "thread/items/list"]
+
+
+@pytest.fixture
+async def served(nursery):
+    """``(conn, server, make_reader)`` on a connection whose handshake is done."""
+    peer = PipePeer()
+    try:
+        async with open_connection(peer.transport, sink=lambda ev: None) as conn:
+            await peer.handshake(conn)
+            server = Server(peer, [_entry(i) for i in range(10)], 2)
+            nursery.start_soon(server.run)
+            cache, ahead, index = PageRecordsCache(), PageReadAhead(), PrivacyIndex("s")
+
+            def make_reader(**kw: Any) -> HistoryReader:
+                async def provider() -> Any:
+                    return conn
+
+                kw.setdefault("page_cache", cache)
+                kw.setdefault("read_ahead", ahead)
+                return HistoryReader(nursery, provider, privacy=index, **kw)
+
+            yield conn, server, make_reader
+            nursery.cancel_scope.cancel()
+    finally:
+        peer.close()
+
+
+async def _walk(reader: HistoryReader, pause: Any = None) -> list[dict[str, Any]]:
+    pages, cursor = [], None
+    while True:
+        page = msgspec.json.decode(bytes(await reader.read_page_json(TID, scope="items", cursor=cursor, limit=2)))
+        pages.append(page)
+        cursor = page["nextCursor"]
+        if cursor is None:
+            return pages
+        await trio.testing.wait_all_tasks_blocked()  # the read-ahead's answer comes in
+        if pause is not None:
+            await pause()
+
+
+async def test_issue_34_a_walk_reads_each_page_once_and_answers_as_without_read_ahead(served, tmp_path):
+    conn, server, make_reader = served
+    ahead_reader = make_reader(codex_home=tmp_path)
+    pages = await _walk(ahead_reader)
+    ahead = ahead_reader.read_ahead
+    assert ahead is not None
+    assert server.reads() == [None, "c2", "c4", "c6", "c8"]  # one request per page, none twice
+    assert ahead.used == 3 and ahead.dropped == 0 and len(ahead) == 0  # pages 3-5 came read ahead
+    plain = await _walk(make_reader(codex_home=tmp_path, page_cache=None, read_ahead=None))
+    assert pages == plain  # what a reader that asks for every page shows
+    assert [r["id"] for p in pages for r in p["records"]] == [e["item"]["id"] for e in server.entries]
+
+
+async def test_issue_34_a_read_ahead_page_has_its_records_made_before_the_request(served, tmp_path):
+    conn, server, make_reader = served
+    reader = make_reader(codex_home=tmp_path)
+    cache = reader.page_cache
+    assert cache is not None
+    await reader.read_page_json(TID, scope="items", limit=2)
+    await reader.read_page_json(TID, scope="items", cursor="c2", limit=2)  # continues the walk: c4 asked for
+    await trio.testing.wait_all_tasks_blocked()
+    assert server.reads() == [None, "c2", "c4"] and cache.hits == 0
+    made = cache._pages[(TID, "thread/items/list", "c4", 2, None)]
+    assert made.reply is not None  # made when the answer came
+    got = await reader.read_page_json(TID, scope="items", cursor="c4", limit=2)
+    await trio.testing.wait_all_tasks_blocked()
+    assert got is made.reply and cache.hits == 1 and server.reads() == [None, "c2", "c4", "c6"]
+
+
+async def test_issue_34_a_first_page_or_a_jump_is_not_read_ahead(served, tmp_path):
+    conn, server, make_reader = served
+    reader = make_reader(codex_home=tmp_path)
+    await reader.read_page_json(TID, scope="items", limit=2)  # the latest page only: no scrolling yet
+    await reader.read_page_json(TID, scope="items", cursor="c6", limit=2)  # a cursor from elsewhere
+    await reader.read_page_json(TID, scope="items", cursor="c4", limit=3)  # another page size: another walk
+    await trio.testing.wait_all_tasks_blocked()
+    assert server.reads() == [None, "c6", "c4"]
+
+
+async def test_issue_34_a_notification_in_between_makes_the_page_read_afresh(served, tmp_path):
+    """The thread may have changed (a turn ran): the page read ahead is not shown."""
+    conn, server, make_reader = served
+    reader = make_reader(codex_home=tmp_path)
+    await reader.read_page_json(TID, scope="items", limit=2)
+    await reader.read_page_json(TID, scope="items", cursor="c2", limit=2)
+    await trio.testing.wait_all_tasks_blocked()
+    server.entries[4] = _entry(4, "changed by a turn")
+    await server.peer.resp.send_all(b'{"method":"thread/status/changed","params":{"threadId":"%s"}}\n' % TID.encode())
+    await trio.testing.wait_all_tasks_blocked()
+    page = msgspec.json.decode(bytes(await reader.read_page_json(TID, scope="items", cursor="c4", limit=2)))
+    assert page["records"][0]["text"] == "changed by a turn"
+    await trio.testing.wait_all_tasks_blocked()
+    assert server.reads() == [None, "c2", "c4", "c4", "c6"]  # read again; the walk goes on ahead
+    assert reader.read_ahead is not None and reader.read_ahead.dropped == 1
+
+
+async def test_issue_34_another_request_in_between_makes_the_page_read_afresh(served, tmp_path):
+    """A request of the host's (a send, a rename, another read) went out after the read-ahead:
+    the page is read after it, as the host asked."""
+    conn, server, make_reader = served
+    reader = make_reader(codex_home=tmp_path)
+    await reader.read_page_json(TID, scope="items", limit=2)
+    await reader.read_page_json(TID, scope="items", cursor="c2", limit=2)
+    await trio.testing.wait_all_tasks_blocked()
+    await conn.call("thread/list", {})
+    server.entries[4] = _entry(4, "renamed meanwhile")
+    page = msgspec.json.decode(bytes(await reader.read_page_json(TID, scope="items", cursor="c4", limit=2)))
+    assert page["records"][0]["text"] == "renamed meanwhile"
+    await trio.testing.wait_all_tasks_blocked()
+    assert server.reads() == [None, "c2", "c4", "c4", "c6"]
+
+
+async def test_issue_34_a_read_ahead_older_than_the_ttl_is_not_used(served, tmp_path, autojump_clock):
+    conn, server, make_reader = served
+    reader = make_reader(codex_home=tmp_path)
+    ahead = reader.read_ahead
+    assert ahead is not None
+    await _walk(reader, pause=lambda: trio.sleep(ahead.ttl + 0.5))
+    assert server.reads() == [None, "c2", "c4", "c4", "c6", "c6", "c8", "c8"]
+    assert ahead.used == 0 and ahead.dropped == 3
+
+
+async def test_issue_34_a_failed_read_ahead_is_never_shown(served, tmp_path):
+    conn, server, make_reader = served
+    server.fail = {"c4"}
+    pages = await _walk(make_reader(codex_home=tmp_path))
+    assert server.reads() == [None, "c2", "c4", "c4", "c6", "c8"]  # asked again for the host
+    assert [len(p["records"]) for p in pages] == [2, 2, 2, 2, 2]
+
+
+async def test_issue_34_another_connection_does_not_take_it(served, tmp_path):
+    """A channel's child restarted (another connection): its pages are read on it."""
+    conn, server, make_reader = served
+    reader = make_reader(codex_home=tmp_path)
+    await reader.read_page_json(TID, scope="items", limit=2)
+    await reader.read_page_json(TID, scope="items", cursor="c2", limit=2)
+    await trio.testing.wait_all_tasks_blocked()
+    ahead = reader.read_ahead
+    assert ahead is not None and len(ahead) == 1
+
+    class Other:
+        async def call(self, method: str, params: Any, timeout: float | None = None, raw: bool = False) -> Any:
+            return msgspec.Raw(msgspec.json.encode(server.page(params.get("cursor"))))
+
+    assert await ahead.take((TID, "thread/items/list", "c4", 2, None), Other()) is None  # type: ignore[arg-type]
+    assert ahead.dropped == 1 and len(ahead) == 0
+
+
+async def test_issue_34_an_unanswered_read_ahead_is_waited_for_not_asked_again(served, tmp_path):
+    conn, server, make_reader = served
+    reader = make_reader(codex_home=tmp_path)
+    await reader.read_page_json(TID, scope="items", limit=2)
+    await reader.read_page_json(TID, scope="items", cursor="c2", limit=2)  # c4 is asked for now…
+    server.hold = True  # …and answered only once released
+    got: list[Any] = []
+    async with trio.open_nursery() as n:
+        n.start_soon(lambda: _read(reader, "c4", got))
+        await trio.testing.wait_all_tasks_blocked()
+        assert not got
+        server.hold = False
+    await trio.testing.wait_all_tasks_blocked()
+    assert server.reads() == [None, "c2", "c4", "c6"] and len(got) == 1
+
+
+async def _read(reader: HistoryReader, cursor: str, into: list[Any]) -> None:
+    into.append(await reader.read_page_json(TID, scope="items", cursor=cursor, limit=2))
+
+
+def test_issue_34_read_ahead_is_bounded():
+    ahead = PageReadAhead(max_pages=2, max_walks=3)
+
+    async def main() -> None:
+        class Conn:
+            closed = trio.Event()
+            sent: list[Any] = []
+
+            def activity(self) -> tuple[int, int]:
+                return len(self.sent), 0
+
+            def send_request(self, method: str, params: Any, raw: bool = False) -> Any:
+                self.sent.append(params)
+
+                class Pending:
+                    def __enter__(self) -> Any:
+                        return self
+
+                    def __exit__(self, *a: Any) -> None:
+                        pass
+
+                    async def result(self) -> Any:
+                        await trio.sleep_forever()
+
+                return Pending()
+
+        conn = Conn()
+        async with trio.open_nursery() as n:
+            for t in range(5):
+                tid = f"t{t}"
+                ahead.answered(n, conn, (tid, "thread/items/list", None, 2, None), "c2")  # type: ignore[arg-type]
+                ahead.answered(n, conn, (tid, "thread/items/list", "c2", 2, None), "c4")  # type: ignore[arg-type]
+                assert len(ahead) <= 2 and len(ahead._walks) <= 3
+            assert len(conn.sent) == 5 and ahead.dropped == 3  # the oldest withdrawn
+            n.cancel_scope.cancel()
+
+    trio.run(main)
