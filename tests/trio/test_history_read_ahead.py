@@ -24,6 +24,7 @@ from codexrt._connection import open_connection
 from codexrt._features._history import HistoryReader
 from codexrt._features._history_ahead import PageReadAhead
 from codexrt._features._history_pages import PageRecordsCache
+from codexrt._sansio._errors import RemoteProtocolError
 from codexrt._sansio._privacy import PrivacyIndex
 from tests.trio.test_connection_direct_write import PipePeer
 
@@ -49,6 +50,7 @@ class Server:
         self.peer, self.entries, self.size = peer, entries, size
         self.log: list[tuple[str, Any]] = []
         self.fail: set[str] = set()
+        self.malformed: set[str] = set()  # cursors answered with a page whose data is not a list
         self.hold = False  # True: requests are logged, answered once released
 
     def page(self, cursor: str | None) -> dict[str, Any]:
@@ -79,6 +81,8 @@ class Server:
                     self.fail.discard(cursor)
                     err = {"id": msg["id"], "error": {"code": -32603, "message": "boom"}}
                     await self.peer.resp.send_all(json.dumps(err).encode() + b"\n")
+                elif cursor in self.malformed:
+                    await self.peer.answer(msg, {"data": {"not": "a list"}, "nextCursor": None})
                 elif msg["method"] == "thread/items/list":
                     await self.peer.answer(msg, self.page(cursor))
                 else:
@@ -214,6 +218,23 @@ async def test_issue_34_a_failed_read_ahead_is_never_shown(served, tmp_path):
     pages = await _walk(make_reader(codex_home=tmp_path))
     assert server.reads() == [None, "c2", "c4", "c4", "c6", "c8"]  # asked again for the host
     assert [len(p["records"]) for p in pages] == [2, 2, 2, 2, 2]
+
+
+async def test_issue_34_a_malformed_page_read_ahead_is_the_hosts_typed_error_as_without_it(served, tmp_path):
+    """Made in the background, a page that cannot be answered is left alone (serve goes on);
+    the host's request for it gets the error a request of its own would have got."""
+    conn, server, make_reader = served
+    server.malformed = {"c4"}
+    reader = make_reader(codex_home=tmp_path)
+    await reader.read_page_json(TID, scope="items", limit=2)
+    await reader.read_page_json(TID, scope="items", cursor="c2", limit=2)
+    await trio.testing.wait_all_tasks_blocked()  # c4's answer came and was not made into records
+    with pytest.raises(RemoteProtocolError, match="without a data list"):
+        await reader.read_page_json(TID, scope="items", cursor="c4", limit=2)
+    assert server.reads() == [None, "c2", "c4"]
+    plain = make_reader(codex_home=tmp_path, page_cache=None, read_ahead=None)
+    with pytest.raises(RemoteProtocolError, match="without a data list"):
+        await plain.read_page_json(TID, scope="items", cursor="c4", limit=2)
 
 
 async def test_issue_34_another_connection_does_not_take_it(served, tmp_path):
