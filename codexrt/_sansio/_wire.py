@@ -173,21 +173,24 @@ def _bracket_shape(data: bytes) -> bytes:
 
 _BRACKET_RUN = re.compile(rb"\[+|\]+")
 
+#: Past this many bytes a line's depth is checked by :func:`json_depth_exceeds` at once, without
+#: counting its brackets first (:func:`decode_envelope`).
+_LONG_LINE = 1024
+
 
 def json_depth_exceeds(data: bytes, limit: int) -> bool:
     """True when the JSON text ``data`` nests arrays/objects deeper than ``limit``.
 
     Meant for text that already decoded (valid JSON): brackets inside strings are skipped
     (:func:`_bracket_shape`, which assumes well-formed strings). The text is first reduced to
-    its brackets and quotes (one ``translate``, escapes not yet dropped: they hold no bracket);
-    with at most ``limit`` opening brackets in all it cannot be too deep. Otherwise the strings
+    its brackets and string quotes (:func:`_brackets_and_quotes`: escapes dropped, one
+    ``translate``); with at most ``limit`` opening brackets in all it cannot be too deep (an
+    escape holds no bracket, so the count is the text's own). Otherwise the strings
     are cut out, the rest (``[``/``]`` only) has its leaves peeled off and what is left is
     walked run by run."""
-    kept = data.translate(_SHAPE_TABLE, _NOT_SHAPE)  # escapes left in: a bound on the bracket count
+    kept = _brackets_and_quotes(data)  # an escape holds no bracket: every bracket of ``data`` is here
     if kept.count(b"[") <= limit:
         return False
-    if b"\\" in data:
-        kept = _brackets_and_quotes(data)
     shape = _cut_strings(kept)
     # Each pass drops every innermost "[]" pair, which lowers the maximum depth by exactly one;
     # ordinary (wide, shallow) data is gone after a few C-level passes.
@@ -520,9 +523,12 @@ def decode_envelope(line: bytes, try_delta: bool = True) -> Envelope:
         return Violation(f"invalid message: {exc}", _excerpt(line))
     except RecursionError:
         return Violation(f"message nested deeper than {MAX_JSON_DEPTH} levels", _excerpt(line))
-    # json_depth_exceeds's own first test, inlined (issue 34: one frame and one ``translate``
-    # less per line): with at most MAX_JSON_DEPTH opening brackets the line cannot be too deep.
-    if line.count(b"[") + line.count(b"{") > MAX_JSON_DEPTH and json_depth_exceeds(line, MAX_JSON_DEPTH):
+    # json_depth_exceeds's own first test, inlined for a short line (issue 34: one frame and one
+    # ``translate`` less per line): with at most MAX_JSON_DEPTH opening brackets it cannot be too
+    # deep. A long line (a history page) goes straight to the check, whose one ``translate``
+    # costs less than two counts over its whole text.
+    if ((len(line) > _LONG_LINE or line.count(b"[") + line.count(b"{") > MAX_JSON_DEPTH)
+            and json_depth_exceeds(line, MAX_JSON_DEPTH)):
         return Violation(f"message nested deeper than {MAX_JSON_DEPTH} levels", _excerpt(line))
     has_id = env.id is not UNSET
     if env.method is not UNSET:

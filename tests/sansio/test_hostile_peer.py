@@ -71,6 +71,20 @@ def test_escapes_dropped_in_their_span_only_r_wire_5(value, indent):
             assert json_depth_exceeds(data, limit) is (d > limit), (data, limit)
 
 
+def test_a_long_line_is_checked_for_depth_as_a_short_one_r_wire_5():
+    """R-WIRE-5, issue 34: a line past ``_LONG_LINE`` bytes skips the bracket pre-count and goes
+    straight to the depth check; the verdict at the bound is the same as for a short line."""
+    from codexrt._sansio._wire import _LONG_LINE
+
+    pad = json.dumps("[{" * _LONG_LINE)  # brackets in a string count for nothing
+    for n, too_deep in ((MAX_JSON_DEPTH - 1, False), (MAX_JSON_DEPTH, True)):
+        for tail in ("", f',"pad":{pad}'):
+            line = f'{{"id":1,"method":"x","params":{_nested(n)}{tail}}}'.encode()
+            assert (len(line) > _LONG_LINE) is bool(tail)
+            env = decode_envelope(line)
+            assert isinstance(env, Violation) is too_deep, (n, len(line))
+
+
 def test_too_deep_envelope_is_a_violation_r_wire_5():
     ok = decode_envelope(f'{{"id":1,"method":"x","params":{_nested(MAX_JSON_DEPTH - 1)}}}'.encode())
     assert not isinstance(ok, Violation)
