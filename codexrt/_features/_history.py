@@ -568,12 +568,13 @@ class HistoryReader:
             mask = masker.mask if masker is not None else None
             # a privacy masker leaves messages as they are (Masker.mask): a page of them is
             # written as JSON directly
-            direct = method == "thread/items/list" and self.redact is None and (masker is None or type(masker) is Masker)
+            items = method == "thread/items/list"
+            direct = items and self.redact is None and (masker is None or type(masker) is Masker)
             plain = plain_page_json(res["data"], thread_id) if direct else None
             if plain is not None:
                 records = plain
             else:
-                if method == "thread/items/list":
+                if items:
                     recs = Projector.page_records(thread_id, res["data"], redact=self.redact, mask=mask)
                 else:
                     proj = Projector(thread_id, redact=self.redact, mask=mask)
