@@ -32,14 +32,16 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
 
-from codexrt._connection import Connection, PendingCall
 from codexrt._features._history_pages import PageKey
 from codexrt._sansio._errors import CodexError
+
+if TYPE_CHECKING:  # serve makes one at start: the connection module loads with the first command
+    from codexrt._connection import Connection, PendingCall
 
 __all__ = ["PageReadAhead", "READ_AHEAD_TTL", "MAX_READ_AHEADS", "MAX_WALKS"]
 
