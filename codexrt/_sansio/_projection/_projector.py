@@ -78,10 +78,16 @@ class Projector:
         """
         self._store.turn_status(turn_id, status, started_at=started_at, completed_at=completed_at, error=error)
 
-    def add_native_turn(self, turn: dict[str, Any], *, prepend: bool = False) -> None:
+    def add_native_turn(self, turn: dict[str, Any], *, prepend: bool = False, items_follow: bool = False) -> None:
         """Upsert a native ``Turn`` and its ``items``. ``prepend=True`` for pages read newest
-        first (``thread/turns/list`` descending) so turns stay in chronological order."""
-        self._native.add_native_turn(turn, prepend=prepend)
+        first (``thread/turns/list`` descending) so turns stay in chronological order.
+
+        ``items_follow=True``: the caller feeds these items again afterwards (``thread/items/list``
+        entries: :meth:`HistoryReader.read_thread`), whose copies replace them; the records of
+        the turn's plain messages are then made only for those no later copy replaced, at
+        read time (issue 34: each was projected twice). What the projector shows is the same
+        either way; the items must not change until then."""
+        self._native.add_native_turn(turn, prepend=prepend, items_follow=items_follow)
 
     @classmethod
     def page_records(cls, thread_id: str | None, entries: Sequence[Any], *,
@@ -139,6 +145,7 @@ class Projector:
 
     def add_legacy_record(self, rec: LegacyRecord) -> None:
         """Feed one rollout record (in file order)."""
+        self._store.settle()  # the legacy path reads stored records
         self._replay.invalidate()
         self._legacy.add_record(rec)
 
@@ -151,6 +158,7 @@ class Projector:
 
     def turns(self) -> list[TurnGroup]:
         """Every turn in order with its projected records."""
+        self._store.settle()
         out = []
         res = self._replay.resolve() if self._replay.active() else _Resolution({}, set(), {}, {})
         hidden, repl, updates = res.hidden, res.repl, res.updates
