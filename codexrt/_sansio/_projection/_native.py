@@ -222,14 +222,15 @@ def project_native_item(
     """
     t = item.get("type")
     iid = str(item.get("id", ""))
-    common = {"id": iid, "thread_id": thread_id, "turn_id": turn_id}
-    has_status = "status" in item
-    status = _norm_status(item.get("status")) if has_status else None
     life = _lifecycle_status(completed)
+    if t == "agentMessage":  # the messages first: most items (issue 34); no status field read
+        return AssistantMessage(id=iid, thread_id=thread_id, turn_id=turn_id, status=life,
+                                text=_assistant_text(item), phase=_str(item.get("phase")))
+    common = {"id": iid, "thread_id": thread_id, "turn_id": turn_id}
     if t == "userMessage":
         return _user_message(item, common, life)
-    if t == "agentMessage":
-        return AssistantMessage(**common, status=life, text=_assistant_text(item), phase=_str(item.get("phase")))
+    has_status = "status" in item
+    status = _norm_status(item.get("status")) if has_status else None
     if t == "reasoning":
         summary, content = _texts(item.get("summary")), _texts(item.get("content"))
         plain = any(x.strip() for x in summary + content)

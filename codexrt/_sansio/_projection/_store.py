@@ -161,7 +161,8 @@ class RecordStore:
         e.record = attrs.evolve(rec, turn_id=e.turn_id) if rec.turn_id != e.turn_id else rec
         e.complete = e.complete or completed
         e.open = self.is_open(rec, completed)
-        e.times = tuple(n if n is not None else o for n, o in zip(times, e.times))  # type: ignore[assignment]
+        (st, ct, rcv), (ost, oct_, orcv) = times, e.times  # a new time wins, a missing one keeps the old
+        e.times = (st if st is not None else ost, ct if ct is not None else oct_, rcv if rcv is not None else orcv)
         if completed:
             e.deltas.clear()
 
@@ -205,6 +206,11 @@ class RecordStore:
         assistant text and reasoning from response/snapshot copies; the other copy only when a
         turn has none of the preferred one."""
         entries = [self.entries[k] for k in t.keys]
+        for e in entries:
+            if e.channel != "native" and e.channel != "snapshot":
+                break
+        else:
+            return entries  # every copy is kept (the native path's entries)
         have: set[tuple[str, str]] = {(type(e.record).__name__, e.channel) for e in entries}
 
         def keep(e: _Entry) -> bool:
