@@ -176,6 +176,7 @@ class NativeFeed:
         (:class:`~._store._Unprojected`; ``completed`` is then True). Its key, ``clientId``
         bookkeeping, times, place and ``open`` flag are what the record would give."""
         store = self._store
+        entries, thread_id = store.entries, store.thread_id
         store.turn(turn_id)
         # Merge by anchors: new items before the first known one go right before it; later
         # new items go right after the previous item of the batch.
@@ -185,33 +186,35 @@ class NativeFeed:
             if not isinstance(item, dict):
                 continue
             if defer and projects_plainly(item):
-                key = str(item.get("id", ""))  # the record's id
                 client_id = item.get("clientId") if item.get("type") == "userMessage" else None
-                key = store.resolve_ids(key, client_id if isinstance(client_id, str) else None)
-                rec = (_Unprojected(item, store.thread_id, turn_id) if key not in store.entries else
-                       project_native_item(item, thread_id=store.thread_id, turn_id=turn_id))  # upsert reads it
+                key = store.resolve_ids(str(item.get("id", "")),  # the record's id and clientId
+                                        client_id if isinstance(client_id, str) else None)
+                rec = (_Unprojected(item, thread_id, turn_id) if key not in entries else
+                       project_native_item(item, thread_id=thread_id, turn_id=turn_id))  # upsert reads it
             else:
-                rec = project_native_item(item, thread_id=store.thread_id, turn_id=turn_id, completed=completed)
+                rec = project_native_item(item, thread_id=thread_id, turn_id=turn_id, completed=completed)
                 key = store.resolve_key(rec)
-            st = st if st is not None else _int(item.get("startedAtMs"))
-            ct = ct if ct is not None else _int(item.get("completedAtMs"))
+            if st is None:
+                st = _int(item.get("startedAtMs"))
+            if ct is None:
+                ct = _int(item.get("completedAtMs"))
             tm = (st, ct, received_at_ms)
-            if key in self._store.entries:
-                e = self._store.entries[key]
+            e = entries.get(key)
+            if e is not None:
                 if pending:
-                    self._store.insert_before(turn_id, key, pending, completed)
+                    store.insert_before(turn_id, key, pending, completed)
                     pending = []
-                self._store.upsert(e, rec, completed, tm)
+                store.upsert(e, rec, completed, tm)
                 prev = key
             elif prev is None:
                 pending.append((key, rec, tm))
             else:
-                self._store.insert(turn_id, key, rec, complete=completed, open_=self._store.is_open(rec, completed),
-                                   channel="native", anchor=prev, times=tm)
+                store.insert(turn_id, key, rec, complete=completed, open_=store.is_open(rec, completed),
+                             channel="native", anchor=prev, times=tm)
                 prev = key
         for key, rec, tm in pending:
-            self._store.insert(turn_id, key, rec, complete=completed, open_=self._store.is_open(rec, completed),
-                               channel="native", anchor=None, times=tm)
+            store.insert(turn_id, key, rec, complete=completed, open_=store.is_open(rec, completed),
+                         channel="native", anchor=None, times=tm)
 
     def add_local_submission(self, client_id: str, text: str, *, images: Sequence[ImageSource] = ()) -> None:
         if client_id in self._store.client_ids:
