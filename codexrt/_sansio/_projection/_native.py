@@ -191,25 +191,27 @@ def plain_message_json(item: dict[str, Any], *, thread_id: str | None, turn_id: 
             "clientId": _str(item.get("clientId")), "stripped": list(s.stripped), "source": "native"}
 
 
-def projects_plainly(item: dict[str, Any]) -> bool:
-    """Whether :func:`project_native_item` of ``item`` (``completed=True``) surely returns — never
-    raises — a ``completed`` record made from the item alone: an ``agentMessage``, or a
-    ``userMessage`` whose content blocks are text (a block's ``type`` a plain ``str`` other than
-    an image type). Such a record can be made later, from the same item, with the same result
-    (issue 34: :meth:`~._projector.Projector.add_native_turn` with ``items_follow``)."""
+def plain_message_ids(item: dict[str, Any]) -> tuple[str, str | None] | None:
+    """The id and ``clientId`` of the record :func:`project_native_item` makes of ``item``
+    (``completed=True``) when that call surely returns — never raises — a ``completed`` record
+    made from the item alone: an ``agentMessage`` (no ``clientId``), or a ``userMessage`` whose
+    content blocks are text (a block's ``type`` a plain ``str`` other than an image type).
+    Such a record can be made later, from the same item, with the same result (issue 34:
+    :meth:`~._projector.Projector.add_native_turn` with ``items_follow``). None otherwise."""
     t = item.get("type")
-    if t == "agentMessage":
-        return type(t) is str
+    if t == "agentMessage" and type(t) is str:
+        return str(item.get("id", "")), None
     if t != "userMessage" or type(t) is not str:
-        return False
+        return None
     content = item.get("content")
     if isinstance(content, list):
         for b in content:
             if isinstance(b, dict):
                 kind = b.get("type")
                 if type(kind) is not str or kind in _IMAGE_TYPES:
-                    return False
-    return True
+                    return None
+    client_id = item.get("clientId")
+    return str(item.get("id", "")), client_id if isinstance(client_id, str) else None
 
 
 def project_native_item(

@@ -9,7 +9,7 @@ from typing import Any
 
 import attrs
 
-from ._native import project_native_item, projects_plainly
+from ._native import plain_message_ids, project_native_item
 from ._records import AssistantMessage, CommandExecution, DisplayRecord, ImageSource, Reasoning, UserMessage
 from ._shapes import _int
 from ._store import RecordStore, _redact_record, _Unprojected
@@ -185,10 +185,9 @@ class NativeFeed:
         for item, (st, ct) in zip(items, times):
             if not isinstance(item, dict):
                 continue
-            if defer and projects_plainly(item):
-                client_id = item.get("clientId") if item.get("type") == "userMessage" else None
-                key = store.resolve_ids(str(item.get("id", "")),  # the record's id and clientId
-                                        client_id if isinstance(client_id, str) else None)
+            ids = plain_message_ids(item) if defer else None
+            if ids is not None:
+                key = store.resolve_ids(*ids)
                 rec = (_Unprojected(item, thread_id, turn_id) if key not in entries else
                        project_native_item(item, thread_id=thread_id, turn_id=turn_id))  # upsert reads it
             else:
@@ -212,9 +211,8 @@ class NativeFeed:
                 store.insert(turn_id, key, rec, complete=completed, open_=store.is_open(rec, completed),
                              channel="native", anchor=prev, times=tm)
                 prev = key
-        for key, rec, tm in pending:
-            store.insert(turn_id, key, rec, complete=completed, open_=store.is_open(rec, completed),
-                         channel="native", anchor=None, times=tm)
+        if pending:
+            store.append_native(turn_id, pending, completed)
 
     def add_local_submission(self, client_id: str, text: str, *, images: Sequence[ImageSource] = ()) -> None:
         if client_id in self._store.client_ids:

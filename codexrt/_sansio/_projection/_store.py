@@ -38,7 +38,7 @@ class _Turn:
 
 class _Unprojected:
     """The record of a stored entry, not made yet (issue 34): a completed native message
-    (:func:`~._native.projects_plainly`) from a ``Turn``'s items, which the caller feeds again
+    (:func:`~._native.plain_message_ids`) from a ``Turn``'s items, which the caller feeds again
     (``thread/items/list``) — a later copy replaces it by upsert, which never reads the record
     it replaces, so most are never made. :meth:`RecordStore.settle` makes the rest, exactly
     as they would have been made on arrival (same item, thread id and turn id; nothing else is
@@ -188,6 +188,18 @@ class RecordStore:
         else:
             t.keys.append(key)
         return e
+
+    def append_native(self, turn_id: str, pending: list[Any], completed: bool) -> None:
+        """:meth:`insert` of each ``(key, record, times)`` of ``pending`` in order, at the end of
+        turn ``turn_id`` (no anchor), as native entries whose ``open`` flag is :meth:`is_open`'s."""
+        t = self.turn(turn_id)
+        entries, keys = self.entries, t.keys
+        for key, rec, tm in pending:
+            e = _Entry(key, rec, completed, (not completed) or rec.status == "inProgress", "native", turn_id, tm)
+            entries[key] = e
+            if type(rec) is _Unprojected:
+                self._unprojected.append(e)
+            keys.append(key)
 
     def insert_before(self, turn_id: str, key: str, pending: list[Any], completed: bool) -> None:
         target = self.entries[key]
