@@ -452,10 +452,12 @@ class HistoryReader:
         mask = masker.mask if masker is not None else None
         proj = Projector(thread_id, redact=self.redact, mask=mask)
         # both walks read one page ahead: the server answers the next page while this one is
-        # projected (issue 34)
+        # projected (issue 34); the items walk feeds every turn's items again, so their records
+        # are made once (``items_follow``)
         turns_walk = await _walk(conn, "thread/turns/list",
                                  {"threadId": thread_id, "sortDirection": "asc", "limit": self.page_limit},
-                                 lambda data: [proj.add_native_turn(t) for t in data if isinstance(t, dict)],
+                                 lambda data: [proj.add_native_turn(t, items_follow=True) for t in data
+                                               if isinstance(t, dict)],
                                  max_pages=self.max_pages, prefetch=True)
         pagination = "paged"
         try:

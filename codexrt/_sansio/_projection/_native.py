@@ -191,6 +191,29 @@ def plain_message_json(item: dict[str, Any], *, thread_id: str | None, turn_id: 
             "clientId": _str(item.get("clientId")), "stripped": list(s.stripped), "source": "native"}
 
 
+def plain_message_ids(item: dict[str, Any]) -> tuple[str, str | None] | None:
+    """The id and ``clientId`` of the record :func:`project_native_item` makes of ``item``
+    (``completed=True``) when that call surely returns — never raises — a ``completed`` record
+    made from the item alone: an ``agentMessage`` (no ``clientId``), or a ``userMessage`` whose
+    content blocks are text (a block's ``type`` a plain ``str`` other than an image type).
+    Such a record can be made later, from the same item, with the same result (issue 34:
+    :meth:`~._projector.Projector.add_native_turn` with ``items_follow``). None otherwise."""
+    t = item.get("type")
+    if t == "agentMessage" and type(t) is str:
+        return str(item.get("id", "")), None
+    if t != "userMessage" or type(t) is not str:
+        return None
+    content = item.get("content")
+    if isinstance(content, list):
+        for b in content:
+            if isinstance(b, dict):
+                kind = b.get("type")
+                if type(kind) is not str or kind in _IMAGE_TYPES:
+                    return None
+    client_id = item.get("clientId")
+    return str(item.get("id", "")), client_id if isinstance(client_id, str) else None
+
+
 def project_native_item(
     item: dict[str, Any], *, thread_id: str | None, turn_id: str, completed: bool = True
 ) -> DisplayRecord:
@@ -201,14 +224,15 @@ def project_native_item(
     """
     t = item.get("type")
     iid = str(item.get("id", ""))
-    common = {"id": iid, "thread_id": thread_id, "turn_id": turn_id}
-    has_status = "status" in item
-    status = _norm_status(item.get("status")) if has_status else None
     life = _lifecycle_status(completed)
+    if t == "agentMessage":  # the messages first: most items (issue 34); no status field read
+        return AssistantMessage(id=iid, thread_id=thread_id, turn_id=turn_id, status=life,
+                                text=_assistant_text(item), phase=_str(item.get("phase")))
+    common = {"id": iid, "thread_id": thread_id, "turn_id": turn_id}
     if t == "userMessage":
         return _user_message(item, common, life)
-    if t == "agentMessage":
-        return AssistantMessage(**common, status=life, text=_assistant_text(item), phase=_str(item.get("phase")))
+    has_status = "status" in item
+    status = _norm_status(item.get("status")) if has_status else None
     if t == "reasoning":
         summary, content = _texts(item.get("summary")), _texts(item.get("content"))
         plain = any(x.strip() for x in summary + content)

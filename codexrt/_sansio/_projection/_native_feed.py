@@ -9,10 +9,10 @@ from typing import Any
 
 import attrs
 
-from ._native import project_native_item
+from ._native import plain_message_ids, project_native_item
 from ._records import AssistantMessage, CommandExecution, DisplayRecord, ImageSource, Reasoning, UserMessage
 from ._shapes import _int
-from ._store import RecordStore, _redact_record
+from ._store import RecordStore, _redact_record, _Unprojected
 
 #: The item types :func:`plain_page_records` takes: their records depend on the item alone
 #: (no status field, no times, nothing closed or completed at read time).
@@ -91,7 +91,7 @@ class NativeFeed:
     def __init__(self, store: RecordStore) -> None:
         self._store = store
 
-    def add_native_turn(self, turn: dict[str, Any], *, prepend: bool = False) -> None:
+    def add_native_turn(self, turn: dict[str, Any], *, prepend: bool = False, items_follow: bool = False) -> None:
         tid = str(turn.get("id", ""))
         self._store.turn(tid, prepend=prepend)
         self._store.turn_status(
@@ -100,7 +100,7 @@ class NativeFeed:
         )
         items = turn.get("items")
         if isinstance(items, list) and items:
-            self.add_native_items(tid, items)
+            self._add_batch(tid, list(items), [(None, None)] * len(items), defer=items_follow)
 
     def add_native_entries(self, entries: Iterable[dict[str, Any]]) -> None:
         batch: list[dict[str, Any]] = []
@@ -137,6 +137,7 @@ class NativeFeed:
                         received_at_ms=received_at_ms)
 
     def add_delta(self, turn_id: str, item_id: str, delta: str, *, field: str = "text") -> None:
+        self._store.settle()
         e = self._store.entries.get(item_id)
         if e is None:
             rec: Any
@@ -169,8 +170,14 @@ class NativeFeed:
         *,
         completed: bool = True,
         received_at_ms: int | None = None,
+        defer: bool = False,
     ) -> None:
-        self._store.turn(turn_id)
+        """``defer``: a new plain message's record is made only if no later copy replaces it
+        (:class:`~._store._Unprojected`; ``completed`` is then True). Its key, ``clientId``
+        bookkeeping, times, place and ``open`` flag are what the record would give."""
+        store = self._store
+        entries, thread_id = store.entries, store.thread_id
+        store.turn(turn_id)
         # Merge by anchors: new items before the first known one go right before it; later
         # new items go right after the previous item of the batch.
         pending: list[tuple[str, Any, tuple[int | None, int | None, int | None]]] = []
@@ -178,27 +185,34 @@ class NativeFeed:
         for item, (st, ct) in zip(items, times):
             if not isinstance(item, dict):
                 continue
-            rec = project_native_item(item, thread_id=self._store.thread_id, turn_id=turn_id, completed=completed)
-            st = st if st is not None else _int(item.get("startedAtMs"))
-            ct = ct if ct is not None else _int(item.get("completedAtMs"))
-            key = self._store.resolve_key(rec)
+            ids = plain_message_ids(item) if defer else None
+            if ids is not None:
+                key = store.resolve_ids(*ids)
+                rec = (_Unprojected(item, thread_id, turn_id) if key not in entries else
+                       project_native_item(item, thread_id=thread_id, turn_id=turn_id))  # upsert reads it
+            else:
+                rec = project_native_item(item, thread_id=thread_id, turn_id=turn_id, completed=completed)
+                key = store.resolve_key(rec)
+            if st is None:
+                st = _int(item.get("startedAtMs"))
+            if ct is None:
+                ct = _int(item.get("completedAtMs"))
             tm = (st, ct, received_at_ms)
-            if key in self._store.entries:
-                e = self._store.entries[key]
+            e = entries.get(key)
+            if e is not None:
                 if pending:
-                    self._store.insert_before(turn_id, key, pending, completed)
+                    store.insert_before(turn_id, key, pending, completed)
                     pending = []
-                self._store.upsert(e, rec, completed, tm)
+                store.upsert(e, rec, completed, tm)
                 prev = key
             elif prev is None:
                 pending.append((key, rec, tm))
             else:
-                self._store.insert(turn_id, key, rec, complete=completed, open_=self._store.is_open(rec, completed),
-                                   channel="native", anchor=prev, times=tm)
+                store.insert(turn_id, key, rec, complete=completed, open_=store.is_open(rec, completed),
+                             channel="native", anchor=prev, times=tm)
                 prev = key
-        for key, rec, tm in pending:
-            self._store.insert(turn_id, key, rec, complete=completed, open_=self._store.is_open(rec, completed),
-                               channel="native", anchor=None, times=tm)
+        if pending:
+            store.append_native(turn_id, pending, completed)
 
     def add_local_submission(self, client_id: str, text: str, *, images: Sequence[ImageSource] = ()) -> None:
         if client_id in self._store.client_ids:

@@ -16,7 +16,7 @@ from ._legacy_feed import LegacyFeed
 from ._native_feed import NativeFeed, plain_page_records
 from ._records import DisplayRecord, ErrorRecord, ImageSource, TurnGroup
 from ._replay import ReplayLog, WrapperReplay, _Resolution
-from ._store import RecordStore, _Entry
+from ._store import RecordStore, _Entry, _Turn
 
 
 class Projector:
@@ -78,10 +78,16 @@ class Projector:
         """
         self._store.turn_status(turn_id, status, started_at=started_at, completed_at=completed_at, error=error)
 
-    def add_native_turn(self, turn: dict[str, Any], *, prepend: bool = False) -> None:
+    def add_native_turn(self, turn: dict[str, Any], *, prepend: bool = False, items_follow: bool = False) -> None:
         """Upsert a native ``Turn`` and its ``items``. ``prepend=True`` for pages read newest
-        first (``thread/turns/list`` descending) so turns stay in chronological order."""
-        self._native.add_native_turn(turn, prepend=prepend)
+        first (``thread/turns/list`` descending) so turns stay in chronological order.
+
+        ``items_follow=True``: the caller feeds these items again afterwards (``thread/items/list``
+        entries: :meth:`HistoryReader.read_thread`), whose copies replace them; the records of
+        the turn's plain messages are then made only for those no later copy replaced, at
+        read time (issue 34: each was projected twice). What the projector shows is the same
+        either way; the items must not change until then."""
+        self._native.add_native_turn(turn, prepend=prepend, items_follow=items_follow)
 
     @classmethod
     def page_records(cls, thread_id: str | None, entries: Sequence[Any], *,
@@ -139,6 +145,7 @@ class Projector:
 
     def add_legacy_record(self, rec: LegacyRecord) -> None:
         """Feed one rollout record (in file order)."""
+        self._store.settle()  # the legacy path reads stored records
         self._replay.invalidate()
         self._legacy.add_record(rec)
 
@@ -151,28 +158,20 @@ class Projector:
 
     def turns(self) -> list[TurnGroup]:
         """Every turn in order with its projected records."""
+        self._store.settle()
         out = []
-        res = self._replay.resolve() if self._replay.active() else _Resolution({}, set(), {}, {})
-        hidden, repl, updates = res.hidden, res.repl, res.updates
+        active = self._replay.active()
+        res = self._replay.resolve() if active else _Resolution({}, set(), {}, {})
         local = [tid for tid in self._store.order if tid.startswith("local-turn:")]
         for tid in [tid for tid in self._store.order if not tid.startswith("local-turn:")] + local:
             t = self._store.turns[tid]
             # a rollout turn still open at the end of the file: a killed writer or one still
             # writing — the file cannot tell, so it is `unknown`, never shown live (R-H-4)
             shown = "unknown" if self._legacy.fed and t.status == "inProgress" else None
-            recs = []
-            for e in self._store.visible(t):
-                if e.key in repl:
-                    recs.extend(self._store.finish(self._replay.updated(_Entry(r.id, r, True, False, "response", tid),
-                                                                        updates.get(r.id, ())), t, shown)
-                                for r in repl[e.key])
-                if e.key not in hidden:
-                    recs.append(self._store.finish(self._replay.updated(e, updates.get(e.key, ())), t, shown))
-                    recs.extend(self._store.finish(_Entry(r.id, r, True, False, "response", tid), t, shown)
-                                for r in res.after.get(e.key, ()))
-                    if e.key in self._log.wrappers:
-                        recs.extend(self._store.finish(_Entry(r.id, r, True, False, "response", tid), t, shown)
-                                    for r in self._replay.kept_previews(e.key, tid))
+            if not active:  # nothing replaced, hidden, updated or added (the native path)
+                recs = [self._store.finish(e, t, shown) for e in self._store.visible(t)]
+            else:
+                recs = self._replayed(t, shown, res)
             if t.status == "failed" and t.error:
                 msg = t.error.get("message") if isinstance(t.error, dict) else str(t.error)
                 recs.append(ErrorRecord(id=f"turn-error:{tid}", thread_id=self.thread_id, turn_id=tid,
@@ -184,6 +183,25 @@ class Projector:
                 recs = [self._mask(r) for r in recs]
             out.append(TurnGroup(tid, shown or t.status, tuple(recs), t.started_at, t.completed_at, t.error))
         return out
+
+    def _replayed(self, t: _Turn, shown: str | None, res: _Resolution) -> list[Any]:
+        """The records of turn ``t`` after the wrapper replay (R-H-5): its wrappers replaced,
+        hidden or kept with their previews, its commands updated by polls."""
+        tid, hidden, repl, updates = t.turn_id, res.hidden, res.repl, res.updates
+        recs: list[Any] = []
+        for e in self._store.visible(t):
+            if e.key in repl:
+                recs.extend(self._store.finish(self._replay.updated(_Entry(r.id, r, True, False, "response", tid),
+                                                                    updates.get(r.id, ())), t, shown)
+                            for r in repl[e.key])
+            if e.key not in hidden:
+                recs.append(self._store.finish(self._replay.updated(e, updates.get(e.key, ())), t, shown))
+                recs.extend(self._store.finish(_Entry(r.id, r, True, False, "response", tid), t, shown)
+                            for r in res.after.get(e.key, ()))
+                if e.key in self._log.wrappers:
+                    recs.extend(self._store.finish(_Entry(r.id, r, True, False, "response", tid), t, shown)
+                                for r in self._replay.kept_previews(e.key, tid))
+        return recs
 
     def records(self) -> list[DisplayRecord]:
         """All display records, turn by turn, in order."""

@@ -9,6 +9,7 @@ from typing import Any
 
 import attrs
 
+from ._native import project_native_item
 from ._records import AssistantMessage, CompactionBoundary, ContentBlock, Reasoning, UserMessage
 from ._shapes import _norm_status
 
@@ -33,6 +34,26 @@ class _Turn:
     started_at: int | None = None
     completed_at: int | None = None
     error: Any = None
+
+
+class _Unprojected:
+    """The record of a stored entry, not made yet (issue 34): a completed native message
+    (:func:`~._native.plain_message_ids`) from a ``Turn``'s items, which the caller feeds again
+    (``thread/items/list``) — a later copy replaces it by upsert, which never reads the record
+    it replaces, so most are never made. :meth:`RecordStore.settle` makes the rest, exactly
+    as they would have been made on arrival (same item, thread id and turn id; nothing else is
+    read), before anything reads a record. ``status`` is the record's: a completed message's."""
+
+    __slots__ = ("item", "thread_id", "turn_id")
+    status = "completed"
+
+    def __init__(self, item: dict[str, Any], thread_id: str | None, turn_id: str) -> None:
+        self.item = item
+        self.thread_id = thread_id
+        self.turn_id = turn_id
+
+    def project(self) -> Any:
+        return project_native_item(self.item, thread_id=self.thread_id, turn_id=self.turn_id, completed=True)
 
 
 def _redact_record(r: Any, redact: Callable[[str], str]) -> Any:
@@ -61,6 +82,15 @@ class RecordStore:
         self.order: list[str] = []
         self.entries: dict[str, _Entry] = {}
         self.client_ids: dict[str, str] = {}
+        self._unprojected: list[_Entry] = []  # entries stored with an _Unprojected record
+
+    def settle(self) -> None:
+        """Make every record still :class:`_Unprojected` (before anything reads records)."""
+        if self._unprojected:
+            for e in self._unprojected:
+                if type(e.record) is _Unprojected:
+                    e.record = e.record.project()
+            self._unprojected.clear()
 
     def turn(self, turn_id: str, *, prepend: bool = False) -> _Turn:
         t = self.turns.get(turn_id)
@@ -92,13 +122,16 @@ class RecordStore:
             t.error = error
 
     def resolve_key(self, rec: Any) -> str:
-        key: str = rec.id
-        if isinstance(rec, UserMessage) and rec.client_id:
-            known = self.client_ids.get(rec.client_id)
+        return self.resolve_ids(rec.id, rec.client_id if isinstance(rec, UserMessage) else None)
+
+    def resolve_ids(self, key: str, client_id: str | None) -> str:
+        """:meth:`resolve_key` of a record with this id and (a user message's) ``clientId``."""
+        if client_id:
+            known = self.client_ids.get(client_id)
             if known is not None and known != key and known.startswith("local:") and known in self.entries:
                 # the native copy of a local submission: it lands in its own turn, the local one goes
                 self.drop_local(known)
-                self.client_ids[rec.client_id] = key
+                self.client_ids[client_id] = key
                 return key
             if known is not None and known != key and known in self.entries:
                 # An earlier copy keyed differently (a local submission): re-key it in place.
@@ -107,7 +140,7 @@ class RecordStore:
                 t = self.turns[e.turn_id]
                 t.keys[:] = [key if k == known else k for k in t.keys]  # every listing of it
                 e.key = key
-            self.client_ids[rec.client_id] = key
+            self.client_ids[client_id] = key
         return key
 
     def drop_local(self, key: str) -> None:
@@ -128,7 +161,8 @@ class RecordStore:
         e.record = attrs.evolve(rec, turn_id=e.turn_id) if rec.turn_id != e.turn_id else rec
         e.complete = e.complete or completed
         e.open = self.is_open(rec, completed)
-        e.times = tuple(n if n is not None else o for n, o in zip(times, e.times))  # type: ignore[assignment]
+        (st, ct, rcv), (ost, oct_, orcv) = times, e.times  # a new time wins, a missing one keeps the old
+        e.times = (st if st is not None else ost, ct if ct is not None else oct_, rcv if rcv is not None else orcv)
         if completed:
             e.deltas.clear()
 
@@ -147,11 +181,25 @@ class RecordStore:
         t = self.turn(turn_id)
         e = _Entry(key, rec, complete, open_, channel, turn_id, times)
         self.entries[key] = e
+        if type(rec) is _Unprojected:
+            self._unprojected.append(e)
         if anchor is not None and anchor in t.keys:
             t.keys.insert(t.keys.index(anchor) + 1, key)
         else:
             t.keys.append(key)
         return e
+
+    def append_native(self, turn_id: str, pending: list[Any], completed: bool) -> None:
+        """:meth:`insert` of each ``(key, record, times)`` of ``pending`` in order, at the end of
+        turn ``turn_id`` (no anchor), as native entries whose ``open`` flag is :meth:`is_open`'s."""
+        t = self.turn(turn_id)
+        entries, keys = self.entries, t.keys
+        for key, rec, tm in pending:
+            e = _Entry(key, rec, completed, (not completed) or rec.status == "inProgress", "native", turn_id, tm)
+            entries[key] = e
+            if type(rec) is _Unprojected:
+                self._unprojected.append(e)
+            keys.append(key)
 
     def insert_before(self, turn_id: str, key: str, pending: list[Any], completed: bool) -> None:
         target = self.entries[key]
@@ -160,6 +208,8 @@ class RecordStore:
         for k, rec, tm in pending:
             e = _Entry(k, rec, completed, self.is_open(rec, completed), "native", target.turn_id, tm)
             self.entries[k] = e
+            if type(rec) is _Unprojected:
+                self._unprojected.append(e)
             t.keys.insert(idx, k)
             idx += 1
 
@@ -168,6 +218,11 @@ class RecordStore:
         assistant text and reasoning from response/snapshot copies; the other copy only when a
         turn has none of the preferred one."""
         entries = [self.entries[k] for k in t.keys]
+        for e in entries:
+            if e.channel != "native" and e.channel != "snapshot":
+                break
+        else:
+            return entries  # every copy is kept (the native path's entries)
         have: set[tuple[str, str]] = {(type(e.record).__name__, e.channel) for e in entries}
 
         def keep(e: _Entry) -> bool:
