@@ -30,6 +30,18 @@ import trio
 from tests._support import MemoryPeers
 
 
+@pytest.fixture(autouse=True)
+def _codexrt_state_in_a_temp_dir(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """No test writes codexrt's state — the privacy index, ``codexrt acp``'s session index,
+    review checkpoints — into the developer's real ``~/.local/state/codexrt``: each test gets
+    its own ``XDG_STATE_HOME`` (inherited by the processes it starts), and the shell's
+    ``CODEXRT_STATE_DIR`` / ``CODEXRT_PRIVACY_DIR`` are unset. (Before, ACP tests left their
+    sessions in the real session index, which ``session/list`` shows an editor.)"""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("xdg-state")))
+    monkeypatch.delenv("CODEXRT_STATE_DIR", raising=False)
+    monkeypatch.delenv("CODEXRT_PRIVACY_DIR", raising=False)
+
+
 @pytest.fixture
 async def peers(nursery) -> MemoryPeers:
     return MemoryPeers(nursery)
