@@ -27,19 +27,11 @@ from codexrt._features._history_pages import PageRecordsCache
 from codexrt._sansio._errors import RemoteProtocolError
 from codexrt._sansio._privacy import PrivacyIndex
 from tests.trio.test_connection_direct_write import PipePeer
+from tests.trio.test_history_pages import _entry
 
 pytestmark = pytest.mark.skipif(not hasattr(trio.lowlevel, "FdStream"), reason="POSIX pipes")
 
 TID = "01a22d24-784b-70a1-b4d2-eee60df61981"
-
-
-def _entry(i: int, text: str | None = None) -> dict[str, Any]:
-    if i % 2 == 0:
-        item = {"type": "userMessage", "id": f"u-{i}", "clientId": None,
-                "content": [{"type": "text", "text": text or f"question {i}", "text_elements": []}]}
-    else:
-        item = {"type": "agentMessage", "id": f"m-{i}", "text": text or f"answer {i}", "phase": None}
-    return {"turnId": f"turn-{i // 2}", "item": item, "startedAtMs": 1000 + i, "completedAtMs": 1000 + i}
 
 
 class Server:
@@ -130,6 +122,16 @@ async def _walk(reader: HistoryReader, pause: Any = None) -> list[dict[str, Any]
             await pause()
 
 
+async def _c4_read_ahead(make_reader: Any, tmp_path: Any) -> HistoryReader:
+    """A reader that answered the first two pages of a walk: the third (``c4``) was asked for
+    ahead, and its answer has come."""
+    reader = make_reader(codex_home=tmp_path)
+    await reader.read_page_json(TID, scope="items", limit=2)
+    await reader.read_page_json(TID, scope="items", cursor="c2", limit=2)
+    await trio.testing.wait_all_tasks_blocked()
+    return reader
+
+
 async def test_issue_34_a_walk_reads_each_page_once_and_answers_as_without_read_ahead(served, tmp_path):
     conn, server, make_reader = served
     ahead_reader = make_reader(codex_home=tmp_path)
@@ -172,10 +174,7 @@ async def test_issue_34_a_first_page_or_a_jump_is_not_read_ahead(served, tmp_pat
 async def test_issue_34_a_notification_in_between_makes_the_page_read_afresh(served, tmp_path):
     """The thread may have changed (a turn ran): the page read ahead is not shown."""
     conn, server, make_reader = served
-    reader = make_reader(codex_home=tmp_path)
-    await reader.read_page_json(TID, scope="items", limit=2)
-    await reader.read_page_json(TID, scope="items", cursor="c2", limit=2)
-    await trio.testing.wait_all_tasks_blocked()
+    reader = await _c4_read_ahead(make_reader, tmp_path)
     server.entries[4] = _entry(4, "changed by a turn")
     await server.peer.resp.send_all(b'{"method":"thread/status/changed","params":{"threadId":"%s"}}\n' % TID.encode())
     await trio.testing.wait_all_tasks_blocked()
@@ -190,10 +189,7 @@ async def test_issue_34_another_request_in_between_makes_the_page_read_afresh(se
     """A request of the host's (a send, a rename, another read) went out after the read-ahead:
     the page is read after it, as the host asked."""
     conn, server, make_reader = served
-    reader = make_reader(codex_home=tmp_path)
-    await reader.read_page_json(TID, scope="items", limit=2)
-    await reader.read_page_json(TID, scope="items", cursor="c2", limit=2)
-    await trio.testing.wait_all_tasks_blocked()
+    reader = await _c4_read_ahead(make_reader, tmp_path)
     await conn.call("thread/list", {})
     server.entries[4] = _entry(4, "renamed meanwhile")
     page = msgspec.json.decode(bytes(await reader.read_page_json(TID, scope="items", cursor="c4", limit=2)))
@@ -240,10 +236,7 @@ async def test_issue_34_a_malformed_page_read_ahead_is_the_hosts_typed_error_as_
 async def test_issue_34_another_connection_does_not_take_it(served, tmp_path):
     """A channel's child restarted (another connection): its pages are read on it."""
     conn, server, make_reader = served
-    reader = make_reader(codex_home=tmp_path)
-    await reader.read_page_json(TID, scope="items", limit=2)
-    await reader.read_page_json(TID, scope="items", cursor="c2", limit=2)
-    await trio.testing.wait_all_tasks_blocked()
+    reader = await _c4_read_ahead(make_reader, tmp_path)
     ahead = reader.read_ahead
     assert ahead is not None and len(ahead) == 1
 
