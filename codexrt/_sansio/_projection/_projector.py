@@ -154,6 +154,7 @@ class Projector:
     def wrapper_attributions(self) -> dict[str, Attribution]:
         """The engine's decision for every legacy exec wrapper that has an output, by the
         wrapper's call id (R-H-5). A wrapper without an output is kept whole and not listed."""
+        self._store.settle()  # the replay reads stored records
         return dict(self._replay.resolve().attributions)
 
     def turns(self) -> list[TurnGroup]:
