@@ -12,6 +12,7 @@ names the step and what the SDK saw.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -65,7 +66,10 @@ def _client_main(fake_codex: str, fake_log: str, workspace: str, stderr_path: st
         with open(stderr_path, "wb") as err:
             async with acp.spawn_agent_process(
                     client, sys.executable, "-m", "codexrt_cli", "--log-level", "info", "acp", "--codex-bin", fake_codex,
-                    cwd=str(ROOT), transport_kwargs={"stderr": err}) as (conn, proc):
+                    # this process's environment (agent_env: state under the test's tmp_path); the
+                    # SDK's default is a safe subset without it, and the agent wrote its session
+                    # index into the real ~/.local/state
+                    env=dict(os.environ), cwd=str(ROOT), transport_kwargs={"stderr": err}) as (conn, proc):
                 step = summary["steps"].append
                 init = await asyncio.wait_for(conn.initialize(protocol_version=1), STEP_BOUND)
                 step({"initialize": init.protocol_version, "loadSession": init.agent_capabilities.load_session})
