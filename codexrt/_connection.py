@@ -226,6 +226,11 @@ class PendingCall:
 _STDERR_CHUNK = 65536
 
 
+#: What :meth:`Connection.activity` reads: bumped whenever any connection of this process starts
+#: a request, hears a line other than a reply, or answers a server request.
+_activity = 0
+
+
 class Connection:
     """One JSON-RPC connection. Create it with :func:`open_connection`."""
 
@@ -271,7 +276,6 @@ class Connection:
         self._pipe_fd: Callable[[], int] | None = (
             send.fileno if isinstance(send, getattr(trio.lowlevel, "FdStream", ())) else None)
         self._waiters: dict[int, _Waiter] = {}
-        self._heard = 0  # notifications and other events from the app-server, replies aside
         self._handshake_started = False
         self._handshake_done = trio.Event()
         self._handshake_error: CodexError | None = None
@@ -300,12 +304,14 @@ class Connection:
         """The last lines of the child's stderr, already redacted (R-WIRE-9)."""
         return list(self._stderr_tail)
 
-    def activity(self) -> tuple[int, int]:
-        """A mark of what happened on this connection: how many requests were started and how
-        many lines other than replies were heard (notifications, server requests, unreadable
-        lines). Two equal marks: between them nothing was sent and only answers came (serve's
-        history read-ahead, issue 34)."""
-        return self.core.requests_started, self._heard
+    def activity(self) -> int:
+        """A process-wide mark: it changes whenever any connection of this process starts a
+        request, hears a line other than a reply (a notification, a server request, an
+        unreadable line) or answers a server request. Two equal marks: in between, every
+        connection only received answers — nothing anywhere could have changed a thread
+        (serve's history read-ahead, issue 34: a change made through one channel's child is
+        not heard on another's connection)."""
+        return _activity
 
     def statistics(self) -> dict[str, int]:
         return {
@@ -475,7 +481,8 @@ class Connection:
         """A notification to the sink. Its params are decoded there, lazily: params that cannot
         be decoded are a ``protocolError`` for the line; any other failure of the sink is
         logged (the sink must not raise, and it never kills the reader)."""
-        self._heard += 1
+        global _activity
+        _activity += 1
         try:
             self._sink(ev)
         except msgspec.DecodeError as exc:
@@ -492,7 +499,8 @@ class Connection:
         self._emit(ProtocolViolation(reason, bytes(ev.params_raw)[:200]))
 
     def _emit(self, ev: ConnectionEvent) -> None:
-        self._heard += 1
+        global _activity
+        _activity += 1
         try:
             self._sink(ev)
         except Exception:  # the sink must not raise; never let it kill the reader
@@ -833,6 +841,8 @@ class Connection:
 
     def _send(self, method: str, params: Any, timeout: float, on_written: Callable[[], None] | None,
               typed: bool, raw: bool) -> PendingCall:
+        global _activity
+        _activity += 1
         call = self.core.start_request(method, params)
         waiter = _Waiter()
         self._waiters[call.id] = waiter
@@ -899,6 +909,8 @@ class Connection:
         before anything awaits: what it publishes comes before whatever the server does next."""
         if self._final is not None:
             raise self._fresh_final()
+        global _activity
+        _activity += 1
         data = self.core.reply(request_id, result)
         if accepted is not None:
             accepted()
@@ -913,6 +925,8 @@ class Connection:
         :class:`LocalProtocolError` when the request is not pending."""
         if self._final is not None or self._closing:
             return False
+        global _activity
+        _activity += 1
         data = (self.core.reply_error(request_id, *error) if error is not None
                 else self.core.reply(request_id, result))
         self._enqueue(_Frame(data), reply=True)
@@ -924,6 +938,8 @@ class Connection:
         :meth:`reply`."""
         if self._final is not None:
             raise self._fresh_final()
+        global _activity
+        _activity += 1
         frame = self.core.reply_error(request_id, code, message, data)
         if accepted is not None:
             accepted()

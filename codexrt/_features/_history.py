@@ -535,10 +535,17 @@ class HistoryReader:
             params["sortDirection"] = sort_direction
         masking = self._start_masker()  # loads while the page is in flight
         key: PageKey = (thread_id, method, cursor, limit, sort_direction)
-        plain_key = all(isinstance(x, (str, int, type(None))) for x in key)  # an odd cursor is no key
+        # an odd cursor is no key (a bool is not one: True == 1 would take cursor 1's page)
+        plain_key = all(x is None or type(x) is str or type(x) is int for x in key)
         ahead = self.read_ahead if plain_key else None
-        text = await ahead.take(key, conn) if ahead is not None else None
-        raw = text if text is not None else bytes(await call_read(conn, method, params, raw=True))
+        text, timeout = None, None
+        if ahead is not None:
+            asked = trio.current_time()
+            text = await ahead.take(key, conn)
+            # a read ahead waited for in vain (it failed, or timed out): the wait counts against
+            # the request's own budget, so a stalled app-server costs the host one timeout
+            timeout = max(0.0, conn.rpc_timeout - (trio.current_time() - asked))
+        raw = text if text is not None else bytes(await call_read(conn, method, params, raw=True, timeout=timeout))
         masker, _ = await masking()
         cache = self.page_cache if plain_key else None
         return self._answer(key, raw, masker, cache, encoded=encoded, ahead=ahead, conn=conn)

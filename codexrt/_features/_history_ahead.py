@@ -11,11 +11,13 @@ next request is answered from that answer instead of a new request.
 The answer read ahead is what a new request would have got, or it is not used:
 
 * it is used only on the **same connection** (the channel's app-server child that answered it),
-  and only when **nothing else happened on that connection** since it was sent — no other
-  request started (a turn, a rename, another read) and nothing but replies heard (no
-  notification, no server request): :meth:`Connection.activity` is the same mark. Any change
-  serve could see to a thread goes through that connection, so a host that sends, then reads,
-  never gets a page older than its send;
+  and only when **nothing else happened on any connection of serve** since it was sent — no
+  other request started (a turn, a rename, another read, on any channel), no server request
+  answered, nothing but replies heard (no notification, no server request):
+  :meth:`Connection.activity` is the same process-wide mark. Every change serve could make or
+  see to a thread goes through one of those connections — also a change made through another
+  channel, whose child writes the same rollout file — so a host that sends, then reads, never
+  gets a page older than its send;
 * it is used only for a request that comes within :data:`READ_AHEAD_TTL` seconds of it being
   sent — a change made by another process (another app-server writing the same rollout file)
   is seen as late as a host that read one second earlier would see it;
@@ -65,7 +67,7 @@ class _Ahead:
     """One page asked for ahead of the host."""
 
     conn: Connection
-    mark: tuple[int, int]
+    mark: int
     sent_at: float
     scope: trio.CancelScope = attrs.Factory(trio.CancelScope)
     done: trio.Event = attrs.Factory(trio.Event)

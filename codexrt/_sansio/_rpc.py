@@ -175,11 +175,6 @@ class RpcCore:
 
     # -- our requests -------------------------------------------------------------------
 
-    @property
-    def requests_started(self) -> int:
-        """How many requests :meth:`start_request` registered so far."""
-        return self._next_id - 1
-
     def start_request(self, method: str, params: Any) -> OutboundCall:
         """Register a request (phase ``notWritten``) and return it with its encoded line.
         The real server requires ``params`` even when empty, so ``None`` becomes ``{}``."""

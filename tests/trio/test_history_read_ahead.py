@@ -24,7 +24,7 @@ from codexrt._connection import open_connection
 from codexrt._features._history import HistoryReader
 from codexrt._features._history_ahead import PageReadAhead
 from codexrt._features._history_pages import PageRecordsCache
-from codexrt._sansio._errors import RemoteProtocolError
+from codexrt._sansio._errors import RemoteProtocolError, RpcTimeout
 from codexrt._sansio._privacy import PrivacyIndex
 from tests.trio.test_connection_direct_write import PipePeer
 from tests.trio.test_history_pages import _entry
@@ -63,8 +63,8 @@ class Server:
             *lines, buf = (buf + chunk).split(b"\n")
             for line in lines:
                 msg = json.loads(line)
-                if "id" not in msg:
-                    continue
+                if "id" not in msg or "method" not in msg:
+                    continue  # a notification, or the client's answer to a server request
                 cursor = msg["params"].get("cursor")
                 self.log.append((msg["method"], cursor))
                 while self.hold:
@@ -89,7 +89,8 @@ async def served(nursery):
     """``(conn, server, make_reader)`` on a connection whose handshake is done."""
     peer = PipePeer()
     try:
-        async with open_connection(peer.transport, sink=lambda ev: None) as conn:
+        async with open_connection(peer.transport, sink=lambda ev: None, rpc_timeout=30,
+                                   supported_server_requests={"item/commandExecution/requestApproval"}) as conn:
             await peer.handshake(conn)
             server = Server(peer, [_entry(i) for i in range(10)], 2)
             nursery.start_soon(server.run)
@@ -196,6 +197,65 @@ async def test_issue_34_another_request_in_between_makes_the_page_read_afresh(se
     assert page["records"][0]["text"] == "renamed meanwhile"
     await trio.testing.wait_all_tasks_blocked()
     assert server.reads() == [None, "c2", "c4", "c4", "c6"]
+
+
+async def test_issue_34_activity_on_another_connection_makes_the_page_read_afresh(served, tmp_path):
+    """A send through another channel (another child, the same rollout file) is not heard on
+    this connection: any request on any connection of the process counts (review6 F1)."""
+    conn, server, make_reader = served
+    reader = await _c4_read_ahead(make_reader, tmp_path)
+    other = PipePeer()
+    try:
+        async with open_connection(other.transport, sink=lambda ev: None) as conn2:
+            await other.handshake(conn2)
+            async with trio.open_nursery() as n:
+                n.start_soon(Server(other, [], 2).run)
+                await conn2.call("turn/start", {})  # the other channel's send
+                n.cancel_scope.cancel()
+    finally:
+        other.close()
+    server.entries[4] = _entry(4, "sent through another channel")
+    page = msgspec.json.decode(bytes(await reader.read_page_json(TID, scope="items", cursor="c4", limit=2)))
+    assert page["records"][0]["text"] == "sent through another channel"
+    assert server.reads()[:4] == [None, "c2", "c4", "c4"]
+
+
+_ASK = b'{"id":"ask-1","method":"item/commandExecution/requestApproval","params":{"threadId":"t"}}\n'
+
+
+@pytest.mark.parametrize("step", ["asked", "answered"])
+async def test_issue_34_a_server_request_or_the_hosts_answer_makes_the_page_read_afresh(served, tmp_path, step):
+    """An approval asked (heard) or answered (written) after the read-ahead went out: the turn
+    may go on, so the page is read again (review6 F2, F5)."""
+    conn, server, make_reader = served
+    if step == "answered":  # asked before the read-ahead…
+        await server.peer.resp.send_all(_ASK)
+        await trio.testing.wait_all_tasks_blocked()
+    reader = await _c4_read_ahead(make_reader, tmp_path)
+    if step == "asked":
+        await server.peer.resp.send_all(_ASK)
+    else:  # …answered after it
+        await conn.reply("ask-1", {"decision": "decline"})
+    await trio.testing.wait_all_tasks_blocked()
+    await reader.read_page_json(TID, scope="items", cursor="c4", limit=2)
+    await trio.testing.wait_all_tasks_blocked()
+    assert server.reads()[:4] == [None, "c2", "c4", "c4"]  # asked again for the host
+
+
+async def test_issue_34_a_stalled_read_ahead_costs_the_host_one_timeout_not_two(served, tmp_path, autojump_clock):
+    """The host's request waits for the read-ahead; when that times out, its own request gets
+    what is left of one timeout — here nothing, so nothing more is sent (review6 F3)."""
+    conn, server, make_reader = served
+    reader = make_reader(codex_home=tmp_path)
+    await reader.read_page_json(TID, scope="items", limit=2)
+    await reader.read_page_json(TID, scope="items", cursor="c2", limit=2)  # c4 is asked for now…
+    server.hold = True  # …and never answered
+    asked = trio.current_time()
+    with pytest.raises(RpcTimeout):
+        await reader.read_page_json(TID, scope="items", cursor="c4", limit=2)
+    assert trio.current_time() - asked == pytest.approx(conn.rpc_timeout, abs=1)  # not two timeouts
+    assert server.reads() == [None, "c2", "c4"]  # and the page was not asked for twice
+    server.hold = False
 
 
 async def test_issue_34_a_read_ahead_older_than_the_ttl_is_not_used(served, tmp_path, autojump_clock):
