@@ -54,6 +54,7 @@ MAX_READ_AHEADS = 8
 #: Walks whose last ``nextCursor`` is remembered.
 MAX_WALKS = 64
 
+
 def _walk_of(key: PageKey) -> tuple[str, str, Any, Any]:
     return key[0], key[1], key[3], key[4]
 
@@ -95,9 +96,9 @@ class PageReadAhead:
         return len(self._pages)
 
     async def take(self, key: PageKey, conn: Connection) -> bytes | None:
-        """The answer read ahead for ``key`` when it may answer this request now (same
-        connection, nothing else on it since, within the TTL; waited for while still in
-        flight), else None: the caller reads the page itself."""
+        """The answer read ahead for ``key`` when it may answer this request now (the same
+        connection, nothing on any connection since, within the TTL; waited for while still
+        in flight), else None: the caller reads the page itself."""
         ahead = self._pages.pop(key, None)
         if ahead is None:
             return None
