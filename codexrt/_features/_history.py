@@ -99,6 +99,7 @@ from codexrt._sansio._errors import (
     RelationUnverified,
     RemoteProtocolError,
     RpcError,
+    RpcTimeout,
     ThreadNotFound,
 )
 from codexrt._io._history_files import RolloutInfo, find_rollout
@@ -545,6 +546,10 @@ class HistoryReader:
             # a read ahead waited for in vain (it failed, or timed out): the wait counts against
             # the request's own budget, so a stalled app-server costs the host one timeout
             timeout = max(0.0, conn.rpc_timeout - (trio.current_time() - asked))
+            if text is None and timeout <= 0:  # what the host's own request would have met
+                raise RpcTimeout(f"{method} timed out after {conn.rpc_timeout:g}s (writtenUnconfirmed; "
+                                 "the page was asked for ahead)", phase="writtenUnconfirmed",
+                                 details={"method": method})
         raw = text if text is not None else bytes(await call_read(conn, method, params, raw=True, timeout=timeout))
         masker, _ = await masking()
         cache = self.page_cache if plain_key else None

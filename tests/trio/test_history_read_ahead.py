@@ -251,8 +251,9 @@ async def test_issue_34_a_stalled_read_ahead_costs_the_host_one_timeout_not_two(
     await reader.read_page_json(TID, scope="items", cursor="c2", limit=2)  # c4 is asked for now…
     server.hold = True  # …and never answered
     asked = trio.current_time()
-    with pytest.raises(RpcTimeout):
+    with pytest.raises(RpcTimeout, match="timed out after 30s") as info:
         await reader.read_page_json(TID, scope="items", cursor="c4", limit=2)
+    assert info.value.phase == "writtenUnconfirmed"
     assert trio.current_time() - asked == pytest.approx(conn.rpc_timeout, abs=1)  # not two timeouts
     assert server.reads() == [None, "c2", "c4"]  # and the page was not asked for twice
     server.hold = False
