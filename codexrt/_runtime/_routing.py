@@ -76,8 +76,7 @@ class RuntimeRouting:
     def _event(self, kind: str, payload: dict[str, Any] | None = None, *, op: Operation | None = None,
                thread_id: str | None = None, turn_id: str | None = None, item_id: str | None = None) -> CodexEvent:
         tid = thread_id if thread_id is not None else (op.thread_id if op else None)
-        info = self.threads.get(tid) if tid else None  # _root_of(), inlined: once per event (issue 34)
-        root = None if info is None else (tid if info.root else info.root_id)
+        root = self._root_of(tid)
         return CodexEvent(
             kind,
             payload or {},
@@ -236,11 +235,7 @@ class RuntimeRouting:
             # plan items: the others (most lines of a turn) are not handed to it (issue 34).
             self._track_plans(method, params)
         get = params.get
-        size = None
-        for v in (thread_id, turn_id, item_id):  # _oversized_id(), inlined: once per routed line
-            if type(v) is str and len(v) > MAX_NATIVE_ID_CHARS:
-                size = len(v)
-                break
+        size = _oversized_id(thread_id, turn_id, item_id)
         if size is None and method == "thread/started":
             started = get("thread")
             size = _oversized_id(started.get("id")) if isinstance(started, dict) else None
@@ -375,8 +370,7 @@ class RuntimeRouting:
     def _deliver(self, ev: CodexEvent, op: Operation | None) -> None:
         if op is not None:
             op.stream.put(ev)
-        for sub in self._subscribers:  # _publish(), inlined: once per routed notification (issue 34)
-            sub.put(ev)
+        self._publish(ev)
 
 
     def _track_plans(self, method: str, params: Any) -> None:
