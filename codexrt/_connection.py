@@ -227,8 +227,13 @@ _STDERR_CHUNK = 65536
 
 
 #: What :meth:`Connection.activity` reads: bumped whenever any connection of this process starts
-#: a request, hears a line other than a reply, or answers a server request.
+#: a request (but one of :data:`HISTORY_PAGE_READS`), hears a line other than a reply, or answers a
+#: server request.
 _activity = 0
+#: Requests that start no change and leave :meth:`Connection.activity` as it is: the history page
+#: reads (read-only in the app-server), so two walks read ahead at once do not spoil each other's
+#: pages (issue 34). Nothing else is listed: a request unknown to be read-only counts as a change.
+HISTORY_PAGE_READS = frozenset({"thread/items/list", "thread/turns/list"})
 
 
 class Connection:
@@ -306,11 +311,12 @@ class Connection:
 
     def activity(self) -> int:
         """A process-wide mark: it changes whenever any connection of this process starts a
-        request, hears a line other than a reply (a notification, a server request, an
-        unreadable line) or answers a server request. Two equal marks: in between, every
-        connection only received answers — nothing anywhere could have changed a thread
-        (serve's history read-ahead, issue 34: a change made through one channel's child is
-        not heard on another's connection)."""
+        request (but a history page read, :data:`HISTORY_PAGE_READS`), hears a line other than a
+        reply (a notification, a server request, an unreadable line) or answers a server
+        request. Two equal marks: in between, every connection only received answers and read
+        pages — nothing anywhere could have changed a thread (serve's history read-ahead,
+        issue 34: a change made through one channel's child is not heard on another's
+        connection)."""
         return _activity
 
     def statistics(self) -> dict[str, int]:
@@ -842,7 +848,8 @@ class Connection:
     def _send(self, method: str, params: Any, timeout: float, on_written: Callable[[], None] | None,
               typed: bool, raw: bool) -> PendingCall:
         global _activity
-        _activity += 1
+        if method not in HISTORY_PAGE_READS:
+            _activity += 1
         call = self.core.start_request(method, params)
         waiter = _Waiter()
         self._waiters[call.id] = waiter
