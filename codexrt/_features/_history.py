@@ -99,7 +99,6 @@ from codexrt._sansio._errors import (
     RelationUnverified,
     RemoteProtocolError,
     RpcError,
-    RpcTimeout,
     ThreadNotFound,
 )
 from codexrt._io._history_files import RolloutInfo, find_rollout
@@ -539,43 +538,37 @@ class HistoryReader:
         # an odd cursor is no key (a bool is not one: True == 1 would take cursor 1's page)
         plain_key = all(x is None or type(x) is str or type(x) is int for x in key)
         ahead = self.read_ahead if plain_key else None
-        text, timeout = None, None
-        if ahead is not None:
-            asked = trio.current_time()
-            text = await ahead.take(key, conn)
-            # a read ahead waited for in vain (it failed, or timed out): the wait counts against
-            # the request's own budget, so a stalled app-server costs the host one timeout
-            timeout = max(0.0, conn.rpc_timeout - (trio.current_time() - asked))
-            if text is None and timeout <= 0:  # what the host's own request would have met
-                raise RpcTimeout(f"{method} timed out after {conn.rpc_timeout:g}s (writtenUnconfirmed; "
-                                 "the page was asked for ahead)", phase="writtenUnconfirmed",
-                                 details={"method": method})
-        raw = text if text is not None else bytes(await call_read(conn, method, params, raw=True, timeout=timeout))
+        # a page read ahead that stalled raises the timeout the host's own request would have
+        # met; one that failed otherwise is read again, as if never asked for ahead
+        text = None if ahead is None else await ahead.take(key, conn)
+        raw = text if text is not None else bytes(await call_read(conn, method, params, raw=True))
         masker, _ = await masking()
         cache = self.page_cache if plain_key else None
-        return self._answer(key, raw, masker, cache, encoded=encoded, ahead=ahead, conn=conn)
+        on_next = None if ahead is None else functools.partial(ahead.answered, self._nursery, conn, key,
+                                                                on_text=self._prebuild)
+        return self._answer(key, raw, masker, cache, encoded=encoded, on_next=on_next)
 
     def _answer(self, key: PageKey, raw: bytes, masker: Masker | None, cache: PageRecordsCache | None, *,
-                encoded: bool, ahead: PageReadAhead | None = None, conn: Connection | None = None) -> Any:
+                encoded: bool, on_next: Callable[[Any], None] | None = None) -> Any:
         """The page ``key`` whose result text is ``raw``, masked by ``masker``, with its records
-        (from ``cache`` when they were made from the same text and index). With ``ahead``, the
-        next page of a walk is asked for on ``conn`` before this one is projected."""
+        (from ``cache`` when they were made from the same text and index); ``on_next`` gets its
+        ``nextCursor`` before it is projected (serve's read-ahead asks for the next page)."""
         thread_id, method, _, _, sort_direction = key
         index = masker.index if masker is not None else None
         if self.redact is not None:
             cache = None  # a redactor also masks process-wide values: its pages are never cached
         hit = cache.get(key, raw, index) if cache is not None else None
         if hit is not None and encoded and hit.records_json is not None:
-            if ahead is not None and conn is not None:
-                ahead.answered(self._nursery, conn, key, hit.next_cursor, self._prebuild)
+            if on_next is not None:
+                on_next(hit.next_cursor)
             if hit.reply is None:  # the same page, masked by the same index (its text: ``raw``)
                 hit.reply = _with_records(raw, hit.records_json)
             return hit.reply
         res = decode_json(raw) if raw else None
         if not isinstance(res, dict) or not isinstance(res.get("data"), list):
             raise RemoteProtocolError(f"{method} answered without a data list", details={"method": method})
-        if ahead is not None and conn is not None:  # the next page is asked for before this one is projected
-            ahead.answered(self._nursery, conn, key, res.get("nextCursor"), self._prebuild)
+        if on_next is not None:  # the next page is asked for before this one is projected
+            on_next(res.get("nextCursor"))
         if hit is not None:
             records = hit.record_values()
         else:
@@ -611,26 +604,24 @@ class HistoryReader:
                 return hit.reply
         return {**res, "source": "native", "records": records}
 
-    def _prebuild(self, key: PageKey, raw: bytes) -> None:
+    def _prebuild(self, key: PageKey, raw: bytes, ask_next: Callable[[Any], None] | None = None) -> None:
         """A page read ahead has come: make its records and reply now, into the page cache,
         while serve waits for the host's request for it (issue 34). The request then finds
         them when the index it loads afresh is the one used here (the cache's own rule). Only
         when the index is at hand without a load (none, or one whose files did not change);
-        a page that cannot be answered is left for the request, which says why."""
+        a page that cannot be answered is left for the request, which says why. ``ask_next``: as
+        :meth:`_answer`'s ``on_next``."""
         cache = self.page_cache
-        if cache is None or self.redact is not None:
+        index = _index_at_hand(self.privacy)
+        if cache is None or self.redact is not None or index is _NOT_AT_HAND:
             return
-        src = self.privacy
-        if src is None or isinstance(src, PrivacyIndex):
-            index = src
-        else:
-            index = src.cached_index() if isinstance(src, PrivacyStore) else None
-            if index is None:
-                return
-        if cache.peek(key, raw, index) is not None:
+        made = cache.peek(key, raw, index)
+        if made is not None:  # made already (a walk read before): only the page after is asked for
+            if ask_next is not None:
+                ask_next(made.next_cursor)
             return
         with contextlib.suppress(CodexError), malformed_data("history data"):
-            self._answer(key, raw, Masker(index) if index is not None else None, cache, encoded=True)
+            self._answer(key, raw, None if index is None else Masker(index), cache, encoded=True, on_next=ask_next)
 
     # -- sub-agents (R-H-8) ----------------------------------------------------------------
 
@@ -727,6 +718,18 @@ async def open_history_reader(
             yield reader
         finally:
             nursery.cancel_scope.cancel()
+
+
+_NOT_AT_HAND = object()
+
+
+def _index_at_hand(src: PrivacySource | None) -> Any:
+    """``src``'s privacy index when it is at hand without a load (none, an index, or a store's
+    whose files did not change), else :data:`_NOT_AT_HAND`."""
+    if src is None or isinstance(src, PrivacyIndex):
+        return src
+    index = src.cached_index() if isinstance(src, PrivacyStore) else None
+    return _NOT_AT_HAND if index is None else index
 
 
 def _with_records(result: bytes, records_json: bytes) -> msgspec.Raw:

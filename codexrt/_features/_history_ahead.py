@@ -12,17 +12,28 @@ The answer read ahead is what a new request would have got, or it is not used:
 
 * it is used only on the **same connection** (the channel's app-server child that answered it),
   and only when **nothing else happened on any connection of serve** since it was sent — no
-  other request started (a turn, a rename, another read, on any channel), no server request
+  other request started (a turn, a rename, a ``thread/read``, on any channel), no server request
   answered, nothing but replies heard (no notification, no server request):
   :meth:`Connection.activity` is the same process-wide mark. Every change serve could make or
   see to a thread goes through one of those connections — also a change made through another
   channel, whose child writes the same rollout file — so a host that sends, then reads, never
-  gets a page older than its send;
+  gets a page older than its send. A history page read (``thread/items/list``,
+  ``thread/turns/list``) changes nothing and is not counted, so two walks at once each keep
+  their pages;
 * it is used only for a request that comes within :data:`READ_AHEAD_TTL` seconds of it being
   sent — a change made by another process (another app-server writing the same rollout file)
   is seen as late as a host that read one second earlier would see it;
-* an answer that failed (an error, a timeout, the connection gone) is never shown: the host's
-  request is then made as usual.
+* an answer that failed (an error, the connection gone) is never shown: the host's request is
+  then made as usual. One that timed out fails the host's request waiting for it with the
+  timeout its own request would have met (:meth:`PageReadAhead.take`): the app-server stalls on
+  that page, and is not asked for it again. A host's request withdrawn while it waits withdraws
+  the page's too.
+
+A host that already waits for a page read ahead walks at the app-server's pace: the page after
+it is then asked for the moment it comes, before serve makes its records (:meth:`_chain`),
+instead of once the host is answered — unless serve makes no records ahead for it (a redacting
+channel, a privacy index to reload: ``on_text`` does not call ``ask_next``). A walk is still read one page at a time — a page's cursor
+is only in the page before — and never more than one page past the host's request.
 
 Bounded: one page ahead per walk, at most :data:`MAX_READ_AHEADS` pages held or in flight (the
 oldest is withdrawn), :data:`MAX_WALKS` walks remembered; each read is bounded by the
@@ -40,12 +51,12 @@ import attrs
 import trio
 
 from codexrt._features._history_pages import PageKey
-from codexrt._sansio._errors import CodexError
+from codexrt._sansio._errors import CodexError, RpcTimeout
 
 if TYPE_CHECKING:  # serve makes one at start: the connection module loads with the first command
     from codexrt._connection import Connection, PendingCall
 
-__all__ = ["PageReadAhead", "READ_AHEAD_TTL", "MAX_READ_AHEADS", "MAX_WALKS"]
+__all__ = ["OnText", "PageReadAhead", "READ_AHEAD_TTL", "MAX_READ_AHEADS", "MAX_WALKS"]
 
 #: A page read ahead answers a request that comes at most this long after it was sent.
 READ_AHEAD_TTL = 1.0
@@ -55,8 +66,16 @@ MAX_READ_AHEADS = 8
 MAX_WALKS = 64
 
 
+#: ``on_text(key, text, ask_next)``: a page read ahead came; ``ask_next(next_cursor)`` asks for
+#: the page after it now (call it before projecting this one). It must not raise.
+OnText = Callable[[PageKey, bytes, Callable[[Any], None]], None]
+
+
 def _walk_of(key: PageKey) -> tuple[str, str, Any, Any]:
     return key[0], key[1], key[3], key[4]
+
+
+_NONE = object()
 
 
 def _is_cursor(value: Any) -> bool:
@@ -73,9 +92,13 @@ class _Ahead:
     scope: trio.CancelScope = attrs.Factory(trio.CancelScope)
     done: trio.Event = attrs.Factory(trio.Event)
     text: bytes | None = None  # the answer's JSON text, once it came and if it was a result
-    #: called with the page's key and text once it came (serve makes its records then)
-    on_text: Callable[[PageKey, bytes], None] | None = None
+    #: called with the page's key, its text and :meth:`PageReadAhead._chain`'s ``ask_next``
+    #: once it came (serve makes its records then)
+    on_text: OnText | None = None
     key: PageKey | None = None
+    nursery: trio.Nursery | None = None  # where the page after it is asked for (_chain)
+    waited: bool = False  # the host's request for it waits for its answer
+    timed_out: bool = False  # its answer did not come within the connection's RPC timeout
 
 
 class PageReadAhead:
@@ -98,33 +121,52 @@ class PageReadAhead:
     async def take(self, key: PageKey, conn: Connection) -> bytes | None:
         """The answer read ahead for ``key`` when it may answer this request now (the same
         connection, nothing on any connection since, within the TTL; waited for while still
-        in flight), else None: the caller reads the page itself."""
+        in flight), else None: the caller reads the page itself.
+
+        Raises :class:`RpcTimeout` (``writtenUnconfirmed``) when the answer waited for did not
+        come within the connection's RPC timeout: the app-server stalls on this page, and the
+        host meets the timeout its own request would have met — not a second request."""
         ahead = self._pages.pop(key, None)
         if ahead is None:
             return None
         if ahead.conn is not conn or conn.activity() != ahead.mark or trio.current_time() - ahead.sent_at > self.ttl:
             self._drop(ahead)
             return None
-        await ahead.done.wait()  # bounded: the read's own timeout ends it (_fetch)
+        if not ahead.done.is_set():
+            ahead.waited = True
+            try:
+                await ahead.done.wait()  # bounded: the read's own timeout ends it (_fetch)
+            finally:
+                if not ahead.done.is_set():  # the host's request was withdrawn: so is the page's
+                    self._drop(ahead)
         if ahead.text is None:
             self.dropped += 1
+            if ahead.timed_out:
+                raise RpcTimeout(f"{key[1]} timed out after {conn.rpc_timeout:g}s (writtenUnconfirmed; "
+                                 "the page was asked for ahead)", phase="writtenUnconfirmed",
+                                 details={"method": key[1]})
             return None
         self.used += 1
         return ahead.text
 
     def answered(self, nursery: trio.Nursery, conn: Connection, key: PageKey, next_cursor: Any,
-                 on_text: Callable[[PageKey, bytes], None] | None = None) -> None:
+                 on_text: OnText | None = None) -> None:
         """Serve answered ``key`` with ``next_cursor``. When this request continued a walk (its
         cursor is the one answered last for the walk) and there is a next page, ask for that
-        page now, on ``nursery``; ``on_text(key, text)`` is called once its answer came (it
-        must not raise)."""
+        page now, on ``nursery``; ``on_text`` (:data:`OnText`) is called once its answer came."""
         walk = _walk_of(key)
         continues = key[2] is not None and walk in self._walks and self._walks[walk] == key[2]
         self._walks[walk] = next_cursor
         self._walks.move_to_end(walk)
         while len(self._walks) > self.max_walks:
             self._walks.popitem(last=False)
-        if not continues or not _is_cursor(next_cursor) or next_cursor == key[2]:
+        if continues:
+            self._ask(nursery, conn, key, next_cursor, on_text)
+
+    def _ask(self, nursery: trio.Nursery, conn: Connection, key: PageKey, next_cursor: Any,
+             on_text: OnText | None) -> None:
+        """Ask for the page after ``key`` (cursor ``next_cursor``) unless it is asked for already."""
+        if not _is_cursor(next_cursor) or next_cursor == key[2]:
             return
         now = trio.current_time()
         for old in [k for k, a in self._pages.items() if now - a.sent_at > self.ttl]:
@@ -141,7 +183,7 @@ class PageReadAhead:
             pending = conn.send_request(key[1], params, raw=True)
         except CodexError:
             return  # the connection cannot take it now: the host's request will
-        ahead = _Ahead(conn, conn.activity(), now, on_text=on_text, key=nxt)
+        ahead = _Ahead(conn, conn.activity(), now, on_text=on_text, key=nxt, nursery=nursery)
         self._pages[nxt] = ahead
         while len(self._pages) > self.max_pages:
             self._drop(self._pages.popitem(last=False)[1])
@@ -151,14 +193,26 @@ class PageReadAhead:
         self.dropped += 1
         ahead.scope.cancel()  # withdrawn if still in flight; its answer, if any, is let go
 
-    @staticmethod
-    async def _fetch(ahead: _Ahead, pending: PendingCall) -> None:
+    async def _fetch(self, ahead: _Ahead, pending: PendingCall) -> None:
         try:
             with ahead.scope, pending:  # leaving without the answer withdraws the request
                 ahead.text = bytes(await pending.result())
+        except RpcTimeout:
+            ahead.timed_out = True  # a host waiting for it meets the timeout (take)
         except CodexError:
             pass  # never shown: the host's request is made as usual
         finally:
             ahead.done.set()
         if ahead.text is not None and ahead.on_text is not None and ahead.key is not None:
-            ahead.on_text(ahead.key, ahead.text)
+            ahead.on_text(ahead.key, ahead.text, lambda next_cursor: self._chain(ahead, next_cursor))
+
+    def _chain(self, ahead: _Ahead, next_cursor: Any) -> None:
+        """The host already waits for ``ahead``'s page (it walks at the app-server's pace): the
+        page after it is asked for now, before serve projects this one, so the app-server reads
+        it while serve makes this page's records and the host reads them — instead of after
+        (:meth:`answered`). A walk is still read one page at a time, each request sent once the
+        page before gave its cursor; a host that has not asked yet gets no more than before."""
+        key = ahead.key
+        if ahead.waited and key is not None and ahead.nursery is not None \
+                and self._walks.get(_walk_of(key), _NONE) == key[2]:
+            self._ask(ahead.nursery, ahead.conn, key, next_cursor, ahead.on_text)

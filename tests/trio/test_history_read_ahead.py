@@ -2,9 +2,11 @@
 
 Once a host's page request continues a walk, the next page is asked for before the host does,
 and its records are made while serve waits. What the host gets is what a new request would have
-got: a read-ahead is used only on the same connection, with nothing else sent or heard on it in
-between, within the TTL; otherwise (and when it failed) the page is read as usual. Every page is
-asked for once per request of the host, never twice.
+got: a read-ahead is used only on the same connection, with nothing but history page reads sent
+and nothing but replies heard on any connection in between, within the TTL; otherwise (and when
+it failed) the page is read as usual — but a read-ahead that timed out is the waiting host's
+timeout. A host that already waits for a page gets the one after it asked for as soon as it
+comes. Every page is asked for once per request of the host, never twice.
 
 The connection is a real :class:`~codexrt._connection.Connection` over a pair of pipes; the
 app-server is a task of the test that answers ``thread/items/list`` from a table of pages."""
@@ -187,7 +189,7 @@ async def test_issue_34_a_notification_in_between_makes_the_page_read_afresh(ser
 
 
 async def test_issue_34_another_request_in_between_makes_the_page_read_afresh(served, tmp_path):
-    """A request of the host's (a send, a rename, another read) went out after the read-ahead:
+    """A request of the host's (a send, a rename, a ``thread/list``) went out after the read-ahead:
     the page is read after it, as the host asked."""
     conn, server, make_reader = served
     reader = await _c4_read_ahead(make_reader, tmp_path)
@@ -242,21 +244,22 @@ async def test_issue_34_a_server_request_or_the_hosts_answer_makes_the_page_read
     assert server.reads()[:4] == [None, "c2", "c4", "c4"]  # asked again for the host
 
 
-async def test_issue_34_a_stalled_read_ahead_costs_the_host_one_timeout_not_two(served, tmp_path, autojump_clock):
-    """The host's request waits for the read-ahead; when that times out, its own request gets
-    what is left of one timeout — here nothing, so nothing more is sent (review6 F3)."""
+@pytest.mark.parametrize("gap", [0.0, 0.2, 0.9])
+async def test_issue_34_a_stalled_read_ahead_costs_the_host_one_timeout_not_two(served, tmp_path, autojump_clock,
+                                                                               gap):
+    """The host's request waits for the read-ahead; when that times out, the host meets the
+    timeout its own request would have met — also when it asked a while after the read-ahead
+    went out — and the page is not asked for again (review6 F3, review7 F1)."""
     conn, server, make_reader = served
     reader = make_reader(codex_home=tmp_path)
-    await reader.read_page_json(TID, scope="items", limit=2)
-    await reader.read_page_json(TID, scope="items", cursor="c2", limit=2)  # c4 is asked for now…
-    server.hold = True  # …and never answered
+    await _hold_c4(server, reader)  # c4, asked for ahead, is never answered
+    await trio.sleep(gap)  # the host shows c2 before it asks for c4
     asked = trio.current_time()
     with pytest.raises(RpcTimeout, match="timed out after 30s") as info:
         await reader.read_page_json(TID, scope="items", cursor="c4", limit=2)
     assert info.value.phase == "writtenUnconfirmed"
-    assert trio.current_time() - asked == pytest.approx(conn.rpc_timeout, abs=1)  # not two timeouts
+    assert trio.current_time() - asked == pytest.approx(conn.rpc_timeout - gap, abs=0.1)  # not two timeouts
     assert server.reads() == [None, "c2", "c4"]  # and the page was not asked for twice
-    server.hold = False
 
 
 async def test_issue_34_a_read_ahead_older_than_the_ttl_is_not_used(served, tmp_path, autojump_clock):
@@ -323,6 +326,158 @@ async def test_issue_34_an_unanswered_read_ahead_is_waited_for_not_asked_again(s
         server.hold = False
     await trio.testing.wait_all_tasks_blocked()
     assert server.reads() == [None, "c2", "c4", "c6"] and len(got) == 1
+
+
+async def test_issue_34_a_waiting_host_gets_the_page_after_asked_for_before_this_one_is_projected(
+        served, tmp_path, monkeypatch):
+    """The host asked for c4 before its answer came (it walks at the app-server's pace): c6 is
+    asked for as soon as c4 comes, before c4's records are made — not once the host is
+    answered — and every page is still asked for once."""
+    import codexrt._features._history as history
+
+    conn, server, make_reader = served
+    reader = make_reader(codex_home=tmp_path)
+    ahead = reader.read_ahead
+    assert ahead is not None
+    c6 = (TID, "thread/items/list", "c6", 2, None)
+    asked_when_projected: dict[str, bool] = {}
+    plain = history.plain_page_json
+
+    def spy(entries: Any, thread_id: Any) -> Any:
+        asked_when_projected[entries[0]["item"]["id"]] = c6 in ahead._pages
+        return plain(entries, thread_id)
+
+    monkeypatch.setattr(history, "plain_page_json", spy)
+    await reader.read_page_json(TID, scope="items", limit=2)
+    await reader.read_page_json(TID, scope="items", cursor="c2", limit=2)  # c4 is asked for now…
+    server.hold = True  # …and answered only once the host waits for it
+    got: list[Any] = []
+    async with trio.open_nursery() as n:
+        n.start_soon(lambda: _read(reader, "c4", got))
+        await trio.testing.wait_all_tasks_blocked()
+        server.hold = False
+    assert asked_when_projected[server.entries[4]["item"]["id"]]  # c6 was asked for first
+    rest = await _walk_from(reader, "c6")
+    assert server.reads() == [None, "c2", "c4", "c6", "c8"] and ahead.used == 3 and ahead.dropped == 0
+    assert [r["id"] for p in [*got, *rest] for r in msgspec.json.decode(bytes(p))["records"]] == \
+        [e["item"]["id"] for e in server.entries[4:]]
+
+
+async def test_issue_34_a_waiting_host_of_a_walk_read_before_gets_the_page_after_as_soon_as_this_one_comes(
+        served, tmp_path, monkeypatch):
+    """The walk was read before, so c4's records are made already: c6 is still asked for as
+    soon as c4 comes, before the host is answered (review7 F2)."""
+    conn, server, make_reader = served
+    reader = make_reader(codex_home=tmp_path)
+    ahead = reader.read_ahead
+    assert ahead is not None
+    await _walk(reader)  # every page's records are made now
+    c6 = (TID, "thread/items/list", "c6", 2, None)
+    asked_when_answered: list[bool] = []
+    answered = ahead.answered
+
+    def spy(*a: Any, **k: Any) -> None:
+        asked_when_answered.append(c6 in ahead._pages)
+        answered(*a, **k)
+
+    await reader.read_page_json(TID, scope="items", limit=2)
+    await reader.read_page_json(TID, scope="items", cursor="c2", limit=2)  # c4 is asked for now…
+    server.hold = True  # …and answered only once the host waits for it
+    monkeypatch.setattr(ahead, "answered", spy)
+    got: list[Any] = []
+    async with trio.open_nursery() as n:
+        n.start_soon(_read, reader, "c4", got)
+        await trio.testing.wait_all_tasks_blocked()
+        server.hold = False
+    assert asked_when_answered == [True]  # c6 went out before c4's answer to the host
+    assert server.reads()[-4:] == [None, "c2", "c4", "c6"] and len(got) == 1
+
+
+async def test_issue_34_a_host_that_has_not_asked_yet_gets_no_page_more(served, tmp_path):
+    """c4 came before the host asked for it: nothing more is read until the host is answered."""
+    conn, server, make_reader = served
+    reader = await _c4_read_ahead(make_reader, tmp_path)
+    assert server.reads() == [None, "c2", "c4"]
+
+
+async def _walk_from(reader: HistoryReader, cursor: Any) -> list[Any]:
+    out = []
+    while cursor is not None:
+        page = await reader.read_page_json(TID, scope="items", cursor=cursor, limit=2)
+        out.append(page)
+        cursor = msgspec.json.decode(bytes(page))["nextCursor"]
+    return out
+
+
+async def test_issue_34_two_walks_at_once_each_keep_their_read_ahead(served, tmp_path):
+    """A history page read changes nothing: two walks taken in turns, page by page, each keep
+    the page read ahead for them, and every page is read once."""
+    conn, server, make_reader = served
+    reader = make_reader(codex_home=tmp_path)
+    ahead = reader.read_ahead
+    assert ahead is not None
+    cursors: dict[int, Any] = {}
+    pages: dict[int, int] = {2: 0, 3: 0}
+    for limit in (2, 3):  # two walks (two keys: the test server's pages are of 2 at any limit)
+        page = await reader.read_page_json(TID, scope="items", cursor=None, limit=limit)
+        cursors[limit] = msgspec.json.decode(bytes(page))["nextCursor"]
+        pages[limit] += 1
+    while any(c is not None for c in cursors.values()):
+        for limit in (2, 3):
+            if cursors[limit] is not None:
+                page = await reader.read_page_json(TID, scope="items", cursor=cursors[limit], limit=limit)
+                cursors[limit] = msgspec.json.decode(bytes(page))["nextCursor"]
+                pages[limit] += 1
+                await trio.testing.wait_all_tasks_blocked()
+    assert pages == {2: 5, 3: 5}
+    assert len(server.reads()) == 5 + 5  # one read per page of either walk
+    assert ahead.used == 3 + 3 and ahead.dropped == 0  # c4, c6 and c8 of each
+
+
+async def test_issue_34_no_page_more_once_the_walk_moved_on_while_the_host_waited(served, tmp_path):
+    """The host waits for c4 while the same walk starts again from its first page (a new pane):
+    c4's request no longer continues the walk, so c4's coming asks for nothing (review7 F4)."""
+    conn, server, make_reader = served
+    reader = make_reader(codex_home=tmp_path)
+    held = await _hold_c4(server, reader)
+    got: list[Any] = []
+    async with trio.open_nursery() as n:
+        n.start_soon(_read, reader, "c4", got)  # the host waits for c4
+        await trio.testing.wait_all_tasks_blocked()
+        await reader.read_page_json(TID, scope="items", limit=2)  # the walk starts again
+        await server.peer.answer(*held[0])  # c4 comes now
+    await trio.testing.wait_all_tasks_blocked()
+    assert server.reads() == [None, "c2", "c4", None]  # no c6
+    assert len(got) == 1
+
+
+async def test_issue_34_a_host_that_withdrew_its_wait_gets_no_page_more(served, tmp_path):
+    """The host's request for c4 waits and is cancelled before c4 comes: c4's coming asks for
+    nothing more (review7 F5)."""
+    conn, server, make_reader = served
+    reader = make_reader(codex_home=tmp_path)
+    held = await _hold_c4(server, reader)
+    with trio.move_on_after(0.05):
+        await reader.read_page_json(TID, scope="items", cursor="c4", limit=2)
+    await server.peer.answer(*held[0])  # c4 comes after the host stopped waiting
+    await trio.testing.wait_all_tasks_blocked()
+    assert server.reads() == [None, "c2", "c4"]
+
+
+async def _hold_c4(server: Server, reader: HistoryReader) -> list[tuple[Any, Any]]:
+    """Answer the walk's first two pages; c4, then asked for ahead, is held: its request and
+    answer are in the list returned (``server.peer.answer(*held[0])`` sends it)."""
+    answer, held = server.peer.answer, []
+
+    async def hold_c4(msg: Any, result: Any) -> None:
+        if msg["params"].get("cursor") == "c4" and not held:
+            held.append((msg, result))
+            return
+        await answer(msg, result)
+    server.peer.answer = hold_c4
+    await reader.read_page_json(TID, scope="items", limit=2)
+    await reader.read_page_json(TID, scope="items", cursor="c2", limit=2)
+    return held
 
 
 async def _read(reader: HistoryReader, cursor: str, into: list[Any]) -> None:
