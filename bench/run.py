@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             t.add("   count messages, native thread", "n/a", "", "", "", c.get("reason", ""))
         # Issue 34: paging a thread's history through serve and through the library.
-        hist_items, page_pairs = (2000, 3) if ns.quick else (2000, 9)
+        hist_items, page_pairs = (2000, 3) if ns.quick else (2000, 15)
         for kind, label, base, ok_note, what in (
                 ("pages", "`codex.readHistoryPage` walk through serve", "raw `thread/items/list` loop",
                  "pages, entries, messages equal; one record per message",
