@@ -134,7 +134,7 @@ from codexrt._features._history_legacy import (
     missing_identities,
 )
 from codexrt._features._history_count import MessageCounter, _full_read_complete, _walk
-from codexrt._features._history_ahead import PageReadAhead
+from codexrt._features._history_ahead import PageReadAhead, read_ahead_timeout
 from codexrt._features._history_pages import CachedPage, PageKey, PageRecordsCache
 from codexrt._features._history_json import (CLIPPED_VALUE, MAX_VALUE_DEPTH, plain_page_json, record_to_json,
                                              transcript_to_json)
@@ -538,10 +538,15 @@ class HistoryReader:
         # an odd cursor is no key (a bool is not one: True == 1 would take cursor 1's page)
         plain_key = all(x is None or type(x) is str or type(x) is int for x in key)
         ahead = self.read_ahead if plain_key else None
-        # a page read ahead that stalled raises the timeout the host's own request would have
-        # met; one that failed otherwise is read again, as if never asked for ahead
-        text = None if ahead is None else await ahead.take(key, conn)
-        raw = text if text is not None else bytes(await call_read(conn, method, params, raw=True))
+        text, timeout = None, None
+        if ahead is not None:  # a page read ahead that stalled raises the host's timeout (take)
+            asked = trio.current_time()
+            text = await ahead.take(key, conn)
+            # one that failed otherwise is read again, within what is left of one RPC timeout
+            timeout = conn.rpc_timeout - (trio.current_time() - asked)
+            if text is None and timeout <= 0:
+                raise read_ahead_timeout(method, conn.rpc_timeout)
+        raw = text if text is not None else bytes(await call_read(conn, method, params, raw=True, timeout=timeout))
         masker, _ = await masking()
         cache = self.page_cache if plain_key else None
         on_next = None if ahead is None else functools.partial(ahead.answered, self._nursery, conn, key,
@@ -612,8 +617,8 @@ class HistoryReader:
         a page that cannot be answered is left for the request, which says why. ``ask_next``: as
         :meth:`_answer`'s ``on_next``."""
         cache = self.page_cache
-        index = _index_at_hand(self.privacy)
-        if cache is None or self.redact is not None or index is _NOT_AT_HAND:
+        at_hand, index = _index_at_hand(self.privacy)
+        if cache is None or self.redact is not None or not at_hand:
             return
         made = cache.peek(key, raw, index)
         if made is not None:  # made already (a walk read before): only the page after is asked for
@@ -720,16 +725,13 @@ async def open_history_reader(
             nursery.cancel_scope.cancel()
 
 
-_NOT_AT_HAND = object()
-
-
-def _index_at_hand(src: PrivacySource | None) -> Any:
-    """``src``'s privacy index when it is at hand without a load (none, an index, or a store's
-    whose files did not change), else :data:`_NOT_AT_HAND`."""
+def _index_at_hand(src: PrivacySource | None) -> tuple[bool, PrivacyIndex | None]:
+    """``(True, index)`` when ``src``'s privacy index is at hand without a load (none, an
+    index, or a store's whose files did not change), else ``(False, None)``."""
     if src is None or isinstance(src, PrivacyIndex):
-        return src
+        return True, src
     index = src.cached_index() if isinstance(src, PrivacyStore) else None
-    return _NOT_AT_HAND if index is None else index
+    return index is not None, index
 
 
 def _with_records(result: bytes, records_json: bytes) -> msgspec.Raw:

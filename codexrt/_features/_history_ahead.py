@@ -24,16 +24,17 @@ The answer read ahead is what a new request would have got, or it is not used:
   sent — a change made by another process (another app-server writing the same rollout file)
   is seen as late as a host that read one second earlier would see it;
 * an answer that failed (an error, the connection gone) is never shown: the host's request is
-  then made as usual. One that timed out fails the host's request waiting for it with the
-  timeout its own request would have met (:meth:`PageReadAhead.take`): the app-server stalls on
-  that page, and is not asked for it again. A host's request withdrawn while it waits withdraws
-  the page's too.
+  then made as usual, within what is left of one RPC timeout. One that was written and timed out
+  while the host's request waited for it fails that request with the timeout its own request
+  would have met (:meth:`PageReadAhead.take`): the app-server stalls on that page, and is not
+  asked for it again. A host's request withdrawn while it waits withdraws the page's too.
 
 A host that already waits for a page read ahead walks at the app-server's pace: the page after
 it is then asked for the moment it comes, before serve makes its records (:meth:`_chain`),
 instead of once the host is answered — unless serve makes no records ahead for it (a redacting
-channel, a privacy index to reload: ``on_text`` does not call ``ask_next``). A walk is still read one page at a time — a page's cursor
-is only in the page before — and never more than one page past the host's request.
+channel, a privacy index to reload: ``on_text`` does not call ``ask_next``). A walk is still
+read one page at a time — a page's cursor is only in the page before — and never more than one
+page past the host's request.
 
 Bounded: one page ahead per walk, at most :data:`MAX_READ_AHEADS` pages held or in flight (the
 oldest is withdrawn), :data:`MAX_WALKS` walks remembered; each read is bounded by the
@@ -56,7 +57,7 @@ from codexrt._sansio._errors import CodexError, RpcTimeout
 if TYPE_CHECKING:  # serve makes one at start: the connection module loads with the first command
     from codexrt._connection import Connection, PendingCall
 
-__all__ = ["OnText", "PageReadAhead", "READ_AHEAD_TTL", "MAX_READ_AHEADS", "MAX_WALKS"]
+__all__ = ["OnText", "PageReadAhead", "READ_AHEAD_TTL", "MAX_READ_AHEADS", "MAX_WALKS", "read_ahead_timeout"]
 
 #: A page read ahead answers a request that comes at most this long after it was sent.
 READ_AHEAD_TTL = 1.0
@@ -69,6 +70,13 @@ MAX_WALKS = 64
 #: ``on_text(key, text, ask_next)``: a page read ahead came; ``ask_next(next_cursor)`` asks for
 #: the page after it now (call it before projecting this one). It must not raise.
 OnText = Callable[[PageKey, bytes, Callable[[Any], None]], None]
+
+
+def read_ahead_timeout(method: str, rpc_timeout: float) -> RpcTimeout:
+    """What a host's page request meets when the page read ahead for it, or the wait for it,
+    used up one RPC timeout: the timeout its own request would have met."""
+    return RpcTimeout(f"{method} timed out after {rpc_timeout:g}s (writtenUnconfirmed; the page was asked for ahead)",
+                      phase="writtenUnconfirmed", details={"method": method})
 
 
 def _walk_of(key: PageKey) -> tuple[str, str, Any, Any]:
@@ -138,13 +146,12 @@ class PageReadAhead:
                 await ahead.done.wait()  # bounded: the read's own timeout ends it (_fetch)
             finally:
                 if not ahead.done.is_set():  # the host's request was withdrawn: so is the page's
+                    ahead.waited = False  # (its answer, come in the same step, chains nothing)
                     self._drop(ahead)
         if ahead.text is None:
             self.dropped += 1
-            if ahead.timed_out:
-                raise RpcTimeout(f"{key[1]} timed out after {conn.rpc_timeout:g}s (writtenUnconfirmed; "
-                                 "the page was asked for ahead)", phase="writtenUnconfirmed",
-                                 details={"method": key[1]})
+            if ahead.timed_out and ahead.waited:
+                raise read_ahead_timeout(key[1], conn.rpc_timeout)
             return None
         self.used += 1
         return ahead.text
@@ -184,10 +191,10 @@ class PageReadAhead:
         except CodexError:
             return  # the connection cannot take it now: the host's request will
         ahead = _Ahead(conn, conn.activity(), now, on_text=on_text, key=nxt, nursery=nursery)
+        nursery.start_soon(self._fetch, ahead, pending)  # first: a page held is one being read
         self._pages[nxt] = ahead
         while len(self._pages) > self.max_pages:
             self._drop(self._pages.popitem(last=False)[1])
-        nursery.start_soon(self._fetch, ahead, pending)
 
     def _drop(self, ahead: _Ahead) -> None:
         self.dropped += 1
@@ -197,8 +204,8 @@ class PageReadAhead:
         try:
             with ahead.scope, pending:  # leaving without the answer withdraws the request
                 ahead.text = bytes(await pending.result())
-        except RpcTimeout:
-            ahead.timed_out = True  # a host waiting for it meets the timeout (take)
+        except RpcTimeout as exc:  # written and not answered: a host waiting for it meets it (take)
+            ahead.timed_out = exc.phase == "writtenUnconfirmed"
         except CodexError:
             pass  # never shown: the host's request is made as usual
         finally:

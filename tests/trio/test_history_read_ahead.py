@@ -262,6 +262,32 @@ async def test_issue_34_a_stalled_read_ahead_costs_the_host_one_timeout_not_two(
     assert server.reads() == [None, "c2", "c4"]  # and the page was not asked for twice
 
 
+async def test_issue_34_a_read_ahead_that_failed_late_leaves_the_host_what_is_left_of_one_timeout(
+        served, tmp_path, autojump_clock):
+    """The read-ahead waited for is answered with an error after 29 s: the page is read again
+    within what is left of one RPC timeout, not a whole new one (review8 4)."""
+    conn, server, make_reader = served
+    reader = make_reader(codex_home=tmp_path)
+    answer, c4s = server.peer.answer, []
+
+    async def late_error_then_silence(msg: Any, result: Any) -> None:
+        if msg["params"].get("cursor") != "c4":
+            await answer(msg, result)
+        elif not c4s:
+            c4s.append(msg)
+            await trio.sleep(29)
+            err = {"id": msg["id"], "error": {"code": -32603, "message": "late"}}
+            await server.peer.resp.send_all(json.dumps(err).encode() + b"\n")
+    server.peer.answer = late_error_then_silence
+    await reader.read_page_json(TID, scope="items", limit=2)
+    await reader.read_page_json(TID, scope="items", cursor="c2", limit=2)  # c4 is asked for ahead
+    asked = trio.current_time()
+    with pytest.raises(RpcTimeout):
+        await reader.read_page_json(TID, scope="items", cursor="c4", limit=2)
+    assert trio.current_time() - asked == pytest.approx(conn.rpc_timeout, abs=0.1)
+    assert server.reads() == [None, "c2", "c4", "c4"]
+
+
 async def test_issue_34_a_read_ahead_older_than_the_ttl_is_not_used(served, tmp_path, autojump_clock):
     conn, server, make_reader = served
     reader = make_reader(codex_home=tmp_path)
@@ -484,33 +510,96 @@ async def _read(reader: HistoryReader, cursor: str, into: list[Any]) -> None:
     into.append(await reader.read_page_json(TID, scope="items", cursor=cursor, limit=2))
 
 
+class _Conn:
+    """A connection for :class:`PageReadAhead` alone: each request's answer is ``result()``."""
+
+    rpc_timeout = 30.0
+
+    def __init__(self, result: Any = trio.sleep_forever) -> None:
+        self.closed = trio.Event()
+        self.sent: list[Any] = []
+        self.result = result
+
+    def activity(self) -> int:
+        return 0
+
+    def send_request(self, method: str, params: Any, raw: bool = False) -> Any:
+        self.sent.append(params)
+        conn = self
+
+        class Pending:
+            def __enter__(self) -> Any:
+                return self
+
+            def __exit__(self, *a: Any) -> None:
+                pass
+
+            async def result(self) -> Any:
+                return await conn.result()
+
+        return Pending()
+
+
+C0 = (TID, "thread/items/list", None, 2, None)
+C2 = (TID, "thread/items/list", "c2", 2, None)
+C4 = (TID, "thread/items/list", "c4", 2, None)
+
+
+@pytest.mark.parametrize("phase", ["notWritten", "writtenUnconfirmed"])
+async def test_issue_34_a_read_ahead_that_timed_out_is_the_hosts_timeout_only_when_written_and_waited_for(
+        phase, autojump_clock):
+    """A read-ahead's timeout is the host's only when the request was written and the host
+    waited for its answer; else the host's request reads the page (review8 1, 2: a request
+    never written, an RPC timeout shorter than the TTL)."""
+    async def stalls() -> Any:
+        await trio.sleep(0.5)
+        raise RpcTimeout("thread/items/list timed out after 0.5s", phase=phase)
+
+    for waited in (True, False):
+        ahead, conn = PageReadAhead(), _Conn(stalls)
+        conn.rpc_timeout = 0.5
+        async with trio.open_nursery() as n:
+            ahead.answered(n, conn, C0, "c2")  # type: ignore[arg-type]
+            ahead.answered(n, conn, C2, "c4")  # type: ignore[arg-type]  # continues: c4 asked for
+            if not waited:
+                await trio.sleep(0.7)  # it timed out before the host asked
+            if waited and phase == "writtenUnconfirmed":
+                with pytest.raises(RpcTimeout, match="after 0.5s .*asked for ahead"):
+                    await ahead.take(C4, conn)  # type: ignore[arg-type]
+            else:
+                assert await ahead.take(C4, conn) is None  # type: ignore[arg-type]
+        assert len(conn.sent) == 1
+
+
+async def test_issue_34_a_withdrawn_wait_chains_nothing_when_the_page_still_comes():
+    """The host's wait is cancelled; the page's answer comes anyway (its reply was on its way):
+    the page after it is not asked for (review8 3)."""
+    came = trio.Event()
+
+    async def comes_regardless() -> Any:
+        with trio.CancelScope(shield=True):
+            await came.wait()
+        return b'{"data":[],"nextCursor":"c6"}'
+
+    ahead, conn = PageReadAhead(), _Conn(comes_regardless)
+    chained: list[Any] = []
+    async with trio.open_nursery() as n:
+        def on_text(key: Any, text: bytes, ask_next: Any) -> None:
+            chained.append(key)
+            ask_next("c6")
+        ahead.answered(n, conn, C0, "c2", on_text)  # type: ignore[arg-type]
+        ahead.answered(n, conn, C2, "c4", on_text)  # type: ignore[arg-type]
+        with trio.move_on_after(0.01):
+            await ahead.take(C4, conn)  # type: ignore[arg-type]
+        came.set()
+    assert chained == [C4] and len(conn.sent) == 1  # c4 came; c6 was not asked for
+
+
 def test_issue_34_read_ahead_is_bounded():
     ahead = PageReadAhead(max_pages=2, max_walks=3)
 
     async def main() -> None:
-        class Conn:
-            closed = trio.Event()
-            sent: list[Any] = []
-
-            def activity(self) -> tuple[int, int]:
-                return len(self.sent), 0
-
-            def send_request(self, method: str, params: Any, raw: bool = False) -> Any:
-                self.sent.append(params)
-
-                class Pending:
-                    def __enter__(self) -> Any:
-                        return self
-
-                    def __exit__(self, *a: Any) -> None:
-                        pass
-
-                    async def result(self) -> Any:
-                        await trio.sleep_forever()
-
-                return Pending()
-
-        conn = Conn()
+        conn = _Conn()
         async with trio.open_nursery() as n:
             for t in range(5):
                 tid = f"t{t}"
