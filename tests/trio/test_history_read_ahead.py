@@ -510,6 +510,60 @@ async def _read(reader: HistoryReader, cursor: str, into: list[Any]) -> None:
     into.append(await reader.read_page_json(TID, scope="items", cursor=cursor, limit=2))
 
 
+_HOSTILE_CURSORS: list[Any] = [None, "", True, False, 7, 0, -1, 1.5, {"a": 1}, ["c2"], "x" * 5000, "c0"]
+
+
+@pytest.mark.parametrize("seed", range(40))
+async def test_issue_34_fuzz_hostile_cursors_changes_and_pauses_every_page_as_a_fresh_read(
+        served, tmp_path, autojump_clock, seed):
+    """An app-server whose ``nextCursor`` is anything (a bool, a float, an object, a huge
+    string, a cursor seen before, the cursor itself), a thread that changes now and then (with
+    the notification a turn makes), a host that pauses at random, past the TTL or not, and asks
+    while a page is still in flight or after: every page the host gets is the page the
+    app-server has for that cursor at that moment, each host request costs at most one read
+    beside its read-ahead, and the bounds hold (R-H-4, issue 34)."""
+    import random
+
+    conn, server, make_reader = served
+    rng = random.Random(seed)
+    reader = make_reader(codex_home=tmp_path)
+    ahead = reader.read_ahead
+    assert ahead is not None
+    table: dict[str, dict[str, Any]] = {}
+    serial = iter(range(1, 1 << 30))
+
+    def fresh_page() -> dict[str, Any]:
+        nxt = rng.choice([f"c{next(serial)}"] * 4 + _HOSTILE_CURSORS)
+        return {"data": [_entry(next(serial)) for _ in range(rng.randint(0, 3))], "nextCursor": nxt}
+
+    def page(cursor: Any) -> dict[str, Any]:
+        return table.setdefault(json.dumps(cursor), fresh_page())
+
+    server.page = page
+    cursor: Any = None
+    asked = 0
+    for _ in range(30):
+        asked += 1
+        got = msgspec.json.decode(bytes(await reader.read_page_json(TID, scope="items", cursor=cursor, limit=2)))
+        want = page(cursor)
+        assert got["data"] == want["data"] and got["nextCursor"] == want["nextCursor"]
+        assert isinstance(got["records"], list) and got["source"] == "native"
+        assert len(ahead) <= ahead.max_pages and len(server.reads()) <= 2 * asked
+        nxt = got["nextCursor"]
+        cursor = nxt if isinstance(nxt, (str, int)) and not isinstance(nxt, bool) and rng.random() < 0.9 else None
+        roll = rng.random()
+        if roll < 0.15:  # a turn changed the thread: every page may differ now
+            table.clear()
+            await trio.testing.wait_all_tasks_blocked()  # the server is not writing an answer now
+            await server.peer.resp.send_all(b'{"method":"thread/status/changed","params":{"threadId":"%s"}}\n'
+                                            % TID.encode())
+            await trio.testing.wait_all_tasks_blocked()
+        elif roll < 0.55:
+            await trio.testing.wait_all_tasks_blocked()  # the page read ahead came
+        if rng.random() < 0.3:
+            await trio.sleep(rng.choice([0.3, 1.2]))  # the host reads; maybe past the TTL
+
+
 class _Conn:
     """A connection for :class:`PageReadAhead` alone: each request's answer is ``result()``."""
 
