@@ -550,7 +550,7 @@ class HistoryReader:
         masker, _ = await masking()
         cache = self.page_cache if plain_key else None
         on_next = None if ahead is None else functools.partial(ahead.answered, self._nursery, conn, key,
-                                                                on_text=self._prebuild)
+                                                                on_text=self._prebuild, from_ahead=text is not None)
         return self._answer(key, raw, masker, cache, encoded=encoded, on_next=on_next)
 
     def _answer(self, key: PageKey, raw: bytes, masker: Masker | None, cache: PageRecordsCache | None, *,

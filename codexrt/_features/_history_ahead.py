@@ -1,4 +1,4 @@
-"""Reading a history walk one page ahead for ``codexrt serve`` (``codex.readHistoryPage``,
+"""Reading a history walk ahead for ``codexrt serve`` (``codex.readHistoryPage``,
 issue 34).
 
 An editor that walks a thread's history asks for page after page, each with the ``nextCursor``
@@ -29,16 +29,20 @@ The answer read ahead is what a new request would have got, or it is not used:
   would have met (:meth:`PageReadAhead.take`): the app-server stalls on that page, and is not
   asked for it again. A host's request withdrawn while it waits withdraws the page's too.
 
-A host that already waits for a page read ahead walks at the app-server's pace: the page after
-it is then asked for the moment it comes, before serve makes its records (:meth:`_chain`),
-instead of once the host is answered — unless serve makes no records ahead for it (a redacting
-channel, a privacy index to reload: ``on_text`` does not call ``ask_next``). A walk is still
-read one page at a time — a page's cursor is only in the page before — and never more than one
-page past the host's request.
+A walk at machine pace is read one page further (:meth:`_chain`): when a page read ahead comes
+and it is the page the host asks for next, the page after it is asked for the moment it comes,
+before serve makes its records — if the host already waits for it, or if the host's last page
+was answered from a read-ahead (a host that takes its pages as fast as they come: a walk
+loading a whole history). A host that reads at a person's pace (its pages come after the TTL,
+read afresh) gets no page more than before. Nothing is chained for a page withdrawn or dropped,
+or where serve makes no records ahead (a redacting channel, a privacy index to reload:
+``on_text`` does not call ``ask_next``). A walk is still read one page at a time — a page's
+cursor is only in the page before — and never more than one page past the page the host asks
+for next (two past the page it was last answered).
 
-Bounded: one page ahead per walk, at most :data:`MAX_READ_AHEADS` pages held or in flight (the
-oldest is withdrawn), :data:`MAX_WALKS` walks remembered; each read is bounded by the
-connection's RPC timeout. Nothing is read ahead for a first page (a host showing the latest page
+Bounded: at most two pages ahead per walk, at most :data:`MAX_READ_AHEADS` pages held or in
+flight (the oldest is withdrawn), :data:`MAX_WALKS` walks remembered; each read is bounded by
+the connection's RPC timeout. Nothing is read ahead for a first page (a host showing the latest page
 may never scroll) or for a cursor that is not a string or an integer.
 """
 
@@ -83,9 +87,6 @@ def _walk_of(key: PageKey) -> tuple[str, str, Any, Any]:
     return key[0], key[1], key[3], key[4]
 
 
-_NONE = object()
-
-
 def _is_cursor(value: Any) -> bool:
     return isinstance(value, (str, int)) and not isinstance(value, bool)
 
@@ -118,7 +119,8 @@ class PageReadAhead:
         self.max_pages = max_pages
         self.max_walks = max_walks
         self._pages: OrderedDict[PageKey, _Ahead] = OrderedDict()
-        self._walks: OrderedDict[tuple[str, str, Any, Any], Any] = OrderedDict()
+        #: per walk: the ``nextCursor`` answered last, and whether that answer was read ahead
+        self._walks: OrderedDict[tuple[str, str, Any, Any], tuple[Any, bool]] = OrderedDict()
         #: pages answered from a read-ahead; pages read ahead that were not used
         self.used = 0
         self.dropped = 0
@@ -157,13 +159,15 @@ class PageReadAhead:
         return ahead.text
 
     def answered(self, nursery: trio.Nursery, conn: Connection, key: PageKey, next_cursor: Any,
-                 on_text: OnText | None = None) -> None:
-        """Serve answered ``key`` with ``next_cursor``. When this request continued a walk (its
-        cursor is the one answered last for the walk) and there is a next page, ask for that
-        page now, on ``nursery``; ``on_text`` (:data:`OnText`) is called once its answer came."""
+                 on_text: OnText | None = None, *, from_ahead: bool = False) -> None:
+        """Serve answered ``key`` with ``next_cursor`` (``from_ahead``: with the answer read
+        ahead for it, :meth:`take`). When this request continued a walk (its cursor is the one
+        answered last for the walk) and there is a next page, ask for that page now, on
+        ``nursery``; ``on_text`` (:data:`OnText`) is called once its answer came."""
         walk = _walk_of(key)
-        continues = key[2] is not None and walk in self._walks and self._walks[walk] == key[2]
-        self._walks[walk] = next_cursor
+        last = self._walks.get(walk)
+        continues = key[2] is not None and last is not None and last[0] == key[2]
+        self._walks[walk] = (next_cursor, from_ahead)
         self._walks.move_to_end(walk)
         while len(self._walks) > self.max_walks:
             self._walks.popitem(last=False)
@@ -214,12 +218,17 @@ class PageReadAhead:
             ahead.on_text(ahead.key, ahead.text, lambda next_cursor: self._chain(ahead, next_cursor))
 
     def _chain(self, ahead: _Ahead, next_cursor: Any) -> None:
-        """The host already waits for ``ahead``'s page (it walks at the app-server's pace): the
-        page after it is asked for now, before serve projects this one, so the app-server reads
-        it while serve makes this page's records and the host reads them — instead of after
-        (:meth:`answered`). A walk is still read one page at a time, each request sent once the
-        page before gave its cursor; a host that has not asked yet gets no more than before."""
+        """``ahead``'s page came and is the page the host asks for next (the walk has not moved
+        on, the page was not withdrawn or dropped), and the host walks at machine pace — it
+        already waits for this page, or its last page was answered from a read-ahead: the page
+        after it is asked for now, before serve projects this one, so the app-server reads it
+        while serve makes this page's records and the host reads them — instead of once the
+        host is answered (:meth:`answered`). A walk is still read one page at a time, each
+        request sent once the page before gave its cursor, never more than one page past the
+        page the host asks for next; a host at a person's pace gets no more than before."""
         key = ahead.key
-        if ahead.waited and key is not None and ahead.nursery is not None \
-                and self._walks.get(_walk_of(key), _NONE) == key[2]:
+        if key is None or ahead.nursery is None or ahead.scope.cancel_called:
+            return
+        last = self._walks.get(_walk_of(key))
+        if last is not None and last[0] == key[2] and (ahead.waited or last[1]):
             self._ask(ahead.nursery, ahead.conn, key, next_cursor, ahead.on_text)

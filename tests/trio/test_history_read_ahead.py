@@ -5,8 +5,10 @@ and its records are made while serve waits. What the host gets is what a new req
 got: a read-ahead is used only on the same connection, with nothing but history page reads sent
 and nothing but replies heard on any connection in between, within the TTL; otherwise (and when
 it failed) the page is read as usual — but a read-ahead that timed out is the waiting host's
-timeout. A host that already waits for a page gets the one after it asked for as soon as it
-comes. Every page is asked for once per request of the host, never twice.
+timeout. A host at machine pace (it already waits for a page, or its last page came from a
+read-ahead) gets the page after the next asked for as soon as the next comes; a host at a
+person's pace gets no page more. Every page is asked for once per request of the host, never
+twice.
 
 The connection is a real :class:`~codexrt._connection.Connection` over a pair of pipes; the
 app-server is a task of the test that answers ``thread/items/list`` from a table of pages."""
@@ -161,7 +163,8 @@ async def test_issue_34_a_read_ahead_page_has_its_records_made_before_the_reques
     assert made.reply is not None  # made when the answer came
     got = await reader.read_page_json(TID, scope="items", cursor="c4", limit=2)
     await trio.testing.wait_all_tasks_blocked()
-    assert got is made.reply and cache.hits == 1 and server.reads() == [None, "c2", "c4", "c6"]
+    # c4 came read ahead (machine pace): c6 is asked for, and c8 the moment c6 comes
+    assert got is made.reply and cache.hits == 1 and server.reads() == [None, "c2", "c4", "c6", "c8"]
 
 
 async def test_issue_34_a_first_page_or_a_jump_is_not_read_ahead(served, tmp_path):
@@ -351,7 +354,8 @@ async def test_issue_34_an_unanswered_read_ahead_is_waited_for_not_asked_again(s
         assert not got
         server.hold = False
     await trio.testing.wait_all_tasks_blocked()
-    assert server.reads() == [None, "c2", "c4", "c6"] and len(got) == 1
+    # every page once; c6 asked for when c4 came (the host waited), c8 when c6 came (c4 came read ahead)
+    assert server.reads() == [None, "c2", "c4", "c6", "c8"] and len(got) == 1
 
 
 async def test_issue_34_a_waiting_host_gets_the_page_after_asked_for_before_this_one_is_projected(
@@ -424,6 +428,45 @@ async def test_issue_34_a_host_that_has_not_asked_yet_gets_no_page_more(served, 
     conn, server, make_reader = served
     reader = await _c4_read_ahead(make_reader, tmp_path)
     assert server.reads() == [None, "c2", "c4"]
+
+
+async def test_issue_34_a_walk_at_machine_pace_is_read_one_page_past_the_next_request(served, tmp_path):
+    """The host's last page came from a read-ahead (it takes its pages as fast as they come):
+    when the next page read ahead comes, the one after it is asked for at once, before the host
+    asks for the next — and no further: never more than one page past the page the host asks
+    for next. Every page is read once and equals a fresh read."""
+    conn, server, make_reader = served
+    server.entries = [_entry(i) for i in range(20)]  # ten pages
+    reader = await _c4_read_ahead(make_reader, tmp_path)  # c0 and c2 read as asked; c4 came ahead
+    assert server.reads() == [None, "c2", "c4"]
+    await reader.read_page_json(TID, scope="items", cursor="c4", limit=2)  # answered from the read-ahead
+    await trio.testing.wait_all_tasks_blocked()
+    assert server.reads() == [None, "c2", "c4", "c6", "c8"]  # c6 for c4's answer, c8 once c6 came
+    await trio.testing.wait_all_tasks_blocked()
+    assert server.reads()[-1] == "c8"  # c8 came: the host asks for c6 next, so no c10
+    rest = await _walk_from(reader, "c6")
+    assert server.reads() == [None, *(f"c{2 * i}" for i in range(1, 10))]  # each page once
+    ahead = reader.read_ahead
+    assert ahead is not None and ahead.used == 8 and ahead.dropped == 0
+    plain = await _walk(make_reader(codex_home=tmp_path, page_cache=None, read_ahead=None))
+    assert [msgspec.json.decode(bytes(p)) for p in rest] == plain[3:]
+
+
+async def test_issue_34_a_host_at_a_persons_pace_gets_no_page_more(served, tmp_path, autojump_clock):
+    """A host that reads each page after the TTL (a person scrolling): each read-ahead is too
+    old, the page is read afresh, and when the page after it comes nothing more is asked for —
+    two reads per page, as without the machine-pace rule."""
+    conn, server, make_reader = served
+    reader = make_reader(codex_home=tmp_path)
+    cursor: Any = None
+    while True:
+        page = msgspec.json.decode(bytes(await reader.read_page_json(TID, scope="items", cursor=cursor, limit=2)))
+        await trio.testing.wait_all_tasks_blocked()  # the page read ahead came
+        cursor = page["nextCursor"]
+        if cursor is None:
+            break
+        await trio.sleep(2)  # the person reads: past the TTL
+    assert server.reads() == [None, "c2", "c4", "c4", "c6", "c6", "c8", "c8"]
 
 
 async def _walk_from(reader: HistoryReader, cursor: Any) -> list[Any]:
@@ -625,28 +668,55 @@ async def test_issue_34_a_read_ahead_that_timed_out_is_the_hosts_timeout_only_wh
         assert len(conn.sent) == 1
 
 
+class _ComesRegardless:
+    """Each read is answered ``{"data":[],"nextCursor":"c6"}`` once ``came`` is set, even if it
+    was withdrawn meanwhile (its reply was on its way); :meth:`on_text` notes each page that
+    came and asks for c6 after it."""
+
+    def __init__(self) -> None:
+        self.came = trio.Event()
+        self.chained: list[Any] = []
+
+    async def result(self) -> Any:
+        with trio.CancelScope(shield=True):
+            await self.came.wait()
+        return b'{"data":[],"nextCursor":"c6"}'
+
+    def on_text(self, key: Any, text: bytes, ask_next: Any) -> None:
+        self.chained.append(key)
+        ask_next("c6")
+
+
 async def test_issue_34_a_withdrawn_wait_chains_nothing_when_the_page_still_comes():
     """The host's wait is cancelled; the page's answer comes anyway (its reply was on its way):
     the page after it is not asked for (review8 3)."""
-    came = trio.Event()
-
-    async def comes_regardless() -> Any:
-        with trio.CancelScope(shield=True):
-            await came.wait()
-        return b'{"data":[],"nextCursor":"c6"}'
-
-    ahead, conn = PageReadAhead(), _Conn(comes_regardless)
-    chained: list[Any] = []
+    pages = _ComesRegardless()
+    ahead, conn = PageReadAhead(), _Conn(pages.result)
     async with trio.open_nursery() as n:
-        def on_text(key: Any, text: bytes, ask_next: Any) -> None:
-            chained.append(key)
-            ask_next("c6")
-        ahead.answered(n, conn, C0, "c2", on_text)  # type: ignore[arg-type]
-        ahead.answered(n, conn, C2, "c4", on_text)  # type: ignore[arg-type]
+        ahead.answered(n, conn, C0, "c2", pages.on_text)  # type: ignore[arg-type]
+        ahead.answered(n, conn, C2, "c4", pages.on_text)  # type: ignore[arg-type]
         with trio.move_on_after(0.01):
             await ahead.take(C4, conn)  # type: ignore[arg-type]
-        came.set()
-    assert chained == [C4] and len(conn.sent) == 1  # c4 came; c6 was not asked for
+        pages.came.set()
+    assert pages.chained == [C4] and len(conn.sent) == 1  # c4 came; c6 was not asked for
+
+
+async def test_issue_34_a_dropped_read_ahead_chains_nothing_when_its_answer_still_comes():
+    """A walk at machine pace (c2 was answered from a read-ahead); c4, asked for ahead, is
+    dropped (the oldest, for another walk's page) while its answer is on its way: the answer
+    comes and the page after it is not asked for."""
+    pages = _ComesRegardless()
+    ahead, conn = PageReadAhead(max_pages=1), _Conn(pages.result)
+    async with trio.open_nursery() as n:
+        ahead.answered(n, conn, C0, "c2", pages.on_text)  # type: ignore[arg-type]
+        ahead.answered(n, conn, C2, "c4", pages.on_text, from_ahead=True)  # type: ignore[arg-type]
+        other = ("t2", "thread/items/list", None, 2, None)
+        ahead.answered(n, conn, other, "x2", pages.on_text)  # type: ignore[arg-type]
+        ahead.answered(n, conn, (*other[:2], "x2", *other[3:]), "x4", pages.on_text)  # type: ignore[arg-type]
+        assert ahead.dropped == 1  # c4 withdrawn for x4
+        await trio.testing.wait_all_tasks_blocked()
+        pages.came.set()
+    assert C4 in pages.chained and [p["cursor"] for p in conn.sent] == ["c4", "x4"]  # no c6
 
 
 def test_issue_34_read_ahead_is_bounded():
