@@ -77,7 +77,7 @@ import contextlib
 import functools
 import logging
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -181,10 +181,11 @@ class HistoryReader:
                  redact: Callable[[str], str] | None = None, counter: MessageCounter | None = None,
                  page_limit: int = DEFAULT_PAGE_LIMIT, max_pages: int = DEFAULT_MAX_PAGES,
                  privacy: PrivacySource | None = None, page_cache: PageRecordsCache | None = None,
-                 read_ahead: PageReadAhead | None = None) -> None:
+                 read_ahead: PageReadAhead | None = None, env: Mapping[str, str] | None = None) -> None:
         self._nursery = nursery
         self._provider = provider
-        self.codex_home = resolve_codex_home(codex_home)
+        self._home_given, self._home_env = codex_home, env
+        self._home: Path | None = None
         self.inactive = inactive or provider is None
         self.redact = redact
         self.privacy = privacy
@@ -202,6 +203,16 @@ class HistoryReader:
 
     def __repr__(self) -> str:
         return f"<HistoryReader inactive={self.inactive} known={len(self.index)}>"
+
+    @property
+    def codex_home(self) -> Path:
+        """The ``CODEX_HOME`` whose rollout files this reader reads: ``codex_home`` given, else
+        the ``CODEX_HOME`` of ``env`` (a runtime's child's environment; ``os.environ`` when
+        None), else ``~/.codex`` (:func:`~codexrt._io._codex_home.resolve_codex_home`). Found on
+        first use: a page read never needs it (serve makes a reader per command, issue 34)."""
+        if self._home is None:
+            self._home = resolve_codex_home(self._home_given, self._home_env)
+        return self._home
 
     async def _masker(self) -> tuple[Masker | None, tuple[str, ...]]:
         """The privacy-index masking of this read (R-PRIV-2) and the notices it implies: no
@@ -687,8 +698,9 @@ async def open_history_reader(
     """``async with open_history_reader(rt) as reader:`` (see the module doc).
 
     ``source``: a :class:`~codexrt._runtime._runtime.Runtime` (its ``ensure_started`` is the provider;
-    its ``codex_home``, access mode and known secrets are used), an ``async () -> Connection``
-    provider, or ``None`` for rollout files only. ``privacy`` is the privacy index
+    its ``codex_home`` or else the ``CODEX_HOME`` of its ``env`` — the child's —, its access mode
+    and known secrets are used), an ``async () -> Connection`` provider, or ``None`` for rollout
+    files only. ``privacy`` is the privacy index
     (:data:`PrivacySource`) whose :class:`~codexrt._sansio._privacy.Masker` is applied to every
     transcript and page, native and legacy (R-PRIV-2, R-H-3); for a ``Runtime`` it defaults to
     ``rt.privacy_index``. Without an index, transcripts read from rollout files carry
@@ -705,6 +717,7 @@ async def open_history_reader(
         provider = source.ensure_started
         if codex_home is None and source.config.codex_home:
             codex_home = source.config.codex_home
+        env = source.config.env  # the child's CODEX_HOME, when the config gives none
         if inactive is None:
             inactive = source.config.access_mode == "inactive"
         if redact is None and source.config.secrets:
@@ -712,10 +725,11 @@ async def open_history_reader(
         if privacy is None:
             privacy = source.privacy_index
     else:
-        provider = source
+        provider, env = source, None
     async with unwrap_single_group(), trio.open_nursery() as nursery:
         reader = HistoryReader(nursery, provider, codex_home=codex_home, inactive=bool(inactive), redact=redact,
-                               counter=counter, page_limit=page_limit, max_pages=max_pages, privacy=privacy)
+                               counter=counter, page_limit=page_limit, max_pages=max_pages, privacy=privacy,
+                               env=env)
         if isinstance(source, Runtime):
             rt = source
             reader.local_source = lambda tid: local_submissions(rt, tid)

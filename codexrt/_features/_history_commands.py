@@ -47,7 +47,7 @@ async def run_history_command(rt: Any, name: str, params: dict[str, Any], *, cou
     * ``codex.readSubagent``: ``{thread, parentThreadId, relationVerified, ancestry, status}`` (R-H-8).
     """
     p = {k: v for k, v in params.items() if k != "channelId"}
-    reader = HistoryReader(nursery, rt.ensure_started, codex_home=rt.config.codex_home,
+    reader = HistoryReader(nursery, rt.ensure_started, codex_home=rt.config.codex_home, env=rt.config.env,
                            inactive=rt.config.access_mode == "inactive",
                            redact=Redactor(rt.config.secrets) if rt.config.secrets else None, counter=counter,
                            privacy=rt.privacy_store(), page_cache=page_cache, read_ahead=read_ahead)

@@ -153,6 +153,26 @@ async def test_r_h_1_full_read_only_when_pagination_unsupported(peers):
     assert [m["params"].get("includeTurns") for m in methods(peers, "thread/read")] == [None, True]
 
 
+async def test_r_h_3_a_runtime_whose_env_names_codex_home_has_its_rollouts_read_there(peers, tmp_path, monkeypatch):
+    """A runtime whose ``env`` sets ``CODEX_HOME`` (and whose config names no home) runs its
+    child there: its reader reads rollout files there too, not under this process's
+    ``CODEX_HOME`` (before, the legacy fallback and rollout counts looked in the wrong home)."""
+    tid, _ = install_rollout(tmp_path / "child", "paginated")
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "elsewhere"))
+    env = {"CODEX_HOME": str(tmp_path / "child")}
+    async with rt_for(peers, scenario(), env=env, access_mode="inactive") as rt, open_history_reader(rt) as reader:
+        assert reader.codex_home == tmp_path / "child"
+        tr = await reader.read_thread(tid)  # from the rollout file (inactive: nothing is spawned)
+        # serve's history commands read the same home (codex.readThread, display form)
+        from codexrt._features._history_commands import run_history_command
+
+        async with trio.open_nursery() as n:
+            got = await run_history_command(rt, "codex.readThread", {"threadId": tid, "display": True},
+                                            counter=MessageCounter(n), nursery=n)
+    assert tr.source == "legacy" and tr.message_count
+    assert got["transcript"]["source"] == "legacy" and got["transcript"]["messageCount"] == tr.message_count
+
+
 async def test_r_h_2_other_pagination_errors_stay_visible_no_full_read(peers, tmp_path):
     sc = scenario(
         rule("thread/read", respond({"thread": thread(), "readState": None})),
