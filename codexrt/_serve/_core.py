@@ -94,12 +94,15 @@ class _ShallowEncoder:
     scalar id nests exactly one level deeper than its result, so the line is too deep exactly
     when the result text is deeper than ``MAX_COMMAND_DEPTH - 1``; that verdict is computed by
     serve on the ``Raw``'s own bytes (immutable) the first time and reused while the object is
-    held here (at most :attr:`MAX_KEPT` objects and :attr:`MAX_KEPT_BYTES` of text, the oldest
-    dropped first, a larger one not kept; held, so no other object takes its ``id``). Every
-    other line is checked whole, as before."""
+    held here (at most :attr:`MAX_KEPT` objects and :attr:`MAX_KEPT_BYTES` of text, the least
+    recently written dropped first, a larger one not kept; held, so no other object takes its
+    ``id``). The bounds cover the pages serve's page cache holds (about 50 of 100 items), and a
+    page written again is kept longest: with the oldest dropped first and 32 kept, an editor that
+    re-read one thread while reading others lost every verdict and had each 50 KB page checked
+    again (bench/RESULTS.md, eighth round). Every other line is checked whole, as before."""
 
-    MAX_KEPT = 32
-    MAX_KEPT_BYTES = 4 << 20
+    MAX_KEPT = 64
+    MAX_KEPT_BYTES = 8 << 20
 
     def __init__(self) -> None:
         self._verdicts: dict[int, tuple[msgspec.Raw, bool]] = {}
@@ -109,8 +112,10 @@ class _ShallowEncoder:
         result = obj.get("result") if type(obj) is dict and len(obj) == 4 and obj.get("type") == "response" else None
         if type(result) is not msgspec.Raw or not isinstance(obj.get("id"), (str, int, type(None))):
             return _encode_shallow(obj)
-        kept = self._verdicts.get(id(result))
-        if kept is None:
+        kept = self._verdicts.pop(id(result), None)
+        if kept is not None:
+            self._verdicts[id(result)] = kept  # the most recently written now
+        else:
             kept = (result, json_depth_exceeds(bytes(result), MAX_COMMAND_DEPTH - 1))
             size = len(result)
             if size <= self.MAX_KEPT_BYTES:

@@ -80,3 +80,38 @@ def test_a_raw_result_keeps_its_depth_verdict_and_it_equals_the_whole_line_check
     assert enc._held_bytes == sum(len(r) for r, _ in enc._verdicts.values()) <= 100
     enc(response_ok("c", msgspec.Raw(b"[" + b"1," * 80 + b"1]")))  # over the bound alone: checked, not kept
     assert enc._held_bytes <= 100 and len(enc._verdicts) == 1
+
+
+def test_issue_34_a_page_written_again_keeps_its_depth_verdict_while_other_pages_come(monkeypatch):
+    """The verdicts are dropped least recently written first, and cover the pages serve's page
+    cache holds: an editor that re-reads one thread's 20 pages while reading 20 new ones each
+    time (the bench's pairs) has each of the 20 checked once — before, the oldest went first
+    and 32 were kept, so every one of them was checked again each time (R-WIRE-5, issue 34)."""
+    import msgspec
+
+    import codexrt._serve._core as core
+    from codexrt._serve._codec import response_ok
+
+    checked: list[bytes] = []
+    exceeds = core.json_depth_exceeds
+
+    def counting(data: bytes, limit: int) -> bool:
+        checked.append(data)
+        return exceeds(data, limit)
+
+    monkeypatch.setattr(core, "json_depth_exceeds", counting)
+    enc = core._ShallowEncoder()
+    again = [msgspec.Raw(b'{"page":%d,"data":[[1]]}' % k) for k in range(20)]
+    for round_ in range(6):
+        for raw in again:
+            enc(response_ok("h", raw))
+        for k in range(20):
+            enc(response_ok("h", msgspec.Raw(b'{"new":%d,"round":%d}' % (k, round_))))
+    assert sum(1 for d in checked if b'"page"' in d) == 20  # each page read again: checked once
+    assert sum(1 for d in checked if b'"new"' in d) == 120 and len(enc._verdicts) <= enc.MAX_KEPT
+    # least recently written first: a verdict written again outlives the ones written after it once
+    first = again[0]
+    for k in range(enc.MAX_KEPT):
+        enc(response_ok("h", first))
+        enc(response_ok("h", msgspec.Raw(b'{"later":%d}' % k)))
+    assert id(first) in enc._verdicts
