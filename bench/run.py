@@ -273,10 +273,10 @@ def main(argv: list[str] | None = None) -> int:
                  "thread/read + turns walk + items walk on both sides")):
             r = worker("bench.history", kind, f"{hist_items}:{page_pairs}")
             t.raw[f"history_{kind}"] = r
-            cpu = f"; serve CPU {r['serve_cpu_s'] * 1000:.0f} ms per walk" if "serve_cpu_s" in r else ""
+            cpu = f"; serve CPU {r['serve_cpu_s'] * 1000:.1f} ms per walk" if "serve_cpu_s" in r else ""
             if "cold_s" in r:  # the walk above reuses serve's page cache; this one projects every page
                 cpu += (f"; pages never read before (every page projected) {r['cold_s'] * 1000:.0f} ms, "
-                        f"{r['cold_ratio']:.2f}× raw")
+                        f"{r['cold_ratio']:.2f}× raw, serve CPU {r['cold_cpu_s'] * 1000:.1f} ms")
             t.add(f"   {label}, {r['items']:,} items, page size {r['limit']}",
                   f"{r['codexrt_s'] * 1000:.0f} ms ({r['pages']} pages, {r['records']:,} records)",
                   f"{base} {r['baseline_s'] * 1000:.0f} ms", f"{r['ratio']:.2f}× time", "≤ 1.5× raw",
@@ -297,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"raw `thread/items/list` loop {p['baseline_s'] * 1000:.0f} ms", f"{p['cold_ratio']:.2f}× time",
                       "≤ 1.5× raw", f"{'pages, entries, messages equal; one record per message' if not p.get('mismatches') else bad}; "
                       f"median of {page_pairs} alternated pairs; a fresh serve per pair; serve CPU "
-                      f"{p['serve_cpu_s'] * 1000:.0f} ms per walk; serve reads ahead from the 2nd page (two pages at machine pace), "
+                      f"{p['serve_cpu_s'] * 1000:.1f} ms per walk; serve reads ahead from the 2nd page (two pages at machine pace), "
                       f"the raw loop does not; thread recorded in {rr['record_s']:.0f} s")
                 t.add("   the same walk, pages read before (serve's records cache)",
                       f"{p['codexrt_s'] * 1000:.0f} ms", f"raw loop {p['baseline_s'] * 1000:.0f} ms",
