@@ -31,19 +31,24 @@ The answer read ahead is what a new request would have got, or it is not used:
 
 A walk at machine pace is read one page further (:meth:`_chain`): when a page read ahead comes
 and it is the page the host asks for next, the page after it is asked for the moment it comes,
-before serve makes its records — if the host already waits for it, or if the host's last page
-was answered from a read-ahead (a host that takes its pages as fast as they come: a walk
-loading a whole history). A host that reads at a person's pace (its pages come after the TTL,
-read afresh) gets no page more than before. Nothing is chained for a page withdrawn or dropped,
-or where serve makes no records ahead (a redacting channel, a privacy index to reload:
+before serve makes its records — if the host already waits for it, or if the host's last
+:data:`MACHINE_PACE` pages were answered from read-aheads, each less than half the TTL after the
+one before (a host that takes its pages as fast as they come: a walk loading a whole history;
+the page asked for early is then still within the TTL when the host asks for it). A host that
+reads slower, or takes two pages and pauses (an editor filling its viewport), gets no page more
+than before; neither does one whose store of pages read ahead is full (a page asked for early
+never takes another walk's next page's place). Nothing is chained for a page withdrawn or
+dropped, or where serve makes no records ahead (a redacting channel, a privacy index to reload:
 ``on_text`` does not call ``ask_next``). A walk is still read one page at a time — a page's
 cursor is only in the page before — and never more than one page past the page the host asks
-for next (two past the page it was last answered).
+for next. A page asked for before anything happened on serve's connections is withdrawn when
+the next page is asked for, and asked for afresh if it is that page.
 
-Bounded: at most two pages ahead per walk, at most :data:`MAX_READ_AHEADS` pages held or in
-flight (the oldest is withdrawn), :data:`MAX_WALKS` walks remembered; each read is bounded by
-the connection's RPC timeout. Nothing is read ahead for a first page (a host showing the latest page
-may never scroll) or for a cursor that is not a string or an integer.
+Bounded: at most :data:`MAX_READ_AHEADS` pages held (the oldest is withdrawn; a page a request
+of the host waits for is that request's, no longer held), :data:`MAX_WALKS` walks remembered;
+a page of a walk that started again is held until it is too old or withdrawn; each read is
+bounded by the connection's RPC timeout. Nothing is read ahead for a first page (a host showing
+the latest page may never scroll) or for a cursor that is not a string or an integer.
 """
 
 from __future__ import annotations
@@ -61,7 +66,8 @@ from codexrt._sansio._errors import CodexError, RpcTimeout
 if TYPE_CHECKING:  # serve makes one at start: the connection module loads with the first command
     from codexrt._connection import Connection, PendingCall
 
-__all__ = ["OnText", "PageReadAhead", "READ_AHEAD_TTL", "MAX_READ_AHEADS", "MAX_WALKS", "read_ahead_timeout"]
+__all__ = ["OnText", "PageReadAhead", "READ_AHEAD_TTL", "MAX_READ_AHEADS", "MAX_WALKS", "MACHINE_PACE",
+           "read_ahead_timeout"]
 
 #: A page read ahead answers a request that comes at most this long after it was sent.
 READ_AHEAD_TTL = 1.0
@@ -69,6 +75,9 @@ READ_AHEAD_TTL = 1.0
 MAX_READ_AHEADS = 8
 #: Walks whose last ``nextCursor`` is remembered.
 MAX_WALKS = 64
+#: Answers in a row from pages read ahead, each within half the TTL of the one before, that make
+#: a walk one at machine pace (:meth:`PageReadAhead._chain`).
+MACHINE_PACE = 2
 
 
 #: ``on_text(key, text, ask_next)``: a page read ahead came; ``ask_next(next_cursor)`` asks for
@@ -119,8 +128,9 @@ class PageReadAhead:
         self.max_pages = max_pages
         self.max_walks = max_walks
         self._pages: OrderedDict[PageKey, _Ahead] = OrderedDict()
-        #: per walk: the ``nextCursor`` answered last, and whether that answer was read ahead
-        self._walks: OrderedDict[tuple[str, str, Any, Any], tuple[Any, bool]] = OrderedDict()
+        #: per walk: the ``nextCursor`` answered last, how many answers in a row came at
+        #: machine pace (:meth:`answered`) and when that answer was made
+        self._walks: OrderedDict[tuple[str, str, Any, Any], tuple[Any, int, float]] = OrderedDict()
         #: pages answered from a read-ahead; pages read ahead that were not used
         self.used = 0
         self.dropped = 0
@@ -167,7 +177,14 @@ class PageReadAhead:
         walk = _walk_of(key)
         last = self._walks.get(walk)
         continues = key[2] is not None and last is not None and last[0] == key[2]
-        self._walks[walk] = (next_cursor, from_ahead)
+        now = trio.current_time()
+        # machine pace: the last MACHINE_PACE answers of the walk came read ahead, each less
+        # than half the TTL after the one before — a page asked for one page early is then
+        # still fresh when the host asks for it, and a host that takes two pages and pauses
+        # (a viewport filled) is not one
+        quick = from_ahead and continues and last is not None and now - last[2] < self.ttl / 2
+        streak = last[1] + 1 if quick and last is not None else 0
+        self._walks[walk] = (next_cursor, streak, now)
         self._walks.move_to_end(walk)
         while len(self._walks) > self.max_walks:
             self._walks.popitem(last=False)
@@ -180,8 +197,9 @@ class PageReadAhead:
         if not _is_cursor(next_cursor) or next_cursor == key[2]:
             return
         now = trio.current_time()
-        for old in [k for k, a in self._pages.items() if now - a.sent_at > self.ttl]:
-            self._drop(self._pages.pop(old))  # too old to answer anything now
+        mark = conn.activity()  # process-wide: a page asked for before any change answers nothing
+        for old in [k for k, a in self._pages.items() if now - a.sent_at > self.ttl or a.mark != mark]:
+            self._drop(self._pages.pop(old))  # too old, or something happened since: it answers nothing now
         nxt: PageKey = (key[0], key[1], next_cursor, key[3], key[4])
         if nxt in self._pages or conn.closed.is_set():
             return
@@ -194,7 +212,7 @@ class PageReadAhead:
             pending = conn.send_request(key[1], params, raw=True)
         except CodexError:
             return  # the connection cannot take it now: the host's request will
-        ahead = _Ahead(conn, conn.activity(), now, on_text=on_text, key=nxt, nursery=nursery)
+        ahead = _Ahead(conn, mark, now, on_text=on_text, key=nxt, nursery=nursery)
         nursery.start_soon(self._fetch, ahead, pending)  # first: a page held is one being read
         self._pages[nxt] = ahead
         while len(self._pages) > self.max_pages:
@@ -219,16 +237,20 @@ class PageReadAhead:
 
     def _chain(self, ahead: _Ahead, next_cursor: Any) -> None:
         """``ahead``'s page came and is the page the host asks for next (the walk has not moved
-        on, the page was not withdrawn or dropped), and the host walks at machine pace — it
-        already waits for this page, or its last page was answered from a read-ahead: the page
-        after it is asked for now, before serve projects this one, so the app-server reads it
-        while serve makes this page's records and the host reads them — instead of once the
-        host is answered (:meth:`answered`). A walk is still read one page at a time, each
-        request sent once the page before gave its cursor, never more than one page past the
-        page the host asks for next; a host at a person's pace gets no more than before."""
+        on, the page was not withdrawn or dropped), and the host already waits for it or walks
+        at machine pace (module doc) with room in the store: the page after it is asked for
+        now, before serve projects this one, so the app-server reads it while serve makes this
+        page's records and the host reads them — instead of once the host is answered
+        (:meth:`answered`). A walk is still read one page at a time, each request sent once the
+        page before gave its cursor, never more than one page past the page the host asks for
+        next; a host at a slower pace gets no more than before."""
         key = ahead.key
         if key is None or ahead.nursery is None or ahead.scope.cancel_called:
             return
         last = self._walks.get(_walk_of(key))
-        if last is not None and last[0] == key[2] and (ahead.waited or last[1]):
+        if last is None or last[0] != key[2]:
+            return
+        # a page the host waits for; or, at machine pace, one page early — never in place of
+        # another walk's next page (the oldest held would be withdrawn for it)
+        if ahead.waited or (last[1] >= MACHINE_PACE and len(self._pages) < self.max_pages):
             self._ask(ahead.nursery, ahead.conn, key, next_cursor, ahead.on_text)

@@ -15,6 +15,7 @@ app-server is a task of the test that answers ``thread/items/list`` from a table
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from typing import Any
@@ -26,7 +27,7 @@ import trio.testing
 
 from codexrt._connection import open_connection
 from codexrt._features._history import HistoryReader
-from codexrt._features._history_ahead import PageReadAhead
+from codexrt._features._history_ahead import MACHINE_PACE, PageReadAhead
 from codexrt._features._history_pages import PageRecordsCache
 from codexrt._sansio._errors import RemoteProtocolError, RpcTimeout
 from codexrt._sansio._privacy import PrivacyIndex
@@ -163,8 +164,7 @@ async def test_issue_34_a_read_ahead_page_has_its_records_made_before_the_reques
     assert made.reply is not None  # made when the answer came
     got = await reader.read_page_json(TID, scope="items", cursor="c4", limit=2)
     await trio.testing.wait_all_tasks_blocked()
-    # c4 came read ahead (machine pace): c6 is asked for, and c8 the moment c6 comes
-    assert got is made.reply and cache.hits == 1 and server.reads() == [None, "c2", "c4", "c6", "c8"]
+    assert got is made.reply and cache.hits == 1 and server.reads() == [None, "c2", "c4", "c6"]
 
 
 async def test_issue_34_a_first_page_or_a_jump_is_not_read_ahead(served, tmp_path):
@@ -354,8 +354,7 @@ async def test_issue_34_an_unanswered_read_ahead_is_waited_for_not_asked_again(s
         assert not got
         server.hold = False
     await trio.testing.wait_all_tasks_blocked()
-    # every page once; c6 asked for when c4 came (the host waited), c8 when c6 came (c4 came read ahead)
-    assert server.reads() == [None, "c2", "c4", "c6", "c8"] and len(got) == 1
+    assert server.reads() == [None, "c2", "c4", "c6"] and len(got) == 1
 
 
 async def test_issue_34_a_waiting_host_gets_the_page_after_asked_for_before_this_one_is_projected(
@@ -431,25 +430,42 @@ async def test_issue_34_a_host_that_has_not_asked_yet_gets_no_page_more(served, 
 
 
 async def test_issue_34_a_walk_at_machine_pace_is_read_one_page_past_the_next_request(served, tmp_path):
-    """The host's last page came from a read-ahead (it takes its pages as fast as they come):
-    when the next page read ahead comes, the one after it is asked for at once, before the host
-    asks for the next — and no further: never more than one page past the page the host asks
-    for next. Every page is read once and equals a fresh read."""
+    """Two pages in a row answered from read-aheads, each within half the TTL of the one before
+    (a host that takes its pages as fast as they come): when the next page read ahead comes,
+    the one after it is asked for at once, before the host asks for the next — and no further:
+    never more than one page past the page the host asks for next. Every page is read once and
+    equals a fresh read."""
     conn, server, make_reader = served
     server.entries = [_entry(i) for i in range(20)]  # ten pages
     reader = await _c4_read_ahead(make_reader, tmp_path)  # c0 and c2 read as asked; c4 came ahead
-    assert server.reads() == [None, "c2", "c4"]
-    await reader.read_page_json(TID, scope="items", cursor="c4", limit=2)  # answered from the read-ahead
+    await reader.read_page_json(TID, scope="items", cursor="c4", limit=2)  # from the read-ahead: one in a row
     await trio.testing.wait_all_tasks_blocked()
-    assert server.reads() == [None, "c2", "c4", "c6", "c8"]  # c6 for c4's answer, c8 once c6 came
+    assert server.reads() == [None, "c2", "c4", "c6"]  # c6 came: not yet machine pace, nothing more
+    await reader.read_page_json(TID, scope="items", cursor="c6", limit=2)  # two in a row
     await trio.testing.wait_all_tasks_blocked()
-    assert server.reads()[-1] == "c8"  # c8 came: the host asks for c6 next, so no c10
-    rest = await _walk_from(reader, "c6")
+    assert server.reads() == [None, "c2", "c4", "c6", "c8", "c10"]  # c8 for c6's answer, c10 once c8 came
+    await trio.testing.wait_all_tasks_blocked()
+    assert server.reads()[-1] == "c10"  # c10 came: the host asks for c8 next, so no c12
+    rest = await _walk_from(reader, "c8")
     assert server.reads() == [None, *(f"c{2 * i}" for i in range(1, 10))]  # each page once
     ahead = reader.read_ahead
     assert ahead is not None and ahead.used == 8 and ahead.dropped == 0
     plain = await _walk(make_reader(codex_home=tmp_path, page_cache=None, read_ahead=None))
-    assert [msgspec.json.decode(bytes(p)) for p in rest] == plain[3:]
+    assert [msgspec.json.decode(bytes(p)) for p in rest] == plain[4:]
+
+
+async def _paced_walk(reader: HistoryReader, pauses: Any) -> int:
+    """Walk every page, sleeping ``next(pauses)`` seconds after each one; the pages walked."""
+    cursor: Any = None
+    n = 0
+    while True:
+        page = msgspec.json.decode(bytes(await reader.read_page_json(TID, scope="items", cursor=cursor, limit=2)))
+        n += 1
+        await trio.testing.wait_all_tasks_blocked()  # the page read ahead came
+        cursor = page["nextCursor"]
+        if cursor is None:
+            return n
+        await trio.sleep(next(pauses))
 
 
 async def test_issue_34_a_host_at_a_persons_pace_gets_no_page_more(served, tmp_path, autojump_clock):
@@ -457,16 +473,125 @@ async def test_issue_34_a_host_at_a_persons_pace_gets_no_page_more(served, tmp_p
     old, the page is read afresh, and when the page after it comes nothing more is asked for —
     two reads per page, as without the machine-pace rule."""
     conn, server, make_reader = served
-    reader = make_reader(codex_home=tmp_path)
-    cursor: Any = None
-    while True:
-        page = msgspec.json.decode(bytes(await reader.read_page_json(TID, scope="items", cursor=cursor, limit=2)))
-        await trio.testing.wait_all_tasks_blocked()  # the page read ahead came
-        cursor = page["nextCursor"]
-        if cursor is None:
-            break
-        await trio.sleep(2)  # the person reads: past the TTL
+    await _paced_walk(make_reader(codex_home=tmp_path), itertools.repeat(2.0))  # past the TTL
     assert server.reads() == [None, "c2", "c4", "c4", "c6", "c6", "c8", "c8"]
+
+
+@pytest.mark.parametrize("pace", [0.3, 0.7, 0.95])
+async def test_issue_34_a_host_within_the_ttl_but_not_at_machine_pace_has_every_page_read_once(
+        served, tmp_path, autojump_clock, pace):
+    """A host that takes a page every 0.3–0.95 s uses every page read ahead (within the TTL),
+    and nothing is asked for one page early — a page asked for early would be two intervals old
+    when asked for, past the TTL, and read again (review9 1)."""
+    conn, server, make_reader = served
+    server.entries = [_entry(i) for i in range(20)]  # ten pages
+    reader = make_reader(codex_home=tmp_path)
+    n = await _paced_walk(reader, itertools.repeat(pace))
+    ahead = reader.read_ahead
+    assert ahead is not None
+    assert len(server.reads()) == n == 10 and ahead.used == 8 and ahead.dropped == 0
+
+
+async def test_issue_34_a_host_that_takes_two_pages_and_pauses_gets_no_page_more(served, tmp_path, autojump_clock):
+    """Two pages at once, then a pause past the TTL (an editor filling its viewport on each
+    scroll): the walk never counts as one at machine pace, and it is read exactly as without
+    that rule (review9 1)."""
+    reads = []
+    conn, server, make_reader = served
+    server.entries = [_entry(i) for i in range(40)]  # twenty pages
+    for pace in (MACHINE_PACE, 1 << 30):  # the rule as it is; the rule never met
+        server.log.clear()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr("codexrt._features._history_ahead.MACHINE_PACE", pace)
+            reader = make_reader(codex_home=tmp_path, read_ahead=PageReadAhead(), page_cache=PageRecordsCache())
+            await _paced_walk(reader, itertools.cycle([0.01, 1.2]))
+        reads.append(list(server.reads()))
+        await trio.sleep(2)  # nothing left in flight or fresh
+    assert reads[0] == reads[1] and len(reads[0]) == 29
+
+
+async def test_issue_34_a_change_withdraws_the_page_asked_for_early_and_it_is_asked_again_fresh(served, tmp_path):
+    """A walk at machine pace holds the page after next (c10) when a notification comes: c8 is
+    read afresh, and its answer asks for c10 afresh instead of keeping the stale one as asked
+    for — the host's c10 comes from that fresh read, not a third one (review9 2)."""
+    conn, server, make_reader = served
+    server.entries = [_entry(i) for i in range(20)]
+    reader = make_reader(codex_home=tmp_path)
+    for cursor in (None, "c2", "c4", "c6"):
+        await reader.read_page_json(TID, scope="items", cursor=cursor, limit=2)
+        await trio.testing.wait_all_tasks_blocked()
+    assert server.reads() == [None, "c2", "c4", "c6", "c8", "c10"]  # c10 asked for early
+    await server.peer.resp.send_all(b'{"method":"thread/status/changed","params":{"threadId":"%s"}}\n'
+                                    % TID.encode())
+    await trio.testing.wait_all_tasks_blocked()
+    ahead = reader.read_ahead
+    assert ahead is not None
+    used = ahead.used
+    for cursor in ("c8", "c10"):
+        await reader.read_page_json(TID, scope="items", cursor=cursor, limit=2)
+        await trio.testing.wait_all_tasks_blocked()
+    assert server.reads()[6:] == ["c8", "c10", "c12"]  # c8 afresh; c10 asked for afresh, then used
+    assert ahead.used == used + 1
+
+
+async def test_issue_34_walks_at_machine_pace_never_withdraw_each_others_next_page(served, tmp_path):
+    """Five walks taken in turns, each at machine pace: a page asked for early never takes the
+    place of another walk's next page (8 held at most), so every page is read once (review9 3)."""
+    conn, server, make_reader = served
+    server.entries = [_entry(i) for i in range(20)]
+    reader = make_reader(codex_home=tmp_path)
+    ahead = reader.read_ahead
+    assert ahead is not None
+    limits = (2, 3, 4, 5, 6)  # five walks (the test server's pages are of 2 at any limit)
+    cursors: dict[int, Any] = {limit: None for limit in limits}
+    pages, started = 0, set()
+    while len(started) < len(limits) or any(c is not None for c in cursors.values()):
+        for limit in limits:
+            if limit in started and cursors[limit] is None:
+                continue
+            started.add(limit)
+            page = await reader.read_page_json(TID, scope="items", cursor=cursors[limit], limit=limit)
+            cursors[limit] = msgspec.json.decode(bytes(page))["nextCursor"]
+            pages += 1
+            await trio.testing.wait_all_tasks_blocked()
+            assert len(ahead) <= ahead.max_pages
+    assert pages == 50 and len(server.reads()) == 50 and ahead.dropped == 0
+
+
+@pytest.mark.parametrize("seed", range(60))
+async def test_issue_34_fuzz_a_walk_is_never_read_more_than_one_page_past_the_next_request(
+        served, tmp_path, autojump_clock, seed):
+    """Random pauses around the TTL, notifications and restarts of the walk: no page held for
+    the walk since it (re)started is more than one page past the page the host asks for next,
+    and at most 8 are held (review9)."""
+    import random
+
+    rng = random.Random(seed)
+    conn, server, make_reader = served
+    server.entries = [_entry(i) for i in range(40)]  # twenty pages
+    reader = make_reader(codex_home=tmp_path)
+    ahead = reader.read_ahead
+    assert ahead is not None
+    cursor: Any = None
+    before: set[int] = set()  # pages held when the walk (re)started: they are of its old position
+    for _ in range(40):
+        if cursor is None:
+            before = {id(a) for a in ahead._pages.values()}
+        page = msgspec.json.decode(bytes(await reader.read_page_json(TID, scope="items", cursor=cursor, limit=2)))
+        nxt = page["nextCursor"]
+        if rng.random() < 0.1:
+            await trio.testing.wait_all_tasks_blocked()
+            await server.peer.resp.send_all(b'{"method":"thread/status/changed","params":{"threadId":"%s"}}\n'
+                                            % TID.encode())
+        if rng.random() < 0.5:
+            await trio.sleep(rng.choice([0.01, 0.1, 0.4, 0.6, 0.9, 1.2]))
+        await trio.testing.wait_all_tasks_blocked()
+        if nxt is not None:
+            held = [int(k[2][1:]) for k, a in ahead._pages.items()
+                    if id(a) not in before and not a.scope.cancel_called]
+            assert all(c <= int(nxt[1:]) + 2 for c in held), (held, nxt, server.reads())
+        assert len(ahead) <= ahead.max_pages
+        cursor = nxt if nxt is not None and rng.random() < 0.95 else None
 
 
 async def _walk_from(reader: HistoryReader, cursor: Any) -> list[Any]:
@@ -669,22 +794,23 @@ async def test_issue_34_a_read_ahead_that_timed_out_is_the_hosts_timeout_only_wh
 
 
 class _ComesRegardless:
-    """Each read is answered ``{"data":[],"nextCursor":"c6"}`` once ``came`` is set, even if it
+    """Each read is answered ``{"data":[],"nextCursor":after}`` once ``came`` is set, even if it
     was withdrawn meanwhile (its reply was on its way); :meth:`on_text` notes each page that
-    came and asks for c6 after it."""
+    came and asks for ``after`` after it."""
 
-    def __init__(self) -> None:
+    def __init__(self, after: str = "c6") -> None:
         self.came = trio.Event()
         self.chained: list[Any] = []
+        self.after = after
 
     async def result(self) -> Any:
         with trio.CancelScope(shield=True):
             await self.came.wait()
-        return b'{"data":[],"nextCursor":"c6"}'
+        return b'{"data":[],"nextCursor":"%s"}' % self.after.encode()
 
     def on_text(self, key: Any, text: bytes, ask_next: Any) -> None:
         self.chained.append(key)
-        ask_next("c6")
+        ask_next(self.after)
 
 
 async def test_issue_34_a_withdrawn_wait_chains_nothing_when_the_page_still_comes():
@@ -695,28 +821,32 @@ async def test_issue_34_a_withdrawn_wait_chains_nothing_when_the_page_still_come
     async with trio.open_nursery() as n:
         ahead.answered(n, conn, C0, "c2", pages.on_text)  # type: ignore[arg-type]
         ahead.answered(n, conn, C2, "c4", pages.on_text)  # type: ignore[arg-type]
-        with trio.move_on_after(0.01):
-            await ahead.take(C4, conn)  # type: ignore[arg-type]
-        pages.came.set()
+        try:
+            with trio.move_on_after(0.01):
+                await ahead.take(C4, conn)  # type: ignore[arg-type]
+        finally:
+            pages.came.set()
     assert pages.chained == [C4] and len(conn.sent) == 1  # c4 came; c6 was not asked for
 
 
 async def test_issue_34_a_dropped_read_ahead_chains_nothing_when_its_answer_still_comes():
-    """A walk at machine pace (c2 was answered from a read-ahead); c4, asked for ahead, is
-    dropped (the oldest, for another walk's page) while its answer is on its way: the answer
-    comes and the page after it is not asked for."""
-    pages = _ComesRegardless()
-    ahead, conn = PageReadAhead(max_pages=1), _Conn(pages.result)
+    """A walk at machine pace (c2 and c4 answered from read-aheads, at once); c6, asked for
+    ahead, is dropped (a request for it came on another connection) while its answer is on its
+    way: the answer comes and the page after it is not asked for."""
+    pages = _ComesRegardless(after="c8")
+    ahead, conn = PageReadAhead(), _Conn(pages.result)
     async with trio.open_nursery() as n:
-        ahead.answered(n, conn, C0, "c2", pages.on_text)  # type: ignore[arg-type]
-        ahead.answered(n, conn, C2, "c4", pages.on_text, from_ahead=True)  # type: ignore[arg-type]
-        other = ("t2", "thread/items/list", None, 2, None)
-        ahead.answered(n, conn, other, "x2", pages.on_text)  # type: ignore[arg-type]
-        ahead.answered(n, conn, (*other[:2], "x2", *other[3:]), "x4", pages.on_text)  # type: ignore[arg-type]
-        assert ahead.dropped == 1  # c4 withdrawn for x4
-        await trio.testing.wait_all_tasks_blocked()
-        pages.came.set()
-    assert C4 in pages.chained and [p["cursor"] for p in conn.sent] == ["c4", "x4"]  # no c6
+        try:
+            ahead.answered(n, conn, C0, "c2", pages.on_text)  # type: ignore[arg-type]
+            ahead.answered(n, conn, C2, "c4", pages.on_text, from_ahead=True)  # type: ignore[arg-type]
+            ahead.answered(n, conn, C4, "c6", pages.on_text, from_ahead=True)  # type: ignore[arg-type]
+            assert await ahead.take((*C4[:2], "c6", *C4[3:]), _Conn()) is None  # type: ignore[arg-type]
+            assert ahead.dropped == 1 and len(ahead) == 1  # c6 withdrawn (c4 still held)
+            await trio.testing.wait_all_tasks_blocked()
+        finally:
+            pages.came.set()  # the answers come (shielded: they would outlive a failed test)
+    assert (*C4[:2], "c6", *C4[3:]) in pages.chained  # c6's answer came
+    assert [p["cursor"] for p in conn.sent] == ["c4", "c6"]  # and no c8
 
 
 def test_issue_34_read_ahead_is_bounded():
