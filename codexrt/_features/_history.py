@@ -214,6 +214,10 @@ class HistoryReader:
             self._home = resolve_codex_home(self._home_given, self._home_env)
         return self._home
 
+    @codex_home.setter
+    def codex_home(self, value: str | os.PathLike[str]) -> None:
+        self._home = Path(value)
+
     async def _masker(self) -> tuple[Masker | None, tuple[str, ...]]:
         """The privacy-index masking of this read (R-PRIV-2) and the notices it implies: no
         index → no masker (legacy reads then carry :data:`MASKING_NOTICE`); an index that lost
