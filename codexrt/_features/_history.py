@@ -185,7 +185,6 @@ class HistoryReader:
         self._nursery = nursery
         self._provider = provider
         self._home_given, self._home_env = codex_home, env
-        self._home: Path | None = None
         self.inactive = inactive or provider is None
         self.redact = redact
         self.privacy = privacy
@@ -204,19 +203,11 @@ class HistoryReader:
     def __repr__(self) -> str:
         return f"<HistoryReader inactive={self.inactive} known={len(self.index)}>"
 
-    @property
+    @functools.cached_property
     def codex_home(self) -> Path:
-        """The ``CODEX_HOME`` whose rollout files this reader reads: ``codex_home`` given, else
-        the ``CODEX_HOME`` of ``env`` (a runtime's child's environment; ``os.environ`` when
-        None), else ``~/.codex`` (:func:`~codexrt._io._codex_home.resolve_codex_home`). Found on
-        first use: a page read never needs it (serve makes a reader per command, issue 34)."""
-        if self._home is None:
-            self._home = resolve_codex_home(self._home_given, self._home_env)
-        return self._home
-
-    @codex_home.setter
-    def codex_home(self, value: str | os.PathLike[str]) -> None:
-        self._home = Path(value)
+        """The ``CODEX_HOME`` of the rollout files read (``codex_home``, else ``env``'s, else
+        ``~/.codex``), found on first use: a page read never needs it (issue 34)."""
+        return resolve_codex_home(self._home_given, self._home_env)
 
     async def _masker(self) -> tuple[Masker | None, tuple[str, ...]]:
         """The privacy-index masking of this read (R-PRIV-2) and the notices it implies: no
@@ -669,22 +660,25 @@ class HistoryReader:
             raise RelationUnverified(
                 f"thread {thread_id} is not a descendant of {parent_thread_id} (ancestry: {ancestry or 'none'})",
                 details={"threadId": thread_id, "parentThreadId": thread.get("parentThreadId"), "ancestry": ancestry})
-        status = await self._own_status(conn, thread)
+        status = await _own_status(conn, thread)
         return SubagentView(thread=thread, parent_thread_id=thread.get("parentThreadId"), ancestry=tuple(ancestry),
                             relation_verified=verified, status=status)
 
-    async def _own_status(self, conn: Connection, thread: dict[str, Any]) -> str:
-        st = _status_type(thread.get("status"))
-        if st == "active":
-            return "inProgress"
-        try:
-            res = await call_read(conn, "thread/turns/list", {"threadId": thread["id"], "limit": 1, "sortDirection": "desc"})
-        except RpcError:
-            return "unknown"  # unknown means keep querying, never guess (R-H-8)
-        data = res.get("data") if isinstance(res, dict) else None
-        if isinstance(data, list) and data and isinstance(data[0], dict):
-            return _norm_status(data[0].get("status"))
-        return "unknown"
+
+async def _own_status(conn: Connection, thread: dict[str, Any]) -> str:
+    """A sub-agent thread's own status (R-H-8): ``inProgress`` while active, else its latest
+    turn's, ``unknown`` when that cannot be read."""
+    st = _status_type(thread.get("status"))
+    if st == "active":
+        return "inProgress"
+    try:
+        res = await call_read(conn, "thread/turns/list", {"threadId": thread["id"], "limit": 1, "sortDirection": "desc"})
+    except RpcError:
+        return "unknown"  # unknown means keep querying, never guess (R-H-8)
+    data = res.get("data") if isinstance(res, dict) else None
+    if isinstance(data, list) and data and isinstance(data[0], dict):
+        return _norm_status(data[0].get("status"))
+    return "unknown"
 
 
 @contextlib.asynccontextmanager

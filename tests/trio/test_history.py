@@ -171,7 +171,7 @@ async def test_r_h_3_a_runtime_whose_env_names_codex_home_has_its_rollouts_read_
                                             counter=MessageCounter(n), nursery=n)
     assert tr.source == "legacy" and tr.message_count
     assert got["transcript"]["source"] == "legacy" and got["transcript"]["messageCount"] == tr.message_count
-    reader.codex_home = str(tmp_path / "other")  # still assignable, as when it was a plain attribute
+    reader.codex_home = tmp_path / "other"  # still assignable, as when it was a plain attribute
     assert reader.codex_home == tmp_path / "other"
 
 
