@@ -33,15 +33,16 @@ A walk at machine pace is read one page further (:meth:`_chain`): when a page re
 and it is the page the host asks for next, the page after it is asked for the moment it comes,
 before serve makes its records — if the host already waits for it, or if the host's last
 :data:`MACHINE_PACE` pages were answered from read-aheads, each less than half the TTL after the
-one before (a host that takes its pages as fast as they come: a walk loading a whole history;
-the page asked for early is then still within the TTL when the host asks for it). A host that
-reads slower, or takes two pages and pauses (an editor filling its viewport), gets no page more
-than before; neither does one whose store of pages read ahead is full (a page asked for early
-never takes another walk's next page's place). Nothing is chained for a page withdrawn or
-dropped, or where serve makes no records ahead (a redacting channel, a privacy index to reload:
-``on_text`` does not call ``ask_next``). A walk is still read one page at a time — a page's
-cursor is only in the page before — and never more than one page past the page the host asks
-for next. A page asked for before anything happened on serve's connections is withdrawn when
+one before (a host that takes its pages as fast as they come: a walk loading a whole history).
+A host that reads slower, or takes two pages and pauses (an editor filling its viewport), gets
+no page more than before; neither does one whose store of pages read ahead is full (a page
+asked for early never takes another walk's next page's place). A walk one of whose early pages
+grows too old before its host asks for it (a pause within a longer burst, gaps that vary) gets
+no early page again while serve remembers it: one page read for nothing, at most. Nothing is
+chained for a page withdrawn or dropped, or where serve makes no records ahead (a redacting
+channel, a privacy index to reload: ``on_text`` does not call ``ask_next``). A walk is still
+read one page at a time — a page's cursor is only in the page before — and never more than one
+page past the page the host asks for next. A page asked for before anything happened on serve's connections is withdrawn when
 the next page is asked for, and asked for afresh if it is that page.
 
 Bounded: at most :data:`MAX_READ_AHEADS` pages held (the oldest is withdrawn; a page a request
@@ -96,6 +97,10 @@ def _walk_of(key: PageKey) -> tuple[str, str, Any, Any]:
     return key[0], key[1], key[3], key[4]
 
 
+#: A walk's streak once an early page of it grew too old unused: it never reaches MACHINE_PACE.
+_NO_EARLY_PAGES = -(1 << 30)
+
+
 def _is_cursor(value: Any) -> bool:
     return isinstance(value, (str, int)) and not isinstance(value, bool)
 
@@ -117,6 +122,7 @@ class _Ahead:
     nursery: trio.Nursery | None = None  # where the page after it is asked for (_chain)
     waited: bool = False  # the host's request for it waits for its answer
     timed_out: bool = False  # its answer did not come within the connection's RPC timeout
+    early: bool = False  # asked for at machine pace, before the host asked for the page before
 
 
 class PageReadAhead:
@@ -149,7 +155,10 @@ class PageReadAhead:
         ahead = self._pages.pop(key, None)
         if ahead is None:
             return None
-        if ahead.conn is not conn or conn.activity() != ahead.mark or trio.current_time() - ahead.sent_at > self.ttl:
+        if trio.current_time() - ahead.sent_at > self.ttl:
+            self._drop_old(ahead)
+            return None
+        if ahead.conn is not conn or conn.activity() != ahead.mark:
             self._drop(ahead)
             return None
         if not ahead.done.is_set():
@@ -179,11 +188,14 @@ class PageReadAhead:
         continues = key[2] is not None and last is not None and last[0] == key[2]
         now = trio.current_time()
         # machine pace: the last MACHINE_PACE answers of the walk came read ahead, each less
-        # than half the TTL after the one before — a page asked for one page early is then
-        # still fresh when the host asks for it, and a host that takes two pages and pauses
-        # (a viewport filled) is not one
+        # than half the TTL after the one before (a host that takes two pages and pauses, a
+        # viewport filled, is not one); a walk one of whose early pages grew too old before the
+        # host asked for it (_drop_old: uneven pacing) gets no early page again
         quick = from_ahead and continues and last is not None and now - last[2] < self.ttl / 2
-        streak = last[1] + 1 if quick and last is not None else 0
+        if last is not None and last[1] < 0:
+            streak = last[1]
+        else:
+            streak = last[1] + 1 if quick and last is not None else 0
         self._walks[walk] = (next_cursor, streak, now)
         self._walks.move_to_end(walk)
         while len(self._walks) > self.max_walks:
@@ -192,14 +204,16 @@ class PageReadAhead:
             self._ask(nursery, conn, key, next_cursor, on_text)
 
     def _ask(self, nursery: trio.Nursery, conn: Connection, key: PageKey, next_cursor: Any,
-             on_text: OnText | None) -> None:
+             on_text: OnText | None, *, early: bool = False) -> None:
         """Ask for the page after ``key`` (cursor ``next_cursor``) unless it is asked for already."""
         if not _is_cursor(next_cursor) or next_cursor == key[2]:
             return
         now = trio.current_time()
+        for old in [k for k, a in self._pages.items() if now - a.sent_at > self.ttl]:
+            self._drop_old(self._pages.pop(old))  # too old to answer anything now
         mark = conn.activity()  # process-wide: a page asked for before any change answers nothing
-        for old in [k for k, a in self._pages.items() if now - a.sent_at > self.ttl or a.mark != mark]:
-            self._drop(self._pages.pop(old))  # too old, or something happened since: it answers nothing now
+        for old in [k for k, a in self._pages.items() if a.mark != mark]:
+            self._drop(self._pages.pop(old))
         nxt: PageKey = (key[0], key[1], next_cursor, key[3], key[4])
         if nxt in self._pages or conn.closed.is_set():
             return
@@ -212,7 +226,7 @@ class PageReadAhead:
             pending = conn.send_request(key[1], params, raw=True)
         except CodexError:
             return  # the connection cannot take it now: the host's request will
-        ahead = _Ahead(conn, mark, now, on_text=on_text, key=nxt, nursery=nursery)
+        ahead = _Ahead(conn, mark, now, on_text=on_text, key=nxt, nursery=nursery, early=early)
         nursery.start_soon(self._fetch, ahead, pending)  # first: a page held is one being read
         self._pages[nxt] = ahead
         while len(self._pages) > self.max_pages:
@@ -221,6 +235,16 @@ class PageReadAhead:
     def _drop(self, ahead: _Ahead) -> None:
         self.dropped += 1
         ahead.scope.cancel()  # withdrawn if still in flight; its answer, if any, is let go
+
+    def _drop_old(self, ahead: _Ahead) -> None:
+        """:meth:`_drop` a page too old to answer anything; when it was an early page, its walk
+        is not at machine pace after all (it paused within a burst, or its gaps vary): that walk
+        gets no early page again while it is remembered — one page read for nothing, at most."""
+        self._drop(ahead)
+        walk = _walk_of(ahead.key) if ahead.early and ahead.key is not None else None
+        last = self._walks.get(walk) if walk is not None else None
+        if walk is not None and last is not None:
+            self._walks[walk] = (last[0], _NO_EARLY_PAGES, last[2])
 
     async def _fetch(self, ahead: _Ahead, pending: PendingCall) -> None:
         try:
@@ -252,5 +276,7 @@ class PageReadAhead:
             return
         # a page the host waits for; or, at machine pace, one page early — never in place of
         # another walk's next page (the oldest held would be withdrawn for it)
-        if ahead.waited or (last[1] >= MACHINE_PACE and len(self._pages) < self.max_pages):
+        if ahead.waited:
             self._ask(ahead.nursery, ahead.conn, key, next_cursor, ahead.on_text)
+        elif last[1] >= MACHINE_PACE and len(self._pages) < self.max_pages:
+            self._ask(ahead.nursery, ahead.conn, key, next_cursor, ahead.on_text, early=True)
