@@ -42,8 +42,9 @@ no early page again while serve remembers it: one page read for nothing, at most
 chained for a page withdrawn or dropped, or where serve makes no records ahead (a redacting
 channel, a privacy index to reload: ``on_text`` does not call ``ask_next``). A walk is still
 read one page at a time — a page's cursor is only in the page before — and never more than one
-page past the page the host asks for next. A page asked for before anything happened on serve's connections is withdrawn when
-the next page is asked for, and asked for afresh if it is that page.
+page past the page the host asks for next. A page asked for before anything happened on serve's
+connections is withdrawn when the next page is asked for, and asked for afresh if it is that
+page.
 
 Bounded: at most :data:`MAX_READ_AHEADS` pages held (the oldest is withdrawn; a page a request
 of the host waits for is that request's, no longer held), :data:`MAX_WALKS` walks remembered;
