@@ -234,13 +234,13 @@ class HistoryReader:
         """Start :meth:`_masker` now, on the reader's nursery, and return the wait for its
         result: the index (read afresh for every read, R-PRIV-2, on a worker thread) loads
         while a request is in flight instead of after it (issue 34). Not waited for, it ends
-        on its own; an error it met is raised by the wait. A :class:`PrivacyStore` whose files
-        are still the ones its last load read answers at once, without the task and the thread
-        (:meth:`PrivacyStore.cached_index`, exact)."""
-        src = self.privacy
-        held = src.cached_index() if isinstance(src, PrivacyStore) else None
-        if held is not None:
-            masking = Masker(held), ((PRIVACY_DAMAGED_NOTICE,) if held.conservative else ())
+        on its own; an error it met is raised by the wait. An index at hand (none, an index, a
+        :class:`PrivacyStore` whose files are still the ones its last load read:
+        :func:`_index_at_hand`) answers at once, without the task and the thread."""
+        at_hand, held = _index_at_hand(self.privacy)
+        if at_hand:
+            masking = (None, ()) if held is None else (
+                Masker(held), (PRIVACY_DAMAGED_NOTICE,) if held.conservative else ())
 
             async def ready() -> tuple[Masker | None, tuple[str, ...]]:
                 return masking
