@@ -105,8 +105,9 @@ from codexrt._io._history_files import RolloutInfo, find_rollout
 from codexrt._io._codex_home import resolve_codex_home
 from codexrt._io._privacy_store import PrivacyStore
 from codexrt._sansio._privacy import Masker, PrivacyIndex
-from codexrt._sansio._wire import decode_json
-from codexrt._sansio._projection import Projector, _norm_status
+from codexrt._sansio._wire import BoundedText, decode_json
+from codexrt._sansio._projection import (PAGE_MAX_DEPTH, RECORDS_DEPTH, Projector, _norm_status, decode_page,
+                                         page_records_json)
 from codexrt._sansio._redact import Redactor
 from codexrt._features._history_values import (
     ConnectionProvider,
@@ -522,7 +523,8 @@ class HistoryReader:
     async def read_page_json(self, thread_id: str, *, scope: str = "turns", cursor: Any = None,
                              limit: int | None = None, sort_direction: str | None = None) -> Any:
         """:meth:`read_page` for ``codexrt serve``: the same page, as its JSON text when it can
-        be (a :class:`msgspec.Raw` a writer emits verbatim), else as the dict. The server's own
+        be (a :class:`msgspec.Raw` a writer emits verbatim, or that text with how deep it
+        nests when a typed decode of the page proved it), else as the dict. The server's own
         result text is kept as it came — already within the R-WIRE-5 depth bound; serve still
         checks the whole line it writes — and the records are appended to it, instead of
         decoding and re-encoding the native data (issue 34)."""
@@ -575,6 +577,12 @@ class HistoryReader:
             if hit.reply is None:  # the same page, masked by the same index (its text: ``raw``)
                 hit.reply = _with_records(raw, hit.records_json)
             return hit.reply
+        if hit is None and encoded and method == "thread/items/list" and _plain_ok(self.redact, masker):
+            hit, on_next = _direct_page(raw, thread_id, index, on_next)
+            if hit is not None:
+                if cache is not None:
+                    cache.put(key, hit)
+                return hit.reply
         res = decode_json(raw) if raw else None
         if not isinstance(res, dict) or not isinstance(res.get("data"), list):
             raise RemoteProtocolError(f"{method} answered without a data list", details={"method": method})
@@ -587,7 +595,7 @@ class HistoryReader:
             # a privacy masker leaves messages as they are (Masker.mask): a page of them is
             # written as JSON directly
             items = method == "thread/items/list"
-            direct = items and self.redact is None and (masker is None or type(masker) is Masker)
+            direct = items and _plain_ok(self.redact, masker)
             plain = plain_page_json(res["data"], thread_id) if direct else None
             if plain is not None:
                 records = plain
@@ -744,6 +752,30 @@ def _index_at_hand(src: PrivacySource | None) -> tuple[bool, PrivacyIndex | None
         return True, src
     index = src.cached_index() if isinstance(src, PrivacyStore) else None
     return index is not None, index
+
+
+def _plain_ok(redact: Callable[[str], str] | None, masker: Masker | None) -> bool:
+    """Whether a page of plain messages may be written as JSON directly: no redactor, and no
+    masker or a privacy masker (:meth:`Masker.mask` leaves messages as they are)."""
+    return redact is None and (masker is None or type(masker) is Masker)
+
+
+def _direct_page(raw: bytes, thread_id: str, index: PrivacyIndex | None,
+                 on_next: Callable[[Any], None] | None) -> tuple[CachedPage | None, Callable[[Any], None] | None]:
+    """The page whose result text is ``raw``, its records made straight from that text when
+    it is a page of plain messages (typed, no dict per value: issue 34), with serve's reply;
+    else None (the general path runs). Second: ``on_next``, or None once it was called."""
+    page = decode_page(raw)
+    if page is None or page.has_own_records():
+        return None, on_next
+    if on_next is not None:  # the next page is asked for before this one is projected
+        on_next(page.nextCursor)
+    records_json = page_records_json(page, thread_id)
+    if records_json is None:
+        return None, None
+    hit = CachedPage(raw, len(page.data), index, None, records_json, next_cursor=page.nextCursor)
+    hit.reply = BoundedText(_with_records(raw, records_json), max(PAGE_MAX_DEPTH, 1 + RECORDS_DEPTH))
+    return hit, None
 
 
 def _with_records(result: bytes, records_json: bytes) -> msgspec.Raw:

@@ -48,7 +48,8 @@ class CachedPage:
     records: list[dict[str, Any]] | None
     records_json: bytes | None = None
     #: serve's reply text (the result with the records appended), once made: the same object
-    #: for every answer of this page, so serve's writer checks its depth once
+    #: for every answer of this page, so serve's writer checks its depth once (a ``BoundedText``
+    #: when its depth is known: never)
     reply: Any = None
     #: the result's ``nextCursor`` (serve's read-ahead asks for that page next)
     next_cursor: Any = None

@@ -48,6 +48,7 @@ __all__ = [
     "APPS_OPEN_PAGE_TAG",
     "FileMention",
     "SanitizedUserText",
+    "may_hold_wrapper",
     "sanitize_user_text",
 ]
 
@@ -120,13 +121,19 @@ def _strip_leading_wrapper(
     return lead[m.end() :]
 
 
+def may_hold_wrapper(text: str) -> bool:
+    """False when no wrapper :func:`sanitize_user_text` strips can be in ``text`` (it then
+    returns the text as it is): most messages (issue 34)."""
+    return IDE_CONTEXT_HEADER in text or FILES_MENTIONED_HEADER in text or APPS_OPEN_PAGE_TAG in text
+
+
 def sanitize_user_text(text: str) -> SanitizedUserText:
     """Strip client wrappers from a **user** message's text (R-CTX-5, R-H-4).
 
     Never call this on assistant text. Returns the input unchanged (``stripped == ()``) when
     no known wrapper is present.
     """
-    if IDE_CONTEXT_HEADER not in text and FILES_MENTIONED_HEADER not in text and APPS_OPEN_PAGE_TAG not in text:
+    if not may_hold_wrapper(text):
         return SanitizedUserText(text=text)  # no wrapper can match: most messages (issue 34)
     stripped: list[str] = []
     mentions: list[FileMention] = []

@@ -60,6 +60,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_INPUT_CHARS",
     "json_depth_exceeds",
+    "BoundedText",
 ]
 
 #: Deepest nesting of arrays/objects accepted in one app-server line. Real payloads stay far
@@ -209,6 +210,20 @@ def json_depth_exceeds(data: bytes, limit: int) -> bool:
         else:
             depth -= n
     return limit < 0  # the passes emptied the shape: its depth was what they removed
+
+
+@attrs.frozen
+class BoundedText:
+    """JSON ``text`` to write verbatim (a :class:`msgspec.Raw`) that nests at most
+    ``max_depth`` levels, known from how it was made — so a writer that bounds the depth of
+    what it writes (``codexrt serve``) need not walk it again (issue 34: a history page's reply
+    whose structure a typed decode proved). ``bytes()`` gives the text."""
+
+    text: Raw
+    max_depth: int
+
+    def __bytes__(self) -> bytes:
+        return bytes(self.text)
 
 
 def encode_json(obj: Any) -> bytes:

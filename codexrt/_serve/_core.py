@@ -25,7 +25,7 @@ from codexrt._runtime._config import RuntimeConfig
 from codexrt._sansio._errors import ClosedError, CodexError, TooManyChannels
 from codexrt._sansio._framing import DEFAULT_MAX_LINE
 from codexrt._sansio._redact import process_redactor
-from codexrt._sansio._wire import json_depth_exceeds
+from codexrt._sansio._wire import BoundedText, json_depth_exceeds
 from codexrt._serve._channel import Answer, Channel, answering
 from codexrt._serve._codec import (MAX_COMMAND_DEPTH, Command, RequestId, encode_line, error_reply, response_error,
                                   response_ok)
@@ -99,7 +99,10 @@ class _ShallowEncoder:
     ``id``). The bounds cover the pages serve's page cache holds (about 50 of 100 items), and a
     page written again is kept longest: with the oldest dropped first and 32 kept, an editor that
     re-read one thread while reading others lost every verdict and had each 50 KB page checked
-    again (bench/RESULTS.md, eighth round). Every other line is checked whole, as before."""
+    again (bench/RESULTS.md, eighth round). A result that is a
+    :class:`~codexrt._sansio._wire.BoundedText` (a page whose depth its typed decode proved) is
+    written unchecked when that bound is within serve's, else checked as a ``Raw``. Every other
+    line is checked whole, as before."""
 
     MAX_KEPT = 64
     MAX_KEPT_BYTES = 8 << 20
@@ -109,8 +112,14 @@ class _ShallowEncoder:
         self._held_bytes = 0
 
     def __call__(self, obj: Any) -> bytes:
-        result = obj.get("result") if type(obj) is dict and len(obj) == 4 and obj.get("type") == "response" else None
-        if type(result) is not msgspec.Raw or not isinstance(obj.get("id"), (str, int, type(None))):
+        result = obj.get("result") if type(obj) is dict and obj.get("type") == "response" else None
+        if type(result) is BoundedText:  # its depth is known: within the bound, nothing to walk
+            obj = {**obj, "result": result.text}
+            if result.max_depth < MAX_COMMAND_DEPTH and len(obj) == 4 and isinstance(obj["id"], (str, int)):
+                return encode_line(obj)
+            result = result.text
+        if (type(result) is not msgspec.Raw or len(obj) != 4
+                or not isinstance(obj.get("id"), (str, int, type(None)))):
             return _encode_shallow(obj)
         kept = self._verdicts.pop(id(result), None)
         if kept is not None:

@@ -199,9 +199,8 @@ def test_r_h_4_plain_pages_take_the_direct_path_and_others_decline() -> None:
         assert plain_page_json(declined, TID) is None
 
 
-def test_r_h_4_recorded_session_messages_and_flood_pages_agree() -> None:
-    """The real 0.169.0 session's message items (``item/completed``) as pages, and the flood
-    peer's synthetic thread (the bench's pages): direct path, same records."""
+def recorded_message_entries() -> list[dict[str, Any]]:
+    """The real 0.169.0 session's message items (``item/completed``) as page entries."""
     items = []
     for line in (DATA / "real-session-0.169.0.jsonl").read_text().splitlines():
         msg = json.loads(line)
@@ -210,6 +209,13 @@ def test_r_h_4_recorded_session_messages_and_flood_pages_agree() -> None:
             if params["item"].get("type") in ("userMessage", "agentMessage"):
                 items.append({"turnId": params.get("turnId", ""), "item": params["item"]})
     assert items, "the recorded session has message items"
+    return items
+
+
+def test_r_h_4_recorded_session_messages_and_flood_pages_agree() -> None:
+    """The real 0.169.0 session's message items (``item/completed``) as pages, and the flood
+    peer's synthetic thread (the bench's pages): direct path, same records."""
+    items = recorded_message_entries()
     assert plain_page_records(items, TID) is not None
     assert _fast(items) == _general(items)
     assert _json_agrees(items) and plain_page_json(items, TID) is not None

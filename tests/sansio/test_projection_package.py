@@ -12,7 +12,7 @@ import codexrt._sansio._projection as projection
 
 PKG = Path(projection.__file__).parent
 #: Bottom first: a module may import only modules listed before it.
-ORDER = ["_records", "_shapes", "_native", "_legacy", "_store", "_native_feed", "_replay", "_legacy_feed",
+ORDER = ["_records", "_shapes", "_native", "_plain_text", "_legacy", "_store", "_native_feed", "_replay", "_legacy_feed",
          "_projector", "_tally", "__init__"]
 
 

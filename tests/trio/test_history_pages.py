@@ -15,6 +15,7 @@ import msgspec
 from codexrt._features._history import HistoryReader
 from codexrt._features._history_pages import CachedPage, PageRecordsCache
 from codexrt._sansio._privacy import PrivacyIndex
+from codexrt._sansio._wire import BoundedText
 
 TID = "01a22d24-784b-70a1-b4d2-eee60df61981"
 
@@ -167,7 +168,9 @@ async def test_serve_form_is_the_result_text_with_records_appended(nursery, tmp_
     assert answers[1] is answers[2]  # one reply object per cached page: serve checks its depth once
     conn.pages[None][0] = _entry(0, "edited")
     changed = await reader.read_page_json(TID, scope="items")
-    assert changed is not answers[2] and msgspec.json.decode(changed)["records"][0]["text"] == "edited"
+    assert changed is not answers[2] and msgspec.json.decode(bytes(changed))["records"][0]["text"] == "edited"
+    # made straight from the page's text (a typed decode): how deep it nests is known
+    assert type(changed) is BoundedText and changed.max_depth == 9
     assert cache.hits == 3 and cache.get((TID, "thread/items/list", None, None, None), b"x", None) is None
 
     class _Odd(_Conn):

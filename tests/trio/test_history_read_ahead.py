@@ -151,6 +151,27 @@ async def test_issue_34_a_walk_reads_each_page_once_and_answers_as_without_read_
     assert [r["id"] for p in pages for r in p["records"]] == [e["item"]["id"] for e in server.entries]
 
 
+async def test_issue_34_pages_the_typed_path_declines_are_read_once_and_answered_the_general_way(
+        served, tmp_path):
+    """A page the typed decode takes but whose records it declines (a ``clientId`` seen twice),
+    one it does not decode (a field no schema names), one with an image: each is asked for
+    once — the next page too, though the typed path asked for it before declining — and
+    answered as a reader without read-ahead or cache answers it."""
+    conn, server, make_reader = served
+    server.entries[2]["item"]["clientId"] = server.entries[0]["item"]["clientId"] = "c"  # page 1 of 5
+    server.entries[2], server.entries[1] = server.entries[1], server.entries[2]
+    server.entries[4]["item"]["other"] = {"x": [1]}  # page 3
+    server.entries[6]["item"]["content"].append({"type": "image", "url": "data:image/png;base64,AA"})  # page 4
+    reader = make_reader(codex_home=tmp_path)
+    pages = await _walk(reader)
+    ahead = reader.read_ahead
+    assert ahead is not None
+    assert server.reads() == [None, "c2", "c4", "c6", "c8"] and ahead.used == 3 and ahead.dropped == 0
+    assert pages == await _walk(make_reader(codex_home=tmp_path, page_cache=None, read_ahead=None))
+    assert pages[0]["records"][0]["clientId"] == "c" and len(pages[0]["records"]) == 1  # re-keyed: one record
+    assert len(pages[3]["records"][0]["images"]) == 1
+
+
 async def test_issue_34_a_read_ahead_page_has_its_records_made_before_the_request(served, tmp_path):
     conn, server, make_reader = served
     reader = make_reader(codex_home=tmp_path)
@@ -370,13 +391,13 @@ async def test_issue_34_a_waiting_host_gets_the_page_after_asked_for_before_this
     assert ahead is not None
     c6 = (TID, "thread/items/list", "c6", 2, None)
     asked_when_projected: dict[str, bool] = {}
-    plain = history.plain_page_json
+    plain = history.page_records_json
 
-    def spy(entries: Any, thread_id: Any) -> Any:
-        asked_when_projected[entries[0]["item"]["id"]] = c6 in ahead._pages
-        return plain(entries, thread_id)
+    def spy(page: Any, thread_id: Any) -> Any:
+        asked_when_projected[page.data[0].item.id] = c6 in ahead._pages
+        return plain(page, thread_id)
 
-    monkeypatch.setattr(history, "plain_page_json", spy)
+    monkeypatch.setattr(history, "page_records_json", spy)
     await reader.read_page_json(TID, scope="items", limit=2)
     await reader.read_page_json(TID, scope="items", cursor="c2", limit=2)  # c4 is asked for now…
     server.hold = True  # …and answered only once the host waits for it
@@ -429,14 +450,20 @@ async def test_issue_34_a_host_that_has_not_asked_yet_gets_no_page_more(served, 
     assert server.reads() == [None, "c2", "c4"]
 
 
-async def test_issue_34_a_walk_at_machine_pace_is_read_one_page_past_the_next_request(served, tmp_path):
+@pytest.mark.parametrize("declined", [False, True])
+async def test_issue_34_a_walk_at_machine_pace_is_read_one_page_past_the_next_request(served, tmp_path, declined):
     """Two pages in a row answered from read-aheads, each within half the TTL of the one before
     (a host that takes its pages as fast as they come): when the next page read ahead comes,
     the one after it is asked for at once, before the host asks for the next — and no further:
     never more than one page past the page the host asks for next. Every page is read once and
-    equals a fresh read."""
+    equals a fresh read. ``declined``: the typed path decodes every page but declines its
+    records (an id seen twice), so each is projected the general way — and the walk is still
+    told of each answer once."""
     conn, server, make_reader = served
     server.entries = [_entry(i) for i in range(20)]  # ten pages
+    if declined:
+        for i in range(1, 20, 2):
+            server.entries[i]["item"]["id"] = server.entries[i - 1]["item"]["id"]
     reader = await _c4_read_ahead(make_reader, tmp_path)  # c0 and c2 read as asked; c4 came ahead
     await reader.read_page_json(TID, scope="items", cursor="c4", limit=2)  # from the read-ahead: one in a row
     await trio.testing.wait_all_tasks_blocked()

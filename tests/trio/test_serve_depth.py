@@ -82,6 +82,21 @@ def test_a_raw_result_keeps_its_depth_verdict_and_it_equals_the_whole_line_check
     assert enc._held_bytes <= 100 and len(enc._verdicts) == 1
 
 
+def _count_checks(monkeypatch: Any) -> list[bytes]:
+    """The texts serve's writer walks for their depth from now on."""
+    import codexrt._serve._core as core
+
+    checked: list[bytes] = []
+    exceeds = core.json_depth_exceeds
+
+    def counting(data: bytes, limit: int) -> bool:
+        checked.append(data)
+        return exceeds(data, limit)
+
+    monkeypatch.setattr(core, "json_depth_exceeds", counting)
+    return checked
+
+
 def test_issue_34_a_page_written_again_keeps_its_depth_verdict_while_other_pages_come(monkeypatch):
     """The verdicts are dropped least recently written first, and cover the pages serve's page
     cache holds: an editor that re-reads one thread's 20 pages while reading 20 new ones each
@@ -92,14 +107,7 @@ def test_issue_34_a_page_written_again_keeps_its_depth_verdict_while_other_pages
     import codexrt._serve._core as core
     from codexrt._serve._codec import response_ok
 
-    checked: list[bytes] = []
-    exceeds = core.json_depth_exceeds
-
-    def counting(data: bytes, limit: int) -> bool:
-        checked.append(data)
-        return exceeds(data, limit)
-
-    monkeypatch.setattr(core, "json_depth_exceeds", counting)
+    checked = _count_checks(monkeypatch)
     enc = core._ShallowEncoder()
     again = [msgspec.Raw(b'{"page":%d,"data":[[1]]}' % k) for k in range(20)]
     for round_ in range(6):
@@ -115,3 +123,29 @@ def test_issue_34_a_page_written_again_keeps_its_depth_verdict_while_other_pages
         enc(response_ok("h", first))
         enc(response_ok("h", msgspec.Raw(b'{"later":%d}' % k)))
     assert id(first) in enc._verdicts
+
+
+def test_issue_34_a_reply_whose_depth_is_known_is_written_without_a_walk(monkeypatch):
+    """A history page made straight from its text (``BoundedText``: the typed decode proved how
+    deep it nests) is written as its text, unchecked, when that bound is within serve's
+    (R-WIRE-5); a bound past it is checked as any ``Raw`` result is, and a reply that really
+    is too deep becomes the ``PROTOCOL_ERROR`` reply. The bytes equal the ``Raw``'s."""
+    import msgspec
+
+    import codexrt._serve._core as core
+    from codexrt._sansio._wire import BoundedText
+    from codexrt._serve._codec import response_ok
+
+    text = msgspec.Raw(b'{"data":[{"a":[1]}],"records":[]}')
+    deep = msgspec.Raw(('{"v":' + _nested(MAX_COMMAND_DEPTH) + "}").encode())
+    want = {rid: core._encode_shallow(response_ok(rid, t)) for rid, t in (("h1", text), (7, text), ("d", deep))}
+    checked = _count_checks(monkeypatch)
+    enc = core._ShallowEncoder()
+    for bound in (3, MAX_COMMAND_DEPTH - 1):
+        for rid in ("h1", 7):
+            assert enc(response_ok(rid, BoundedText(text, bound))) == want[rid]
+    assert checked == []
+    assert enc(response_ok("h1", BoundedText(text, MAX_COMMAND_DEPTH))) == want["h1"]
+    assert len(checked) == 1  # a bound past serve's: walked
+    line = enc(response_ok("d", BoundedText(deep, MAX_COMMAND_DEPTH + 5)))
+    assert b"PROTOCOL_ERROR" in line and line == want["d"]

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 from ._native import plain_message_json, project_native_item
 from ._native_feed import plain_page
+from ._plain_text import PAGE_MAX_DEPTH, RECORDS_DEPTH, PlainPage, decode_page, page_records_json
 from ._projector import Projector
 from ._records import (
     STATUSES,
@@ -112,6 +113,11 @@ __all__ = [
     "TurnGroup",
     "Projector",
     "project_native_item",
+    "PAGE_MAX_DEPTH",
+    "RECORDS_DEPTH",
+    "PlainPage",
+    "decode_page",
+    "page_records_json",
     "plain_message_json",
     "plain_page",
     "count_messages",
