@@ -116,7 +116,7 @@ class _ShallowEncoder:
         if type(result) is BoundedText:  # its depth is known: within the bound, nothing to walk
             obj = {**obj, "result": result.text}
             if result.max_depth < MAX_COMMAND_DEPTH and len(obj) == 4 and isinstance(obj["id"], (str, int)):
-                return encode_line(obj)
+                return _with_text(obj, result.text)
             result = result.text
         if (type(result) is not msgspec.Raw or len(obj) != 4
                 or not isinstance(obj.get("id"), (str, int, type(None)))):
@@ -133,7 +133,21 @@ class _ShallowEncoder:
                     self._held_bytes -= len(self._verdicts.pop(next(iter(self._verdicts)))[0])
                 self._verdicts[id(result)] = kept
                 self._held_bytes += size
-        return encode_line(shallow_line(obj)) if kept[1] else encode_line(obj)
+        return encode_line(shallow_line(obj)) if kept[1] else _with_text(obj, result)
+
+
+def _with_text(reply: dict[str, Any], text: msgspec.Raw) -> bytes:
+    """The line of ``reply``, whose last key ``result`` is ``text``: the envelope encoded with a
+    null result, the text put in its place — one copy of a 50 KB page, where encoding the reply
+    and appending the newline made two (issue 34)."""
+    head = encode_line({**reply, "result": None})
+    if not head.endswith(_NULL_RESULT):  # (not one of serve's replies: encoded as it is)
+        return encode_line(reply)
+    return b"".join((memoryview(head)[:-len(_NULL_END)], text, b"}\n"))
+
+
+_NULL_END = b"null}\n"
+_NULL_RESULT = b'"result":' + _NULL_END
 
 
 def shallow_line(obj: Any) -> dict[str, Any]:

@@ -149,3 +149,7 @@ def test_issue_34_a_reply_whose_depth_is_known_is_written_without_a_walk(monkeyp
     assert len(checked) == 1  # a bound past serve's: walked
     line = enc(response_ok("d", BoundedText(deep, MAX_COMMAND_DEPTH + 5)))
     assert b"PROTOCOL_ERROR" in line and line == want["d"]
+    # the line is the envelope with the text in the result's place; keys in another order too
+    odd = {"result": BoundedText(text, 3), "type": "response", "id": "h1", "ok": True}
+    assert enc(odd) == core.encode_line({**odd, "result": text}) == b'{"result":%s,"type":"response",' \
+        b'"id":"h1","ok":true}\n' % bytes(text)

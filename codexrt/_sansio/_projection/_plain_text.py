@@ -35,17 +35,17 @@ __all__ = ["PAGE_MAX_DEPTH", "RECORDS_DEPTH", "PlainPage", "decode_page", "page_
 _UNSET: Any = msgspec.UNSET
 
 
-class _ByteRange(msgspec.Struct, forbid_unknown_fields=True):
+class _ByteRange(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     start: int
     end: int
 
 
-class _TextElement(msgspec.Struct, forbid_unknown_fields=True):
+class _TextElement(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     byteRange: _ByteRange  # noqa: N815 (the wire's names)
     placeholder: str | None = None
 
 
-class _Block(msgspec.Struct, forbid_unknown_fields=True):
+class _Block(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     """One ``UserInput`` block: the fields of every kind the schema names."""
 
     type: str
@@ -58,7 +58,7 @@ class _Block(msgspec.Struct, forbid_unknown_fields=True):
     name: str = _UNSET
 
 
-class _Item(msgspec.Struct, forbid_unknown_fields=True):
+class _Item(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     """A ``userMessage`` or ``agentMessage`` item: the fields of both. The rare objects
     (``moderation``, ``memoryCitation``, ``questions``) only as null: a page with one takes the
     general path."""
@@ -77,7 +77,7 @@ class _Item(msgspec.Struct, forbid_unknown_fields=True):
     completedAtMs: int | None = None  # noqa: N815
 
 
-class _Entry(msgspec.Struct, forbid_unknown_fields=True):
+class _Entry(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     item: _Item
     turnId: str = _UNSET  # noqa: N815
     startedAtMs: int | None = None  # noqa: N815
@@ -85,7 +85,7 @@ class _Entry(msgspec.Struct, forbid_unknown_fields=True):
     outputDeferred: bool = False  # noqa: N815
 
 
-class PlainPage(msgspec.Struct, forbid_unknown_fields=True):
+class PlainPage(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     """A page whose entries all hold a message-shaped item. ``source``/``records``: set when
     the server's result has them (serve then answers the general way)."""
 
@@ -109,6 +109,8 @@ PAGE_MAX_DEPTH = 9
 RECORDS_DEPTH = 3
 
 
+# The structs are not tracked by the cycle collector (``gc=False``): a decoded page or a record
+# holds no cycle, and a page is thousands of them.
 _page_decoder = msgspec.json.Decoder(PlainPage)
 _encoder = msgspec.json.Encoder()
 
@@ -121,7 +123,7 @@ def decode_page(text: bytes) -> PlainPage | None:
         return None
 
 
-class _RecordJson(msgspec.Struct, tag_field="kind"):
+class _RecordJson(msgspec.Struct, tag_field="kind", gc=False):
     """The JSON of a message's record: ``record_to_json``'s keys, in its order (``kind``, the
     tag, first; a subclass's own fields after these)."""
 
