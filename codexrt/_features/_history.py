@@ -774,12 +774,18 @@ def _direct_page(raw: bytes, thread_id: str, index: PrivacyIndex | None,
     if records_json is None:
         return None, None
     hit = CachedPage(raw, len(page.data), index, None, records_json, next_cursor=page.nextCursor)
-    hit.reply = BoundedText(_with_records(raw, records_json), max(PAGE_MAX_DEPTH, 1 + RECORDS_DEPTH))
+    # the reply in pieces, the page's text not copied (the cache holds it: ``hit.result``)
+    hit.reply = BoundedText(_record_chunks(raw, records_json), max(PAGE_MAX_DEPTH, 1 + RECORDS_DEPTH))
     return hit, None
 
 
+def _record_chunks(result: bytes, records_json: bytes) -> tuple[memoryview, bytes, bytes, bytes]:
+    """``{**result, "source": "native", "records": records}`` as pieces of JSON text, from the
+    result's own text (an object holding a ``data`` list, neither ``source`` nor ``records``:
+    the caller checked; a view of it, not a copy) and the records' text."""
+    return memoryview(result)[:len(result.rstrip()) - 1], b',"source":"native","records":', records_json, b"}"
+
+
 def _with_records(result: bytes, records_json: bytes) -> msgspec.Raw:
-    """``{**result, "source": "native", "records": records}`` as JSON text, from the result's
-    own text (an object holding a ``data`` list, neither ``source`` nor ``records``: the
-    caller checked) and the records' text."""
-    return msgspec.Raw(b"".join((result.rstrip()[:-1], b',"source":"native","records":', records_json, b"}")))
+    """:func:`_record_chunks` as one text."""
+    return msgspec.Raw(b"".join(_record_chunks(result, records_json)))

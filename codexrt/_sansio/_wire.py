@@ -214,16 +214,17 @@ def json_depth_exceeds(data: bytes, limit: int) -> bool:
 
 @attrs.frozen
 class BoundedText:
-    """JSON ``text`` to write verbatim (a :class:`msgspec.Raw`) that nests at most
-    ``max_depth`` levels, known from how it was made — so a writer that bounds the depth of
-    what it writes (``codexrt serve``) need not walk it again (issue 34: a history page's reply
-    whose structure a typed decode proved). ``bytes()`` gives the text."""
+    """JSON text to write verbatim — the concatenation of ``chunks`` — that nests at most
+    ``max_depth`` levels, known from how it was made, so a writer that bounds the depth of what
+    it writes (``codexrt serve``) need not walk it again (issue 34: a history page's reply, the
+    server's page text and its records, whose structure a typed decode proved). Kept in
+    pieces, the text is copied once, into the line written; ``bytes()`` joins them."""
 
-    text: Raw
+    chunks: tuple[bytes | memoryview, ...]
     max_depth: int
 
     def __bytes__(self) -> bytes:
-        return bytes(self.text)
+        return b"".join(self.chunks)
 
 
 def encode_json(obj: Any) -> bytes:

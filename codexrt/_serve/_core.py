@@ -114,10 +114,10 @@ class _ShallowEncoder:
     def __call__(self, obj: Any) -> bytes:
         result = obj.get("result") if type(obj) is dict and obj.get("type") == "response" else None
         if type(result) is BoundedText:  # its depth is known: within the bound, nothing to walk
-            obj = {**obj, "result": result.text}
             if result.max_depth < MAX_COMMAND_DEPTH and len(obj) == 4 and isinstance(obj["id"], (str, int)):
-                return _with_text(obj, result.text)
-            result = result.text
+                return _with_text(obj, result.chunks)
+            obj = {**obj, "result": msgspec.Raw(bytes(result))}  # (checked as any text)
+            result = obj["result"]
         if (type(result) is not msgspec.Raw or len(obj) != 4
                 or not isinstance(obj.get("id"), (str, int, type(None)))):
             return _encode_shallow(obj)
@@ -133,17 +133,17 @@ class _ShallowEncoder:
                     self._held_bytes -= len(self._verdicts.pop(next(iter(self._verdicts)))[0])
                 self._verdicts[id(result)] = kept
                 self._held_bytes += size
-        return encode_line(shallow_line(obj)) if kept[1] else _with_text(obj, result)
+        return encode_line(shallow_line(obj)) if kept[1] else _with_text(obj, (result,))
 
 
-def _with_text(reply: dict[str, Any], text: msgspec.Raw) -> bytes:
-    """The line of ``reply``, whose last key ``result`` is ``text``: the envelope encoded with a
-    null result, the text put in its place — one copy of a 50 KB page, where encoding the reply
-    and appending the newline made two (issue 34)."""
+def _with_text(reply: dict[str, Any], chunks: tuple[Any, ...]) -> bytes:
+    """The line of ``reply``, whose last key ``result`` is the JSON text ``chunks`` joined: the
+    envelope encoded with a null result, the text put in its place — one copy of a 50 KB page,
+    where encoding the reply and appending the newline made two (issue 34)."""
     head = encode_line({**reply, "result": None})
     if not head.endswith(_NULL_RESULT):  # (not one of serve's replies: encoded as it is)
-        return encode_line(reply)
-    return b"".join((memoryview(head)[:-len(_NULL_END)], text, b"}\n"))
+        return encode_line({**reply, "result": msgspec.Raw(b"".join(chunks))})
+    return b"".join((memoryview(head)[:-len(_NULL_END)], *chunks, b"}\n"))
 
 
 _NULL_END = b"null}\n"

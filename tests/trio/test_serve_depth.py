@@ -129,7 +129,8 @@ def test_issue_34_a_reply_whose_depth_is_known_is_written_without_a_walk(monkeyp
     """A history page made straight from its text (``BoundedText``: the typed decode proved how
     deep it nests) is written as its text, unchecked, when that bound is within serve's
     (R-WIRE-5); a bound past it is checked as any ``Raw`` result is, and a reply that really
-    is too deep becomes the ``PROTOCOL_ERROR`` reply. The bytes equal the ``Raw``'s."""
+    is too deep becomes the ``PROTOCOL_ERROR`` reply. The bytes equal the ``Raw``'s (the text
+    joined from its pieces)."""
     import msgspec
 
     import codexrt._serve._core as core
@@ -139,17 +140,19 @@ def test_issue_34_a_reply_whose_depth_is_known_is_written_without_a_walk(monkeyp
     text = msgspec.Raw(b'{"data":[{"a":[1]}],"records":[]}')
     deep = msgspec.Raw(('{"v":' + _nested(MAX_COMMAND_DEPTH) + "}").encode())
     want = {rid: core._encode_shallow(response_ok(rid, t)) for rid, t in (("h1", text), (7, text), ("d", deep))}
+    parts = (memoryview(bytes(text))[:9], bytes(text)[9:])  # the text in pieces, one of them a view
+    assert bytes(BoundedText(parts, 3)) == bytes(text)
     checked = _count_checks(monkeypatch)
     enc = core._ShallowEncoder()
     for bound in (3, MAX_COMMAND_DEPTH - 1):
         for rid in ("h1", 7):
-            assert enc(response_ok(rid, BoundedText(text, bound))) == want[rid]
+            assert enc(response_ok(rid, BoundedText(parts, bound))) == want[rid]
     assert checked == []
-    assert enc(response_ok("h1", BoundedText(text, MAX_COMMAND_DEPTH))) == want["h1"]
+    assert enc(response_ok("h1", BoundedText(parts, MAX_COMMAND_DEPTH))) == want["h1"]
     assert len(checked) == 1  # a bound past serve's: walked
-    line = enc(response_ok("d", BoundedText(deep, MAX_COMMAND_DEPTH + 5)))
+    line = enc(response_ok("d", BoundedText((bytes(deep),), MAX_COMMAND_DEPTH + 5)))
     assert b"PROTOCOL_ERROR" in line and line == want["d"]
     # the line is the envelope with the text in the result's place; keys in another order too
-    odd = {"result": BoundedText(text, 3), "type": "response", "id": "h1", "ok": True}
+    odd = {"result": BoundedText(parts, 3), "type": "response", "id": "h1", "ok": True}
     assert enc(odd) == core.encode_line({**odd, "result": text}) == b'{"result":%s,"type":"response",' \
         b'"id":"h1","ok":true}\n' % bytes(text)
