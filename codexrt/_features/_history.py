@@ -519,15 +519,18 @@ class HistoryReader:
         assert isinstance(page, dict)
         return page
 
-    @malformed_data_is_typed("history data")
     async def read_page_json(self, thread_id: str, *, scope: str = "turns", cursor: Any = None,
                              limit: int | None = None, sort_direction: str | None = None) -> Any:
-        """:meth:`read_page` for ``codexrt serve``: the same page, as its JSON text when it can
-        be (a :class:`msgspec.Raw` a writer emits verbatim, or that text with how deep it
-        nests when a typed decode of the page proved it), else as the dict. The server's own
-        result text is kept as it came — already within the R-WIRE-5 depth bound; serve still
-        checks the whole line it writes — and the records are appended to it, instead of
-        decoding and re-encoding the native data (issue 34)."""
+        """:meth:`read_page` as JSON text when it can be (a :class:`msgspec.Raw`: the server's
+        result text as it came, the records appended; issue 34), else as the dict."""
+        page = await self._serve_page(thread_id, scope, cursor, limit, sort_direction)
+        return msgspec.Raw(bytes(page)) if type(page) is BoundedText else page
+
+    @malformed_data_is_typed("history data")
+    async def _serve_page(self, thread_id: str, scope: str = "turns", cursor: Any = None, limit: int | None = None,
+                          sort_direction: str | None = None) -> Any:
+        """:meth:`read_page_json` for serve's writer: one object per cached page (its depth
+        checked once), a typed page as a :class:`~codexrt._sansio._wire.BoundedText` (never)."""
         return await self._page(thread_id, scope, cursor, limit, sort_direction, encoded=True)
 
     async def _page(self, thread_id: str, scope: str, cursor: Any, limit: int | None, sort_direction: str | None,

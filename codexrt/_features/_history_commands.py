@@ -63,8 +63,8 @@ async def run_history_command(rt: Any, name: str, params: dict[str, Any], *, cou
         tr = await reader.read_thread(p["threadId"])
         return {"thread": tr.thread, "transcript": transcript_to_json(tr)}
     if name == "codex.readHistoryPage":
-        return await reader.read_page_json(p["threadId"], scope=p.get("scope", "turns"), cursor=p.get("cursor"),
-                                           limit=p.get("limit"), sort_direction=p.get("sortDirection"))
+        return await reader._serve_page(p["threadId"], p.get("scope", "turns"), p.get("cursor"), p.get("limit"),
+                                        p.get("sortDirection"))  # serve's form (a BoundedText its writer knows)
     conn = await rt.ensure_started()
     if name == "codex.listThreads":
         res = await call_read(conn, "thread/list", p)

@@ -212,19 +212,26 @@ def json_depth_exceeds(data: bytes, limit: int) -> bool:
     return limit < 0  # the passes emptied the shape: its depth was what they removed
 
 
-@attrs.frozen
 class BoundedText:
     """JSON text to write verbatim — the concatenation of ``chunks`` — that nests at most
     ``max_depth`` levels, known from how it was made, so a writer that bounds the depth of what
     it writes (``codexrt serve``) need not walk it again (issue 34: a history page's reply, the
     server's page text and its records, whose structure a typed decode proved). Kept in
-    pieces, the text is copied once, into the line written; ``bytes()`` joins them."""
+    pieces, the text is copied once, into the line written; ``bytes()`` joins them. Not an
+    attrs class: msgspec would write one as an object of its fields (the pieces in base64), where
+    this way any writer but serve's refuses it."""
 
-    chunks: tuple[bytes | memoryview, ...]
-    max_depth: int
+    __slots__ = ("chunks", "max_depth")
+
+    def __init__(self, chunks: tuple[bytes | memoryview, ...], max_depth: int) -> None:
+        self.chunks = chunks
+        self.max_depth = max_depth
 
     def __bytes__(self) -> bytes:
         return b"".join(self.chunks)
+
+    def __repr__(self) -> str:
+        return f"BoundedText({sum(len(c) for c in self.chunks)} bytes, max_depth={self.max_depth})"
 
 
 def encode_json(obj: Any) -> bytes:

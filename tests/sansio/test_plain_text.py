@@ -71,6 +71,10 @@ def page_texts(draw: Any) -> bytes:
                                            "phase", "startedAtMs", "text", "id", "other"]))] = draw(_odd)
         if draw(st.integers(0, 8)) == 0:
             e[draw(st.sampled_from(["turnId", "startedAtMs", "outputDeferred", "other"]))] = draw(_odd)
+        if draw(st.integers(0, 3)) == 0:  # no turn id (a run of them: review11)
+            e.pop("turnId", None)
+        if isinstance(item, dict) and draw(st.integers(0, 5)) == 0:
+            item.pop("id", None)
     page: dict[str, Any] = {"data": entries}
     for key in ("nextCursor", "backwardsCursor", "source", "records", "other"):
         if draw(st.integers(0, 4)) == 0:
@@ -81,9 +85,47 @@ def page_texts(draw: Any) -> bytes:
     return text
 
 
+@st.composite
+def plain_page_texts(draw: Any) -> bytes:
+    """Pages of well-formed messages only (most take the typed path): turns interleaved or
+    absent, ids absent or repeated, ``clientId``s, wrapped user text, several text blocks."""
+    def entry(k: int) -> dict[str, Any]:
+        # mostly unique ids and clientIds (a repeated one makes the page decline)
+        iid = draw(st.sampled_from([None, "", "i0"])) if draw(st.integers(0, 7)) == 0 else f"i{k}"
+        if draw(st.booleans()):
+            item: dict[str, Any] = {"type": "agentMessage", "text": draw(st.text(max_size=4))}
+            if draw(st.booleans()):
+                item["phase"] = draw(st.sampled_from([None, "final_answer", "commentary"]))
+        else:
+            texts = st.text(max_size=4) | st.sampled_from([
+                "# Context from my IDE setup:\n## Active file: x.py\n## My request for Codex:\n fix it ",
+                "do it\n\n# Context from my IDE setup:\n## Open tabs: y", "<external_codex_apps_open_page>p"
+                                                                          "</external_codex_apps_open_page>hi"])
+            item = {"type": "userMessage", "content": [{"type": "text", "text": draw(texts), "text_elements": []}
+                                                       for _ in range(draw(st.integers(0, 2)))]}
+            if draw(st.booleans()):
+                item["clientId"] = draw(st.sampled_from([None, "", "c0"])) if draw(st.integers(0, 5)) == 0 else f"c{k}"
+        if iid is not None:
+            item["id"] = iid
+        e: dict[str, Any] = {"item": item}
+        turn = draw(st.sampled_from([None, "", "t1", "t2", "t3"]))
+        if turn is not None:
+            e["turnId"] = turn
+        return e
+
+    data = [entry(k) for k in range(draw(st.integers(0, 12)))]
+    return msgspec.json.encode({"data": data, "nextCursor": draw(st.sampled_from([None, "c"]))})
+
+
 @settings(max_examples=1500, deadline=None)
 @given(text=page_texts())
 def test_r_h_4_typed_page_records_equal_the_general_path(text: bytes) -> None:
+    _agrees(text)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(text=plain_page_texts())
+def test_r_h_4_typed_records_of_plain_pages_equal_the_general_path(text: bytes) -> None:
     _agrees(text)
 
 
@@ -168,6 +210,22 @@ def test_r_h_4_typed_records_come_turn_by_turn() -> None:
     got = msgspec.json.decode(page_records_json(decode_page(text), TID))  # type: ignore[arg-type]
     assert [r["id"] for r in got] == ["u1", "u3", "u2", "u5", "u4", "m6"]
     assert [r["clientId"] for r in got[:5]] == ["c1", "", None, "c5", "c4"] and got[5]["turnId"] == ""
+
+
+def test_r_h_4_entries_without_a_turn_id_or_an_id_in_a_row() -> None:
+    """An entry without ``turnId`` is in turn ``""``, an item without ``id`` has id ``""``, as
+    the general path reads them — also for the second such entry in a row (review11: its
+    record lost its ``turnId`` key)."""
+    def msg(i: str) -> dict[str, Any]:
+        return {"item": {"type": "agentMessage", "id": i, "text": "x"}}
+
+    for data in ([msg("a"), msg("b")], [msg("a"), msg("b"), {"turnId": "", **msg("c")}, msg("d")],
+                 [{"turnId": "t", **msg("a")}, msg("b"), msg("c")],
+                 [{"turnId": "t", "item": {"type": "agentMessage", "text": "x"}}, msg("b")]):
+        text = msgspec.json.encode({"data": data})
+        assert _agrees(text) == "typed"
+        got = msgspec.json.decode(page_records_json(decode_page(text), TID))  # type: ignore[arg-type]
+        assert all(r["turnId"] in ("", "t") and isinstance(r["id"], str) for r in got)
 
 
 def _depth(t: Any) -> int:

@@ -75,14 +75,15 @@ async def test_same_page_reuses_its_records_changed_data_does_not(nursery, tmp_p
 
 
 async def test_an_encoded_page_keeps_only_its_records_text(nursery, tmp_path):
-    """serve's read (``read_page_json``) keeps the records as their JSON text, not as values a
-    garbage collection walks; a dict-form read of the same page gets equal values, fresh."""
+    """serve's read (``_serve_page``) keeps the records as their JSON text, not as values a
+    garbage collection walks; a dict-form read of the same page gets equal values, fresh; the
+    public ``read_page_json`` gives the same text as a ``msgspec.Raw``."""
     conn = _Conn({None: [_entry(i) for i in range(6)]})
     cache, index = PageRecordsCache(), [PrivacyIndex("s")]
     reader = _reader(nursery, conn, cache, index, codex_home=tmp_path)
     projected = await HistoryReader(nursery, _provider(conn), privacy=lambda: index[0],
                                     codex_home=tmp_path).read_page(TID, scope="items", limit=6)
-    text = await reader.read_page_json(TID, scope="items", limit=6)
+    text = await reader._serve_page(TID, "items", limit=6)
     (held,) = cache._pages.values()
     assert held.records is None and held.records_json is not None
     assert msgspec.json.decode(bytes(text)) == projected
@@ -91,7 +92,9 @@ async def test_an_encoded_page_keeps_only_its_records_text(nursery, tmp_path):
     assert first == second == projected and cache.hits == 2
     first["records"][0]["text"] = "changed by a caller"
     assert (await reader.read_page(TID, scope="items", limit=6)) == projected
-    assert await reader.read_page_json(TID, scope="items", limit=6) is text  # the same reply object
+    assert await reader._serve_page(TID, "items", limit=6) is text  # the same reply object
+    public = await reader.read_page_json(TID, scope="items", limit=6)
+    assert type(public) is msgspec.Raw and bytes(public) == bytes(text)
 
 
 async def test_another_privacy_index_is_projected_afresh_r_priv_2(nursery, tmp_path):
@@ -151,27 +154,30 @@ def test_the_cache_is_bounded_by_entries_least_recently_used_first():
 
 
 async def test_serve_form_is_the_result_text_with_records_appended(nursery, tmp_path):
-    """``read_page_json`` (serve's form): the server's result text kept as it came, with the
-    same ``source`` and ``records`` as ``read_page``, whether projected or from the cache; a
-    result that already has one of those keys is answered as the dict (its keys overridden)."""
+    """``_serve_page`` (serve's form of ``read_page_json``): the server's result text kept as it
+    came, with the same ``source`` and ``records`` as ``read_page``, whether projected or from
+    the cache; a result that already has one of those keys is answered as the dict (its keys
+    overridden); the public form gives a typed page's text as a ``msgspec.Raw``."""
     conn = _Conn({None: [_entry(i) for i in range(6)]})
     cache = PageRecordsCache()
     reader = _reader(nursery, conn, cache, [PrivacyIndex("s")], codex_home=tmp_path)
     want = await reader.read_page(TID, scope="items")
     answers = []
     for _ in range(3):  # projected (the dict path cached only the records), then all from the cache
-        got = await reader.read_page_json(TID, scope="items")
+        got = await reader._serve_page(TID, "items")
         assert isinstance(got, msgspec.Raw)
         assert bytes(got).startswith(msgspec.json.encode({"data": conn.pages[None], "nextCursor": None})[:-1])
         assert msgspec.json.decode(got) == want
         answers.append(got)
     assert answers[1] is answers[2]  # one reply object per cached page: serve checks its depth once
     conn.pages[None][0] = _entry(0, "edited")
-    changed = await reader.read_page_json(TID, scope="items")
+    changed = await reader._serve_page(TID, "items")
     assert changed is not answers[2] and msgspec.json.decode(bytes(changed))["records"][0]["text"] == "edited"
     # made straight from the page's text (a typed decode): how deep it nests is known
     assert type(changed) is BoundedText and changed.max_depth == 9
-    assert cache.hits == 3 and cache.get((TID, "thread/items/list", None, None, None), b"x", None) is None
+    public = await reader.read_page_json(TID, scope="items")  # the public form: a Raw, the same text
+    assert type(public) is msgspec.Raw and bytes(public) == bytes(changed)
+    assert cache.hits == 4 and cache.get((TID, "thread/items/list", None, None, None), b"x", None) is None
 
     class _Odd(_Conn):
         async def call(self, method: str, params: Any, timeout: float | None = None, raw: bool = False) -> Any:

@@ -183,7 +183,7 @@ async def test_issue_34_a_read_ahead_page_has_its_records_made_before_the_reques
     assert server.reads() == [None, "c2", "c4"] and cache.hits == 0
     made = cache._pages[(TID, "thread/items/list", "c4", 2, None)]
     assert made.reply is not None  # made when the answer came
-    got = await reader.read_page_json(TID, scope="items", cursor="c4", limit=2)
+    got = await reader._serve_page(TID, "items", "c4", 2)
     await trio.testing.wait_all_tasks_blocked()
     assert got is made.reply and cache.hits == 1 and server.reads() == [None, "c2", "c4", "c6"]
 

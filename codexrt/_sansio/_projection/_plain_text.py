@@ -64,7 +64,7 @@ class _Item(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     general path."""
 
     type: str
-    id: str = _UNSET
+    id: str = ""  # absent: "" (as the general path reads it)
     text: str = _UNSET
     content: list[_Block] | None = None
     clientId: str | None = None  # noqa: N815
@@ -79,7 +79,7 @@ class _Item(msgspec.Struct, forbid_unknown_fields=True, gc=False):
 
 class _Entry(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     item: _Item
-    turnId: str = _UNSET  # noqa: N815
+    turnId: str = ""  # noqa: N815 (absent: "", as the general path reads it)
     startedAtMs: int | None = None  # noqa: N815
     completedAtMs: int | None = None  # noqa: N815
     outputDeferred: bool = False  # noqa: N815
@@ -181,18 +181,14 @@ def page_records_json(page: PlainPage, thread_id: str | None) -> bytes | None:
     for e in page.data:
         turn_id = e.turnId
         if turn_id != group_turn:  # records come turn by turn, in the order turns first appear
-            if turn_id is _UNSET:
-                turn_id = ""
-            elif turn_id.startswith("local-turn:"):
+            if turn_id.startswith("local-turn:"):
                 return None
-            group_turn = e.turnId
+            group_turn = turn_id
             group = turns.get(turn_id)  # type: ignore[assignment]
             if group is None:
                 group = turns[turn_id] = []
         item = e.item
         iid = item.id
-        if iid is _UNSET:
-            iid = ""
         ids.append(iid)
         t = item.type
         if t == "agentMessage":
