@@ -158,12 +158,17 @@ def test_r_h_7_tally_fallback_replays_kept_skeletons_to_the_projected_count(
 
 
 def test_r_h_7_tally_counts_an_id_listed_twice_as_the_projection_does() -> None:
-    """A batch whose first ids are new and repeated is listed twice by the projector; a
-    ``clientId`` shared by two ids is re-keyed there (one message) — the tally agrees."""
+    """A batch whose first ids are new and repeated lists the id once, its later copy (R-H-1;
+    it was listed twice); a ``clientId`` shared by two ids is re-keyed there (one message); an
+    id whose later copy is not a message is not counted — the tally agrees."""
     twice = [[{"turnId": "t", "item": {"type": "agentMessage", "id": "a", "text": "x"}},
               {"turnId": "t", "item": {"type": "agentMessage", "id": "a", "text": "y"}}]]
     want, got, tally = _both(twice)
-    assert want == got == ("count", 2) and not tally.projected
+    assert want == got == ("count", 1) and not tally.projected
+    later_not_a_message = [[{"turnId": "t", "item": {"type": "agentMessage", "id": "a", "text": "x"}},
+                            {"turnId": "t", "item": {"type": "reasoning", "id": "a"}}]]
+    want, got, _ = _both(later_not_a_message)
+    assert want == got == ("count", 0)
     rekey = [[{"turnId": "t", "item": {"type": "userMessage", "id": "u1", "clientId": "c", "content": []}}],
              [{"turnId": "t", "item": {"type": "userMessage", "id": "u2", "clientId": "c", "content": []}}]]
     want, got, tally = _both(rekey)

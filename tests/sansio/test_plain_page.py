@@ -233,3 +233,24 @@ def test_r_h_4_recorded_session_messages_and_flood_pages_agree() -> None:
         cursor = res["nextCursor"]
         if cursor is None:
             break
+
+
+def test_r_h_1_an_item_twice_in_one_page_is_one_record() -> None:
+    """R-H-1 (upsert, never duplicate): a page holding the same item id twice before any item
+    the projector knew — in its first entries, or on a fresh projector — gives one record, the
+    later copy's, in the first copy's place, its times merged; as when the first copy was known.
+    Before, both were kept (found by a hostile page through serve, issue 34)."""
+    def agent(i: str, text: str, **times: Any) -> dict[str, Any]:
+        return {"turnId": "t1", "item": {"type": "agentMessage", "id": i, "text": text}, **times}
+
+    page = [agent("m1", "first", startedAtMs=5), agent("m2", "x"), agent("m1", "later", completedAtMs=9)]
+    proj = Projector(TID)
+    proj.add_native_entries(page)
+    got = proj.records()
+    assert [(r.id, r.text) for r in got] == [("m1", "later"), ("m2", "x")]
+    assert proj._store.entries["m1"].times[:2] == (5, 9)
+    known = Projector(TID)
+    known.add_native_entries(page[:1])
+    known.add_native_entries(page)
+    assert [(r.id, r.text) for r in known.records()] == [(r.id, r.text) for r in got]
+    assert _fast(page) == _general(page)

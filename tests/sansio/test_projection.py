@@ -528,14 +528,15 @@ def test_r_h_1_client_id_reconciles_a_differently_keyed_copy() -> None:
 
 
 def test_r_h_1_client_id_rekey_of_an_id_listed_twice_rekeys_every_listing() -> None:
-    """A page listing one user message twice (before any known id: listed twice), then another
-    id with the same ``clientId``: the re-key renames both listings (one was left behind and
-    ``records()`` raised ``KeyError``; found in review)."""
+    """A page listing one user message twice before any known id (one listing since R-H-1's
+    fix; it was listed twice), then another id with the same ``clientId``: the re-key renames
+    it, and ``records()`` does not raise (a listing left behind raised ``KeyError``; found in
+    review)."""
     um = {"type": "userMessage", "id": "i0", "clientId": "c1", "content": []}
     p = Projector("th")
     p.add_native_entries([{"turnId": "t", "item": um}, {"turnId": "t", "item": dict(um)}])
     p.add_native_entries([{"turnId": "t", "item": {**um, "id": "i1"}}])
-    assert [r.id for r in p.records()] == ["i1", "i1"]
+    assert [r.id for r in p.records()] == ["i1"]
 
 
 def test_r_h_4_redact_hook_applies_to_display_text() -> None:

@@ -181,6 +181,7 @@ class NativeFeed:
         # Merge by anchors: new items before the first known one go right before it; later
         # new items go right after the previous item of the batch.
         pending: list[tuple[str, Any, tuple[int | None, int | None, int | None]]] = []
+        pending_at: dict[str, int] = {}  # a key's place in ``pending``: a later copy replaces it (R-H-1)
         prev: str | None = None
         for item, (st, ct) in zip(items, times):
             if not isinstance(item, dict):
@@ -202,11 +203,18 @@ class NativeFeed:
             if e is not None:
                 if pending:
                     store.insert_before(turn_id, key, pending, completed)
-                    pending = []
+                    pending, pending_at = [], {}
                 store.upsert(e, rec, completed, tm)
                 prev = key
             elif prev is None:
-                pending.append((key, rec, tm))
+                at = pending_at.get(key)
+                if at is None:
+                    pending_at[key] = len(pending)
+                    pending.append((key, rec, tm))
+                else:  # the same item twice before a known one: upserted, as a known one is
+                    (ost, oct_, orcv) = pending[at][2]  # a new time wins, a missing one keeps the old
+                    pending[at] = (key, rec, (st if st is not None else ost, ct if ct is not None else oct_,
+                                              received_at_ms if received_at_ms is not None else orcv))
             else:
                 store.insert(turn_id, key, rec, complete=completed, open_=store.is_open(rec, completed),
                              channel="native", anchor=prev, times=tm)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from codecs import utf_8_decode
 from collections.abc import Iterable
-from itertools import compress
 from typing import Any, Union
 
 import msgspec
@@ -32,9 +31,9 @@ class MessageTally:
     ``count_messages(p.records())`` for a :class:`Projector` ``p`` fed the same pages through
     :meth:`Projector.add_native_entries`, and raising where that would raise.
 
-    Per entry it keeps only what decides the count: the item id's last type (message or not)
-    and how many times the projector lists the id (an id repeated in a batch before any known
-    id is listed twice). Item kinds other than plain messages are still projected
+    Per entry it keeps only what decides the count: the item id's last type (message or not);
+    the projector lists each id once (a copy of it later in the same page, even before any
+    known id, replaces the first: R-H-1). Item kinds other than plain messages are still projected
     (:func:`project_native_item`, result dropped) so malformed ones fail exactly as they do
     in the projector. The decoded pages themselves are not kept (a long thread's pages held
     until the end made the count's memory, and the garbage collector's work, grow with the
@@ -60,14 +59,13 @@ class MessageTally:
     is what a projector fed the real pages raises (the earlier pages projected without error,
     which is why they were tallied)."""
 
-    __slots__ = ("thread_id", "_skel", "_last", "_mult", "_clients", "_proj")
+    __slots__ = ("thread_id", "_skel", "_last", "_clients", "_proj")
 
     def __init__(self, thread_id: str | None = None) -> None:
         self.thread_id = thread_id
         # per page: (turnId, item id, "agentMessage" | "userMessage" | "", clientId | None) per entry
         self._skel: list[list[Skeleton]] = []
         self._last: dict[str, bool] = {}  # id -> its last snapshot is a user/assistant message
-        self._mult: dict[str, int] = {}  # id -> times it is listed in its turn
         self._clients: dict[str, str] = {}  # clientId -> item id
         self._proj: Projector | None = None
 
@@ -128,7 +126,7 @@ class MessageTally:
         proj = Projector(self.thread_id)
         self._proj = proj
         pages, self._skel = self._skel, []
-        self._last, self._mult, self._clients = {}, {}, {}
+        self._last, self._clients = {}, {}
         for p in pages:
             proj.add_native_entries(_skeleton_entries(p))
         proj.add_native_entries(lazy.dicts() if lazy is not None else page)
@@ -136,57 +134,22 @@ class MessageTally:
     def _apply(self, skel: list[Skeleton]) -> bool:
         """Mirror of ``add_native_entries`` → ``_add_batch`` for the count, over one page's
         skeletons; False (state to be discarded) at a ``clientId`` already on another id.
-
-        ``clientId``s only meet each other, so they are checked first, in order. A page whose
-        ids are all new and distinct — every page of a thread read once — lists each id once
-        whatever its batches, which two C-level updates record; otherwise the batch merge runs
-        entry by entry."""
+        ``clientId``s only meet each other, so they are checked first, in order. The projector
+        lists every id once, as its last copy (R-H-1), so the count keeps each id's last kind."""
         clients = self._clients
         for _tid, iid, _t, cid in [s for s in skel if s[3] is not None]:
             known = clients.get(cid)  # type: ignore[arg-type]
             if known is not None and known != iid:
                 return False
             clients[cid] = iid  # type: ignore[index]
-        last, mult = self._last, self._mult
-        ids = [s[1] for s in skel]
-        if len(set(ids)) == len(ids) and last.keys().isdisjoint(ids):
-            mult.update(dict.fromkeys(ids, 1))
-            last.update(zip(ids, [s[2] != "" for s in skel]))
-            return True
-        pending: list[tuple[str, bool]] = []
-        prev: str | None = None
-        cur: Any = None
-        for tid, iid, t, _cid in skel:
-            if tid != cur:  # a new batch: the previous one's pending ids are inserted
-                for k, m in pending:
-                    mult[k] = mult.get(k, 0) + 1
-                    last[k] = m
-                pending, prev, cur = [], None, tid
-            msg = t != ""
-            if iid in last:
-                for k, m in pending:
-                    mult[k] = mult.get(k, 0) + 1
-                    last[k] = m
-                pending = []
-                last[iid] = msg
-                prev = iid
-            elif prev is None:
-                pending.append((iid, msg))
-            else:
-                mult[iid] = mult.get(iid, 0) + 1
-                last[iid] = msg
-                prev = iid
-        for k, m in pending:
-            mult[k] = mult.get(k, 0) + 1
-            last[k] = m
+        self._last.update(zip([s[1] for s in skel], [s[2] != "" for s in skel]))  # a later copy wins
         return True
 
     def count(self) -> int:
         """What :func:`count_messages` counts over the projection of every page given."""
         if self._proj is not None:
             return count_messages(self._proj.records())
-        mult = self._mult
-        return sum(compress(mult.values(), map(self._last.__getitem__, mult)))
+        return sum(self._last.values())
 
 
 #: One entry as the count sees it: (turnId, item id, "agentMessage" | "userMessage" | "" for
