@@ -156,3 +156,50 @@ def test_issue_34_a_reply_whose_depth_is_known_is_written_without_a_walk(monkeyp
     odd = {"result": BoundedText(parts, 3), "type": "response", "id": "h1", "ok": True}
     assert enc(odd) == core.encode_line({**odd, "result": text}) == b'{"result":%s,"type":"response",' \
         b'"id":"h1","ok":true}\n' % bytes(text)
+
+
+def _msg(i: int, **extra: Any) -> str:
+    return json.dumps({"turnId": "t", "item": {"type": "agentMessage", "id": f"m{i}", "text": f"a{i}", **extra}})
+
+
+#: thread/items/list pages by cursor: a page the typed path takes, then pages each of its
+#: declines meets — a field no schema names nesting past serve's bound, a number out of range
+#: (a plain decode refuses it too), an id seen twice, data that is not a list of objects
+HOSTILE_PAGES = {
+    None: '{"data":[' + _msg(0) + "," + _msg(1) + '],"nextCursor":"c1"}',
+    "c1": '{"data":[' + _msg(2, other=json.loads(_nested(70))) + '],"nextCursor":"c2"}',
+    "c2": '{"data":[' + _msg(3).replace('"text"', '"startedAtMs":1e999,"text"') + '],"nextCursor":"c3"}',
+    "c3": '{"data":[' + _msg(4) + "," + _msg(4) + '],"nextCursor":"c4"}',
+    "c4": '{"data":[7,' + _msg(5) + '],"nextCursor":"c5"}',
+    "c5": '{"data":{"not":"a list"},"nextCursor":null}',
+}
+HOSTILE_SCENARIO = {"name": "hostile-pages", "defaults": True, "rules": [
+    {"match": {"method": "thread/items/list", "params": {"cursor": c}} if c else {"method": "thread/items/list"},
+     "actions": [{"raw": '{"id":$id,"result":' + page + "}\n"}]}
+    for c, page in reversed(list(HOSTILE_PAGES.items()))]}
+
+
+async def test_issue_34_hostile_pages_through_serve_get_one_reply_each(nursery: Any) -> None:
+    """Every page the typed path cannot take goes the general way through serve: one reply per
+    request, with its id — the records, a PROTOCOL_ERROR for a reply deeper than serve's bound
+    (R-WIRE-5), a typed error for what cannot be decoded — and serve goes on (R-D-4)."""
+    peers = MemoryPeers(nursery)
+    wire = await Wire(DaemonConfig(runtime=RuntimeConfig(transports=[peers.factory(HOSTILE_SCENARIO)]),
+                                   idle_timeout=None)).start(nursery)
+    got: dict[Any, dict[str, Any]] = {}
+    for cursor in HOSTILE_PAGES:
+        rid = await wire.send("codex.readHistoryPage", {"channelId": "c", "threadId": "t", "scope": "items",
+                                                         **({"cursor": cursor} if cursor else {})})
+        got[cursor] = await wire.wait_for(lambda l, rid=rid: l.get("type") == "response" and l["id"] == rid)
+    assert [r["id"] for r in got.values()] == list(range(1, len(HOSTILE_PAGES) + 1))
+    assert [r["id"] for r in got[None]["result"]["records"]] == ["m0", "m1"]
+    assert got["c1"]["ok"] is False and got["c1"]["error"]["code"] == "PROTOCOL_ERROR"
+    assert got["c1"]["error"]["details"]["maxDepth"] == MAX_COMMAND_DEPTH
+    assert got["c2"]["ok"] is False and got["c2"]["error"]["code"].isupper()
+    assert [r["id"] for r in got["c3"]["result"]["records"]] == ["m4"]  # upserted: one record
+    assert [r["id"] for r in got["c4"]["result"]["records"]] == ["m5"]
+    assert got["c5"]["ok"] is False and got["c5"]["error"]["code"] == "PROTOCOL_ERROR"
+    status = await wire.send("status", {})
+    assert (await wire.wait_for(lambda l: l.get("type") == "response" and l["id"] == status))["ok"]
+    await wire.to_send.aclose()
+    await wire.read_to_end()
