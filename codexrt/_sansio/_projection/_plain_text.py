@@ -19,7 +19,11 @@ the exception: such a page is answered the general way).
 needs the general path: what :func:`~._native_feed.plain_page` declines (an id or a
 ``clientId`` seen twice, a ``local-turn:`` turn), a user message with an image or a file
 mention, an assistant message whose text is not in ``text``. ``tests/sansio/test_plain_text.py``
-checks the equality, the declines and the depth bound."""
+checks the equality, the declines and the depth bound.
+
+The message count has its own decode of the same pages (``MessageTally.decode_page`` in
+:mod:`._tally`): it reads four facts per entry and skips the rest, where this one must read every
+value (the records' text, the depth bound), so the two do not share their structs."""
 
 from __future__ import annotations
 
