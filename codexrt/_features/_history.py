@@ -136,7 +136,7 @@ from codexrt._features._history_legacy import (
 )
 from codexrt._features._history_count import MessageCounter, _full_read_complete, _walk
 from codexrt._features._history_ahead import PageReadAhead, read_ahead_timeout
-from codexrt._features._history_pages import CachedPage, PageKey, PageRecordsCache
+from codexrt._features._history_pages import CachedPage, PageKey, PageRecordsCache, page_request
 from codexrt._features._history_json import (CLIPPED_VALUE, MAX_VALUE_DEPTH, plain_page_json, record_to_json,
                                              transcript_to_json)
 
@@ -536,16 +536,8 @@ class HistoryReader:
     async def _page(self, thread_id: str, scope: str, cursor: Any, limit: int | None, sort_direction: str | None,
                     *, encoded: bool) -> Any:
         conn = await self._conn()
-        method = "thread/items/list" if scope == "items" else "thread/turns/list"
-        params: dict[str, Any] = {"threadId": thread_id}
-        if cursor is not None:
-            params["cursor"] = cursor
-        if limit is not None:
-            params["limit"] = limit
-        if sort_direction is not None:
-            params["sortDirection"] = sort_direction
+        method, params, key = page_request(thread_id, scope, cursor, limit, sort_direction)
         masking = self._start_masker()  # loads while the page is in flight
-        key: PageKey = (thread_id, method, cursor, limit, sort_direction)
         # an odd cursor is no key (a bool is not one: True == 1 would take cursor 1's page)
         plain_key = all(x is None or type(x) is str or type(x) is int for x in key)
         ahead = self.read_ahead if plain_key else None
@@ -562,7 +554,15 @@ class HistoryReader:
         cache = self.page_cache if plain_key else None
         on_next = None if ahead is None else functools.partial(ahead.answered, self._nursery, conn, key,
                                                                 on_text=self._prebuild, from_ahead=text is not None)
-        return self._answer(key, raw, masker, cache, encoded=encoded, on_next=on_next)
+        if cursor is not None or on_next is None:
+            return self._answer(key, raw, masker, cache, encoded=encoded, on_next=on_next)
+        # a first page: the page after it (read ahead for a host that loads whole histories) is
+        # asked for once this one is made — the app-server reads it while the host reads this one
+        next_cursor: list[Any] = []
+        page = self._answer(key, raw, masker, cache, encoded=encoded, on_next=next_cursor.append)
+        if next_cursor:
+            on_next(next_cursor[0])
+        return page
 
     def _answer(self, key: PageKey, raw: bytes, masker: Masker | None, cache: PageRecordsCache | None, *,
                 encoded: bool, on_next: Callable[[Any], None] | None = None) -> Any:

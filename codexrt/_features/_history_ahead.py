@@ -49,8 +49,17 @@ page.
 Bounded: at most :data:`MAX_READ_AHEADS` pages held (the oldest is withdrawn; a page a request
 of the host waits for is that request's, no longer held), :data:`MAX_WALKS` walks remembered;
 a page of a walk that started again is held until it is too old or withdrawn; each read is
-bounded by the connection's RPC timeout. Nothing is read ahead for a first page (a host showing
-the latest page may never scroll) or for a cursor that is not a string or an integer.
+bounded by the connection's RPC timeout. Nothing is read ahead for a cursor that is not a string
+or an integer.
+
+A first page is not read ahead (a host showing the latest page may never scroll) — unless the
+host loads whole histories (:attr:`PageReadAhead.walker`): once one of its walks went at machine
+pace, the page after a first page it asks for is asked for as soon as that first page is made
+(the app-server reads it while the host reads the first), and the host's walk of that thread
+saves one round trip too. A host that then shows a first page only turns that off: the
+first such page it does not ask for (not asked for before the next first page, or dropped, or
+withdrawn, or failed) ends it, until a walk goes at machine pace again — one page read for
+nothing, at most, per walk at machine pace.
 """
 
 from __future__ import annotations
@@ -141,6 +150,11 @@ class PageReadAhead:
         #: pages answered from a read-ahead; pages read ahead that were not used
         self.used = 0
         self.dropped = 0
+        #: the host loads whole histories: one of its walks went at machine pace, and no page
+        #: read ahead for a first page was left unused since (module doc)
+        self.walker = False
+        #: the page read ahead for the last first page, until the host asks for it
+        self._first: _Ahead | None = None
 
     def __len__(self) -> int:
         return len(self._pages)
@@ -176,6 +190,8 @@ class PageReadAhead:
                 raise read_ahead_timeout(key[1], conn.rpc_timeout)
             return None
         self.used += 1
+        if ahead is self._first:
+            self._first = None  # the host walks on
         return ahead.text
 
     def answered(self, nursery: trio.Nursery, conn: Connection, key: PageKey, next_cursor: Any,
@@ -183,7 +199,9 @@ class PageReadAhead:
         """Serve answered ``key`` with ``next_cursor`` (``from_ahead``: with the answer read
         ahead for it, :meth:`take`). When this request continued a walk (its cursor is the one
         answered last for the walk) and there is a next page, ask for that page now, on
-        ``nursery``; ``on_text`` (:data:`OnText`) is called once its answer came."""
+        ``nursery``; ``on_text`` (:data:`OnText`) is called once its answer came. So too for a
+        first page when the host loads whole histories (:attr:`walker`, module doc) — serve
+        calls this once such a page is made, not before."""
         walk = _walk_of(key)
         last = self._walks.get(walk)
         continues = key[2] is not None and last is not None and last[0] == key[2]
@@ -201,14 +219,22 @@ class PageReadAhead:
         self._walks.move_to_end(walk)
         while len(self._walks) > self.max_walks:
             self._walks.popitem(last=False)
+        if streak >= MACHINE_PACE:
+            self.walker = True
         if continues:
             self._ask(nursery, conn, key, next_cursor, on_text)
+        elif key[2] is None and self.walker:
+            if self._first is not None:  # the last first page's next was never asked for:
+                self._not_a_walker()  # this host shows first pages only, for now
+            else:
+                self._first = self._ask(nursery, conn, key, next_cursor, on_text)
 
     def _ask(self, nursery: trio.Nursery, conn: Connection, key: PageKey, next_cursor: Any,
-             on_text: OnText | None, *, early: bool = False) -> None:
-        """Ask for the page after ``key`` (cursor ``next_cursor``) unless it is asked for already."""
+             on_text: OnText | None, *, early: bool = False) -> _Ahead | None:
+        """Ask for the page after ``key`` (cursor ``next_cursor``) unless it is asked for
+        already; the page asked for, if it was."""
         if not _is_cursor(next_cursor) or next_cursor == key[2]:
-            return
+            return None
         now = trio.current_time()
         for old in [k for k, a in self._pages.items() if now - a.sent_at > self.ttl]:
             self._drop_old(self._pages.pop(old))  # too old to answer anything now
@@ -217,7 +243,7 @@ class PageReadAhead:
             self._drop(self._pages.pop(old))
         nxt: PageKey = (key[0], key[1], next_cursor, key[3], key[4])
         if nxt in self._pages or conn.closed.is_set():
-            return
+            return None
         params: dict[str, Any] = {"threadId": key[0], "cursor": next_cursor}
         if key[3] is not None:
             params["limit"] = key[3]
@@ -226,16 +252,25 @@ class PageReadAhead:
         try:
             pending = conn.send_request(key[1], params, raw=True)
         except CodexError:
-            return  # the connection cannot take it now: the host's request will
+            return None  # the connection cannot take it now: the host's request will
         ahead = _Ahead(conn, mark, now, on_text=on_text, key=nxt, nursery=nursery, early=early)
         nursery.start_soon(self._fetch, ahead, pending)  # first: a page held is one being read
         self._pages[nxt] = ahead
         while len(self._pages) > self.max_pages:
             self._drop(self._pages.popitem(last=False)[1])
+        return ahead
 
     def _drop(self, ahead: _Ahead) -> None:
         self.dropped += 1
         ahead.scope.cancel()  # withdrawn if still in flight; its answer, if any, is let go
+        if ahead is self._first:
+            self._not_a_walker()
+
+    def _not_a_walker(self) -> None:
+        """A page read ahead for a first page was not asked for: no first page is read ahead
+        again until a walk goes at machine pace (module doc)."""
+        self.walker = False
+        self._first = None
 
     def _drop_old(self, ahead: _Ahead) -> None:
         """:meth:`_drop` a page too old to answer anything; when it was an early page, its walk

@@ -25,13 +25,27 @@ from typing import Any
 import attrs
 import msgspec
 
-__all__ = ["PageRecordsCache", "CachedPage", "PageKey", "DEFAULT_MAX_ENTRIES"]
+__all__ = ["PageRecordsCache", "CachedPage", "PageKey", "DEFAULT_MAX_ENTRIES", "page_request"]
 
 #: About fifty pages of 100 items: a long thread's walk, a few MB of JSON at most.
 DEFAULT_MAX_ENTRIES = 5_000
 
 #: ``(thread id, method, cursor, limit, sort direction)``: one page request.
 PageKey = tuple[str, str, Any, Any, Any]
+
+
+def page_request(thread_id: str, scope: str, cursor: Any, limit: int | None,
+                 sort_direction: str | None) -> tuple[str, dict[str, Any], PageKey]:
+    """The native method, params and page key of a history page request."""
+    method = "thread/items/list" if scope == "items" else "thread/turns/list"
+    params: dict[str, Any] = {"threadId": thread_id}
+    if cursor is not None:
+        params["cursor"] = cursor
+    if limit is not None:
+        params["limit"] = limit
+    if sort_direction is not None:
+        params["sortDirection"] = sort_direction
+    return method, params, (thread_id, method, cursor, limit, sort_direction)
 
 
 @attrs.define(eq=False)

@@ -37,6 +37,7 @@ from tests.trio.test_history_pages import _entry
 pytestmark = pytest.mark.skipif(not hasattr(trio.lowlevel, "FdStream"), reason="POSIX pipes")
 
 TID = "01a22d24-784b-70a1-b4d2-eee60df61981"
+OTHER = "01a22d24-784b-70a1-b4d2-000000000002"  # another thread (the server's pages are the same)
 
 
 class Server:
@@ -196,6 +197,109 @@ async def test_issue_34_a_first_page_or_a_jump_is_not_read_ahead(served, tmp_pat
     await reader.read_page_json(TID, scope="items", cursor="c4", limit=3)  # another page size: another walk
     await trio.testing.wait_all_tasks_blocked()
     assert server.reads() == [None, "c6", "c4"]
+
+
+async def _machine_pace_walk(reader: HistoryReader, server: Server) -> None:
+    """A whole walk taken as fast as its pages come: the host now counts as one that loads
+    whole histories."""
+    await _walk(reader)
+    ahead = reader.read_ahead
+    assert ahead is not None and ahead.walker
+    server.log.clear()
+
+
+async def test_issue_34_a_host_that_loads_whole_histories_gets_a_first_pages_next_with_it(
+        served, tmp_path, monkeypatch):
+    """Once a walk of the host went at machine pace, the page after a first page is asked for
+    with it — once the first page is made (the app-server reads it while the host reads this
+    one) — and the host's walk takes it: every page read once, each as a fresh read shows it."""
+    import codexrt._features._history as history
+
+    conn, server, make_reader = served
+    server.entries = [_entry(i) for i in range(20)]  # ten pages
+    reader = make_reader(codex_home=tmp_path)
+    ahead = reader.read_ahead
+    assert ahead is not None
+    assert server.reads()[:1] == [] and not ahead.walker  # a fresh host is none
+    await _machine_pace_walk(reader, server)
+    made: list[bool] = []  # whether c2 was asked for when the first page's records were made
+    plain = history.page_records_json
+
+    def spy(page: Any, thread_id: Any) -> Any:
+        if page.data[0].item.id == server.entries[0]["item"]["id"]:
+            made.append((OTHER, "thread/items/list", "c2", 2, None) in ahead._pages)
+        return plain(page, thread_id)
+
+    monkeypatch.setattr(history, "page_records_json", spy)
+    first = await reader.read_page_json(OTHER, scope="items", limit=2)  # a thread never read
+    assert made == [False] and (OTHER, "thread/items/list", "c2", 2, None) in ahead._pages  # once made
+    await trio.testing.wait_all_tasks_blocked()
+    assert server.reads() == [None, "c2"]
+    used = ahead.used
+    rest = await _walk_from(reader, "c2", OTHER)
+    assert server.reads() == [None, *(f"c{2 * i}" for i in range(1, 10))]  # each page once
+    assert ahead.used - used == 9 and ahead.dropped == 0 and ahead.walker
+    server.log.clear()
+    await reader.read_page_json(OTHER, scope="items", limit=2)  # the thread opened again: the same
+    await trio.testing.wait_all_tasks_blocked()
+    assert server.reads() == [None, "c2"]
+    plain_reader = make_reader(codex_home=tmp_path, page_cache=None, read_ahead=None)
+    fresh = [await plain_reader.read_page_json(OTHER, scope="items", limit=2), *await _walk_from(plain_reader, "c2", OTHER)]
+    assert [msgspec.json.decode(bytes(p)) for p in [first, *rest]] == [msgspec.json.decode(bytes(p)) for p in fresh]
+
+
+async def test_issue_34_a_host_that_shows_a_first_page_only_costs_one_page_read_for_nothing(
+        served, tmp_path, autojump_clock):
+    """After a walk at machine pace, the host shows first pages only: the page read ahead for
+    the first one is not asked for, so the next first page gets none — nor does any after it,
+    until a walk goes at machine pace again."""
+    conn, server, make_reader = served
+    server.entries = [_entry(i) for i in range(20)]
+    reader = make_reader(codex_home=tmp_path)
+    ahead = reader.read_ahead
+    assert ahead is not None
+    await _machine_pace_walk(reader, server)
+    for _ in range(4):
+        await reader.read_page_json(OTHER, scope="items", limit=2)
+        await trio.testing.wait_all_tasks_blocked()
+    assert server.reads() == [None, "c2", None, None, None]  # c2 once: one page read for nothing
+    assert not ahead.walker
+    await trio.sleep(2)  # the page read ahead for nothing is too old to answer anything now
+    await _machine_pace_walk(reader, server)  # a whole walk at machine pace again
+    await reader.read_page_json(OTHER, scope="items", limit=2)
+    await trio.testing.wait_all_tasks_blocked()
+    assert server.reads() == [None, "c2"]
+
+
+@pytest.mark.parametrize("how", ["too old", "another request", "another page size", "failed"])
+async def test_issue_34_a_first_pages_next_not_used_ends_it(served, tmp_path, autojump_clock, how):
+    """The page read ahead for a first page is not used — it grew older than the TTL, another
+    request came between, the host asked for another page size, or it failed: the page the
+    host asks for is read afresh, and no first page is read ahead again."""
+    conn, server, make_reader = served
+    server.entries = [_entry(i) for i in range(20)]
+    reader = make_reader(codex_home=tmp_path)
+    ahead = reader.read_ahead
+    assert ahead is not None
+    await _machine_pace_walk(reader, server)
+    if how == "failed":
+        server.fail.add("c2")
+    await reader.read_page_json(OTHER, scope="items", limit=2)
+    await trio.testing.wait_all_tasks_blocked()
+    if how == "too old":
+        await trio.sleep(2)
+    elif how == "another request":
+        await reader.list_threads()
+    limit = 3 if how == "another page size" else 2
+    await reader.read_page_json(OTHER, scope="items", cursor="c2", limit=limit)
+    await trio.testing.wait_all_tasks_blocked()
+    if how in ("too old", "another request"):
+        assert not ahead.walker  # dropped as the host asked for it: at once
+    await reader.read_page_json(OTHER, scope="items", limit=2)
+    await trio.testing.wait_all_tasks_blocked()
+    reads = server.reads()  # c2 read ahead, then afresh (and, for the walk it continues, c4)
+    assert reads[:3] == [None, "c2", "c2"] and reads[3:-1] in ([], ["c4"]) and reads[-1] is None, how
+    assert not ahead.walker  # the last first page: nothing read ahead for it
 
 
 async def test_issue_34_a_notification_in_between_makes_the_page_read_afresh(served, tmp_path):
@@ -645,10 +749,10 @@ async def test_issue_34_fuzz_a_walk_is_never_read_more_than_one_page_past_the_ne
         cursor = nxt if nxt is not None and rng.random() < 0.95 else None
 
 
-async def _walk_from(reader: HistoryReader, cursor: Any) -> list[Any]:
+async def _walk_from(reader: HistoryReader, cursor: Any, thread_id: str = TID) -> list[Any]:
     out = []
     while cursor is not None:
-        page = await reader.read_page_json(TID, scope="items", cursor=cursor, limit=2)
+        page = await reader.read_page_json(thread_id, scope="items", cursor=cursor, limit=2)
         out.append(page)
         cursor = msgspec.json.decode(bytes(page))["nextCursor"]
     return out
