@@ -199,13 +199,23 @@ async def test_issue_34_a_first_page_or_a_jump_is_not_read_ahead(served, tmp_pat
     assert server.reads() == [None, "c6", "c4"]
 
 
-async def _machine_pace_walk(reader: HistoryReader, server: Server) -> None:
+async def _machine_pace_walk(reader: HistoryReader, server: Server) -> PageReadAhead:
     """A whole walk taken as fast as its pages come: the host now counts as one that loads
-    whole histories."""
+    whole histories. Its read-ahead, with the server's log cleared."""
     await _walk(reader)
     ahead = reader.read_ahead
     assert ahead is not None and ahead.walker
     server.log.clear()
+    return ahead
+
+
+async def _walker_host(served: Any, tmp_path: Any) -> tuple[Server, HistoryReader, PageReadAhead]:
+    """A host (ten pages a thread) whose first walk went at machine pace."""
+    conn, server, make_reader = served
+    server.entries = [_entry(i) for i in range(20)]  # ten pages
+    reader = make_reader(codex_home=tmp_path)
+    assert reader.read_ahead is not None and not reader.read_ahead.walker  # a fresh host is none
+    return server, reader, await _machine_pace_walk(reader, server)
 
 
 async def test_issue_34_a_host_that_loads_whole_histories_gets_a_first_pages_next_with_it(
@@ -215,13 +225,7 @@ async def test_issue_34_a_host_that_loads_whole_histories_gets_a_first_pages_nex
     one) — and the host's walk takes it: every page read once, each as a fresh read shows it."""
     import codexrt._features._history as history
 
-    conn, server, make_reader = served
-    server.entries = [_entry(i) for i in range(20)]  # ten pages
-    reader = make_reader(codex_home=tmp_path)
-    ahead = reader.read_ahead
-    assert ahead is not None
-    assert server.reads()[:1] == [] and not ahead.walker  # a fresh host is none
-    await _machine_pace_walk(reader, server)
+    server, reader, ahead = await _walker_host(served, tmp_path)
     made: list[bool] = []  # whether c2 was asked for when the first page's records were made
     plain = history.page_records_json
 
@@ -243,7 +247,7 @@ async def test_issue_34_a_host_that_loads_whole_histories_gets_a_first_pages_nex
     await reader.read_page_json(OTHER, scope="items", limit=2)  # the thread opened again: the same
     await trio.testing.wait_all_tasks_blocked()
     assert server.reads() == [None, "c2"]
-    plain_reader = make_reader(codex_home=tmp_path, page_cache=None, read_ahead=None)
+    plain_reader = served[2](codex_home=tmp_path, page_cache=None, read_ahead=None)
     fresh = [await plain_reader.read_page_json(OTHER, scope="items", limit=2), *await _walk_from(plain_reader, "c2", OTHER)]
     assert [msgspec.json.decode(bytes(p)) for p in [first, *rest]] == [msgspec.json.decode(bytes(p)) for p in fresh]
 
@@ -253,12 +257,7 @@ async def test_issue_34_a_host_that_shows_a_first_page_only_costs_one_page_read_
     """After a walk at machine pace, the host shows first pages only: the page read ahead for
     the first one is not asked for, so the next first page gets none — nor does any after it,
     until a walk goes at machine pace again."""
-    conn, server, make_reader = served
-    server.entries = [_entry(i) for i in range(20)]
-    reader = make_reader(codex_home=tmp_path)
-    ahead = reader.read_ahead
-    assert ahead is not None
-    await _machine_pace_walk(reader, server)
+    server, reader, ahead = await _walker_host(served, tmp_path)
     for _ in range(4):
         await reader.read_page_json(OTHER, scope="items", limit=2)
         await trio.testing.wait_all_tasks_blocked()
@@ -276,12 +275,7 @@ async def test_issue_34_a_first_pages_next_not_used_ends_it(served, tmp_path, au
     """The page read ahead for a first page is not used — it grew older than the TTL, another
     request came between, the host asked for another page size, or it failed: the page the
     host asks for is read afresh, and no first page is read ahead again."""
-    conn, server, make_reader = served
-    server.entries = [_entry(i) for i in range(20)]
-    reader = make_reader(codex_home=tmp_path)
-    ahead = reader.read_ahead
-    assert ahead is not None
-    await _machine_pace_walk(reader, server)
+    server, reader, ahead = await _walker_host(served, tmp_path)
     if how == "failed":
         server.fail.add("c2")
     await reader.read_page_json(OTHER, scope="items", limit=2)
