@@ -268,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
         for kind, label, base, ok_note, what in (
                 ("pages", "`codex.readHistoryPage` walk through serve", "raw `thread/items/list` loop",
                  "pages, entries, messages equal; one record per message",
-                 "host decodes every line; serve reads a walk ahead from its 2nd page (two pages at machine pace), the raw loop does not"),
+                 "host decodes every line; serve reads a walk ahead from its 2nd page (two pages at machine pace; from its 1st for a host that walked a thread at machine pace before, as this one), the raw loop does not"),
                 ("read_thread", "library `read_thread`", "raw loop, same requests", "records == messages, complete",
                  "thread/read + turns walk + items walk on both sides")):
             r = worker("bench.history", kind, f"{hist_items}:{page_pairs}")
@@ -297,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"raw `thread/items/list` loop {p['baseline_s'] * 1000:.0f} ms", f"{p['cold_ratio']:.2f}× time",
                       "≤ 1.5× raw", f"{'pages, entries, messages equal; one record per message' if not p.get('mismatches') else bad}; "
                       f"median of {page_pairs} alternated pairs; a fresh serve per pair; serve CPU "
-                      f"{p['serve_cpu_s'] * 1000:.1f} ms per walk; serve reads ahead from the 2nd page (two pages at machine pace), "
+                      f"{p['serve_cpu_s'] * 1000:.1f} ms per walk; serve reads ahead from the 2nd page (two pages at machine pace; the pair's second walk from its 1st), "
                       f"the raw loop does not; thread recorded in {rr['record_s']:.0f} s")
                 t.add("   the same walk, pages read before (serve's records cache)",
                       f"{p['codexrt_s'] * 1000:.0f} ms", f"raw loop {p['baseline_s'] * 1000:.0f} ms",
