@@ -53,13 +53,15 @@ bounded by the connection's RPC timeout. Nothing is read ahead for a cursor that
 or an integer.
 
 A first page is not read ahead (a host showing the latest page may never scroll) — unless the
-host loads whole histories (:attr:`PageReadAhead.walker`): once one of its walks went at machine
+host loads whole histories (:attr:`PageReadAhead.walker`): once one of its walks reached machine
 pace, the page after a first page it asks for is asked for as soon as that first page is made
-(the app-server reads it while the host reads the first), and the host's walk of that thread
-saves one round trip too. A host that then shows a first page only turns that off: the
-first such page it does not ask for (not asked for before the next first page, or dropped, or
-withdrawn, or failed) ends it, until a walk goes at machine pace again — one page read for
-nothing, at most, per walk at machine pace.
+(the app-server reads it while the host reads the first), if the store has room (never in place
+of another walk's next page), and the host's walk of that thread saves one round trip too. A
+host that then shows a first page only turns that off: the first such page that does not
+answer the host's request for it (not asked for before the next first page; dropped — too old,
+after another request, asked for on another connection —, withdrawn, or failed) ends it, until
+a walk reaches machine pace again — one page read for nothing, at most, per walk that reaches
+machine pace.
 """
 
 from __future__ import annotations
@@ -150,8 +152,8 @@ class PageReadAhead:
         #: pages answered from a read-ahead; pages read ahead that were not used
         self.used = 0
         self.dropped = 0
-        #: the host loads whole histories: one of its walks went at machine pace, and no page
-        #: read ahead for a first page was left unused since (module doc)
+        #: the host loads whole histories: one of its walks reached machine pace, and no page
+        #: read ahead for a first page went unused since (module doc)
         self.walker = False
         #: the page read ahead for the last first page, until the host asks for it
         self._first: _Ahead | None = None
@@ -186,6 +188,8 @@ class PageReadAhead:
                     self._drop(ahead)
         if ahead.text is None:
             self.dropped += 1
+            if ahead is self._first:  # asked for, but it failed: as good as not used
+                self._not_a_walker()
             if ahead.timed_out and ahead.waited:
                 raise read_ahead_timeout(key[1], conn.rpc_timeout)
             return None
@@ -219,7 +223,7 @@ class PageReadAhead:
         self._walks.move_to_end(walk)
         while len(self._walks) > self.max_walks:
             self._walks.popitem(last=False)
-        if streak >= MACHINE_PACE:
+        if streak == MACHINE_PACE:  # once per walk that reaches machine pace, not on every page
             self.walker = True
         if continues:
             self._ask(nursery, conn, key, next_cursor, on_text)
@@ -227,12 +231,13 @@ class PageReadAhead:
             if self._first is not None:  # the last first page's next was never asked for:
                 self._not_a_walker()  # this host shows first pages only, for now
             else:
-                self._first = self._ask(nursery, conn, key, next_cursor, on_text)
+                self._first = self._ask(nursery, conn, key, next_cursor, on_text, spare=True)
 
     def _ask(self, nursery: trio.Nursery, conn: Connection, key: PageKey, next_cursor: Any,
-             on_text: OnText | None, *, early: bool = False) -> _Ahead | None:
+             on_text: OnText | None, *, early: bool = False, spare: bool = False) -> _Ahead | None:
         """Ask for the page after ``key`` (cursor ``next_cursor``) unless it is asked for
-        already; the page asked for, if it was."""
+        already; the page asked for, if it was. ``spare``: only into room the store has (never
+        in place of another walk's next page)."""
         if not _is_cursor(next_cursor) or next_cursor == key[2]:
             return None
         now = trio.current_time()
@@ -242,7 +247,7 @@ class PageReadAhead:
         for old in [k for k, a in self._pages.items() if a.mark != mark]:
             self._drop(self._pages.pop(old))
         nxt: PageKey = (key[0], key[1], next_cursor, key[3], key[4])
-        if nxt in self._pages or conn.closed.is_set():
+        if nxt in self._pages or conn.closed.is_set() or (spare and len(self._pages) >= self.max_pages):
             return None
         params: dict[str, Any] = {"threadId": key[0], "cursor": next_cursor}
         if key[3] is not None:

@@ -47,6 +47,7 @@ class Server:
     def __init__(self, peer: PipePeer, entries: list[dict[str, Any]], size: int) -> None:
         self.peer, self.entries, self.size = peer, entries, size
         self.log: list[tuple[str, Any]] = []
+        self.thread_log: list[tuple[Any, Any]] = []  # (threadId, cursor) of every request
         self.fail: set[str] = set()
         self.malformed: set[str] = set()  # cursors answered with a page whose data is not a list
         self.hold = False  # True: requests are logged, answered once released
@@ -73,6 +74,7 @@ class Server:
                     continue  # a notification, or the client's answer to a server request
                 cursor = msg["params"].get("cursor")
                 self.log.append((msg["method"], cursor))
+                self.thread_log.append((msg["params"].get("threadId"), cursor))
                 while self.hold:
                     await trio.sleep(0.01)
                 if cursor in self.fail:
@@ -88,6 +90,9 @@ class Server:
 
     def reads(self) -> list[Any]:
         return [c for m, c in self.log if m == "thread/items/list"]
+
+    def threads(self) -> list[tuple[Any, Any]]:
+        return list(self.thread_log)
 
 
 @pytest.fixture
@@ -287,13 +292,91 @@ async def test_issue_34_a_first_pages_next_not_used_ends_it(served, tmp_path, au
     limit = 3 if how == "another page size" else 2
     await reader.read_page_json(OTHER, scope="items", cursor="c2", limit=limit)
     await trio.testing.wait_all_tasks_blocked()
-    if how in ("too old", "another request"):
-        assert not ahead.walker  # dropped as the host asked for it: at once
+    if how != "another page size":
+        assert not ahead.walker  # dropped, or failed, as the host asked for it: at once
     await reader.read_page_json(OTHER, scope="items", limit=2)
     await trio.testing.wait_all_tasks_blocked()
     reads = server.reads()  # c2 read ahead, then afresh (and, for the walk it continues, c4)
     assert reads[:3] == [None, "c2", "c2"] and reads[3:-1] in ([], ["c4"]) and reads[-1] is None, how
     assert not ahead.walker  # the last first page: nothing read ahead for it
+
+
+async def test_issue_34_a_first_pages_next_has_its_records_made_when_it_comes(served, tmp_path):
+    """The page read ahead for a first page is treated as any page read ahead: its records
+    and reply are made when it comes, and the host's request for it finds them (review of
+    3eff8d3, 9)."""
+    server, reader, ahead = await _walker_host(served, tmp_path)
+    cache = reader.page_cache
+    assert cache is not None
+    await reader.read_page_json(OTHER, scope="items", limit=2)
+    await trio.testing.wait_all_tasks_blocked()
+    made = cache._pages.get((OTHER, "thread/items/list", "c2", 2, None))
+    assert made is not None and made.reply is not None  # made when it came, before any request
+    hits = cache.hits
+    got = await reader._serve_page(OTHER, "items", "c2", 2)
+    await trio.testing.wait_all_tasks_blocked()
+    assert got is made.reply and cache.hits == hits + 1 and server.reads() == [None, "c2", "c4"]
+
+
+@pytest.mark.parametrize("pace", ["three pages", "two pages and a pause", "a person's pace"])
+async def test_issue_34_a_host_short_of_machine_pace_gets_no_first_page_read_ahead(
+        served, tmp_path, autojump_clock, pace):
+    """A host whose walks never reach machine pace — a few pages at once, two pages then a
+    pause, a page every two seconds — gets nothing read ahead for its later first pages: no
+    page more than before (review of 3eff8d3, 8)."""
+    conn, server, make_reader = served
+    server.entries = [_entry(i) for i in range(20)]
+    reader = make_reader(codex_home=tmp_path)
+    ahead = reader.read_ahead
+    assert ahead is not None
+    if pace == "three pages":
+        await _walk_from(reader, None, TID, pages=3)
+    elif pace == "two pages and a pause":
+        await _paced_walk(reader, itertools.cycle([0.01, 1.2]))
+    else:
+        await _paced_walk(reader, itertools.repeat(2.0))
+    server.log.clear()
+    await trio.sleep(2)
+    await reader.read_page_json(OTHER, scope="items", limit=2)
+    await trio.testing.wait_all_tasks_blocked()
+    assert server.reads() == [None] and not ahead.walker
+
+
+async def test_issue_34_one_walk_at_machine_pace_costs_one_first_page_read_for_nothing_at_most(served, tmp_path):
+    """Between the pages of one long walk at machine pace the host opens other threads'
+    first pages only: one of their next pages is read for nothing, not one per page of the
+    walk (review of 3eff8d3, 1)."""
+    conn, server, make_reader = served
+    server.entries = [_entry(i) for i in range(40)]  # twenty pages
+    reader = make_reader(codex_home=tmp_path)
+    cursor, k = None, 0
+    while True:
+        page = msgspec.json.decode(bytes(await reader.read_page_json(TID, scope="items", cursor=cursor, limit=2)))
+        await trio.testing.wait_all_tasks_blocked()
+        await reader.read_page_json(f"{OTHER[:-2]}{k:02d}", scope="items", limit=2)  # a first page only
+        await trio.testing.wait_all_tasks_blocked()
+        cursor, k = page["nextCursor"], k + 1
+        if cursor is None:
+            break
+    others = [(t, c) for t, c in server.threads() if t != TID and c is not None]
+    assert len(others) == 1, others
+
+
+async def test_issue_34_a_first_pages_next_never_takes_another_walks_next_pages_place(served, tmp_path):
+    """Eight walks each hold their next page: the store is full, and a walker host's first
+    page gets nothing read ahead rather than withdraw one of them (review of 3eff8d3, 3)."""
+    server, reader, ahead = await _walker_host(served, tmp_path)
+    for t in range(8):
+        tid = f"{OTHER[:-2]}{t:02d}"
+        await reader.read_page_json(tid, scope="items", cursor="c2", limit=2)  # a jump: nothing ahead
+        await reader.read_page_json(tid, scope="items", cursor="c4", limit=2)  # continues: c6 held
+        await trio.testing.wait_all_tasks_blocked()
+    held = set(ahead._pages)
+    assert len(held) == 8
+    server.log.clear()
+    await reader.read_page_json(OTHER, scope="items", limit=2)
+    await trio.testing.wait_all_tasks_blocked()
+    assert set(ahead._pages) == held and server.reads() == [None]
 
 
 async def test_issue_34_a_notification_in_between_makes_the_page_read_afresh(served, tmp_path):
@@ -743,12 +826,16 @@ async def test_issue_34_fuzz_a_walk_is_never_read_more_than_one_page_past_the_ne
         cursor = nxt if nxt is not None and rng.random() < 0.95 else None
 
 
-async def _walk_from(reader: HistoryReader, cursor: Any, thread_id: str = TID) -> list[Any]:
-    out = []
-    while cursor is not None:
+async def _walk_from(reader: HistoryReader, cursor: Any, thread_id: str = TID, pages: int = 1 << 30) -> list[Any]:
+    """The pages from ``cursor`` on (``None``: from the first page), at most ``pages``."""
+    out: list[Any] = []
+    while len(out) < pages:
         page = await reader.read_page_json(thread_id, scope="items", cursor=cursor, limit=2)
         out.append(page)
         cursor = msgspec.json.decode(bytes(page))["nextCursor"]
+        await trio.testing.wait_all_tasks_blocked()
+        if cursor is None:
+            break
     return out
 
 
