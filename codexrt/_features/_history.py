@@ -87,7 +87,7 @@ import trio
 
 from codexrt._io._retry import call_read
 from codexrt._io._util import unwrap_single_group
-from codexrt._connection import Connection
+from codexrt._connection import Connection, PendingCall
 from codexrt._features._paging import CursorRepeated, CursorWalk
 from codexrt._sansio._paging import page_is_partial
 from codexrt._sansio._errors import (
@@ -134,7 +134,7 @@ from codexrt._features._history_legacy import (
     local_submissions,
     missing_identities,
 )
-from codexrt._features._history_count import MessageCounter, _full_read_complete, _walk
+from codexrt._features._history_count import MessageCounter, _early, _full_read, _walk
 from codexrt._features._history_ahead import PageReadAhead, read_ahead_timeout
 from codexrt._features._history_pages import CachedPage, PageKey, PageRecordsCache, page_request
 from codexrt._features._history_json import (CLIPPED_VALUE, MAX_VALUE_DEPTH, plain_page_json, record_to_json,
@@ -459,30 +459,30 @@ class HistoryReader:
         mask = masker.mask if masker is not None else None
         proj = Projector(thread_id, redact=self.redact, mask=mask)
         # both walks read one page ahead: the server answers the next page while this one is
-        # projected (issue 34); the items walk feeds every turn's items again, so their records
-        # are made once (``items_follow``)
-        turns_walk = await _walk(conn, "thread/turns/list",
-                                 {"threadId": thread_id, "sortDirection": "asc", "limit": self.page_limit},
-                                 lambda data: [proj.add_native_turn(t, items_follow=True) for t in data
-                                               if isinstance(t, dict)],
-                                 max_pages=self.max_pages, prefetch=True)
-        pagination = "paged"
-        try:
-            items_walk = await _walk(conn, "thread/items/list", {"threadId": thread_id, "limit": self.page_limit},
-                                     proj.add_native_entries, max_pages=self.max_pages, prefetch=True)
-            complete = turns_walk.complete and items_walk.complete
-        except RpcError as exc:
-            if not is_pagination_unsupported(exc):
-                raise
-            pagination = "fullRead"
-            full = await call_read(conn, "thread/read", {"threadId": thread_id, "includeTurns": True})
-            full_thread = (full or {}).get("thread") if isinstance(full, dict) else None
-            turns = (full_thread or {}).get("turns") or []
-            proj = Projector(thread_id, redact=self.redact, mask=mask)
-            for t in turns:
-                if isinstance(t, dict):
-                    proj.add_native_turn(t)
-            complete = _full_read_complete(turns)
+        # projected, and the items walk's first page is asked for as the turns walk's last page
+        # comes (issue 34); the items walk feeds every turn's items again, so their records are
+        # made once (``items_follow``)
+        items_params = {"threadId": thread_id, "limit": self.page_limit}
+        items_first: list[PendingCall | None] = []
+        with contextlib.ExitStack() as early:  # a page asked for early and not read is withdrawn
+            turns_walk = await _walk(conn, "thread/turns/list",
+                                     {"threadId": thread_id, "sortDirection": "asc", "limit": self.page_limit},
+                                     lambda data: [proj.add_native_turn(t, items_follow=True) for t in data
+                                                   if isinstance(t, dict)], max_pages=self.max_pages, prefetch=True,
+                                     last=lambda: items_first.append(_early(early, conn, "thread/items/list",
+                                                                            items_params)))
+            pagination = "paged"
+            try:
+                items_walk = await _walk(conn, "thread/items/list", items_params, proj.add_native_entries,
+                                         max_pages=self.max_pages, prefetch=True,
+                                         first=items_first[0] if items_first else None)
+                complete = turns_walk.complete and items_walk.complete
+            except RpcError as exc:
+                if not is_pagination_unsupported(exc):
+                    raise
+                pagination = "fullRead"
+                proj = Projector(thread_id, redact=self.redact, mask=mask)
+                complete = await _full_read(conn, thread_id, proj)
         for sub in local:
             proj.add_local_submission(sub.client_id, sub.text)
         native = Transcript(thread_id=thread_id, source="native", turns=tuple(proj.turns()), thread=thread,
@@ -567,8 +567,8 @@ class HistoryReader:
     def _answer(self, key: PageKey, raw: bytes, masker: Masker | None, cache: PageRecordsCache | None, *,
                 encoded: bool, on_next: Callable[[Any], None] | None = None) -> Any:
         """The page ``key`` whose result text is ``raw``, masked by ``masker``, with its records
-        (from ``cache`` when they were made from the same text and index); ``on_next`` gets its
-        ``nextCursor`` before it is projected (serve's read-ahead asks for the next page)."""
+        (from ``cache`` when made from the same text and index); ``on_next`` gets its ``nextCursor``
+        before it is projected (read-ahead; for a first page :meth:`_page` passes it on after)."""
         thread_id, method, _, _, sort_direction = key
         index = masker.index if masker is not None else None
         if self.redact is not None:

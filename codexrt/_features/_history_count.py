@@ -14,7 +14,7 @@ import trio
 from msgspec import Raw
 
 from codexrt._io._retry import call_read
-from codexrt._connection import Connection
+from codexrt._connection import Connection, PendingCall
 from codexrt._features._paging import CursorRepeated, CursorWalk, walk_pages
 from codexrt._sansio._errors import CodexError, RemoteProtocolError, RpcError
 from codexrt._sansio._projection import MessageTally, Projector, count_messages
@@ -36,7 +36,8 @@ __all__ = ["MessageCounter", "_walk"]
 
 async def _walk(conn: Connection, method: str, params: dict[str, Any], on_page: Callable[[list[Any]], None],
                 *, max_pages: int, prefetch: bool = False,
-                decode: Callable[[Raw], Any] | None = None) -> CursorWalk:
+                decode: Callable[[Raw], Any] | None = None, first: PendingCall | None = None,
+                last: Callable[[], None] | None = None) -> CursorWalk:
     """The cursor walk (:func:`~codexrt._features._paging.walk_pages`) over one history
     method. ``complete`` is False when a page had no ``nextCursor`` field (cannot tell whether
     more exists), past ``max_pages``, or when the server repeated a cursor: for history a loop
@@ -44,7 +45,7 @@ async def _walk(conn: Connection, method: str, params: dict[str, Any], on_page: 
     request. ``prefetch``: one page read ahead (``Connection.send_request``; see
     ``walk_pages``). ``decode``: each answer is read as its JSON text (``raw``) and
     ``decode(text)`` is the page (for the count: :meth:`MessageTally.decode_page`), instead of
-    the plain decode."""
+    the plain decode. ``first``, ``last``: see ``walk_pages`` (``first`` from :func:`_early`)."""
     walk = CursorWalk(method, max_pages=max_pages)
     if max_pages <= 0:
         walk.stop = "pageLimit"
@@ -59,8 +60,33 @@ async def _walk(conn: Connection, method: str, params: dict[str, Any], on_page: 
         return conn.send_request(method, p, raw=raw)
 
     with contextlib.suppress(CursorRepeated):  # walk.stop == "repeated": incomplete
-        await walk_pages(read, walk, params, on_page, send=send if prefetch else None)
+        await walk_pages(read, walk, params, on_page, send=send if prefetch else None, first=first, last=last)
     return walk
+
+
+async def _full_read(conn: Connection, thread_id: str, proj: Projector) -> bool:
+    """The whole thread from one ``thread/read`` with ``includeTurns`` into ``proj`` (a server
+    that cannot page a thread's history); whether it is complete (:func:`_full_read_complete`)."""
+    full = await call_read(conn, "thread/read", {"threadId": thread_id, "includeTurns": True})
+    full_thread = (full or {}).get("thread") if isinstance(full, dict) else None
+    turns = (full_thread or {}).get("turns") or []
+    for t in turns:
+        if isinstance(t, dict):
+            proj.add_native_turn(t)
+    return _full_read_complete(turns)
+
+
+def _early(stack: contextlib.ExitStack, conn: Connection, method: str, params: dict[str, Any]) -> PendingCall | None:
+    """``method`` asked for now, before its answer is needed (issue 34: the server reads it
+    while the caller handles what came before); withdrawn when ``stack`` closes without its
+    answer taken. None when the connection cannot take it now (its handshake not done, or it
+    ended): the caller's own call then meets what it would have met anyway."""
+    if not conn.ready:
+        return None
+    try:
+        return stack.enter_context(conn.send_request(method, params))
+    except CodexError:
+        return None
 
 
 def _full_read_complete(turns: list[Any]) -> bool:

@@ -43,7 +43,8 @@ def _data(walk: CursorWalk, res: Any, bad_page: Callable[[CursorWalk], Exception
 
 async def walk_pages(read: PageReader, walk: CursorWalk, params: dict[str, Any],
                      on_page: Callable[[list[Any]], None], *, send: PageSender | None = None,
-                     bad_page: Callable[[CursorWalk], Exception] | None = None) -> CursorWalk:
+                     bad_page: Callable[[CursorWalk], Exception] | None = None, first: Any = None,
+                     last: Callable[[], None] | None = None) -> CursorWalk:
     """Walk ``walk.method`` from ``walk.cursor`` (``params`` are sent with every page) and
     return ``walk`` once it ended. On a repeated cursor the page that carried it is still
     handed to ``on_page``, then :class:`CursorRepeated` is raised (``walk.stop ==
@@ -53,8 +54,13 @@ async def walk_pages(read: PageReader, walk: CursorWalk, params: dict[str, Any],
     ``send``: read one page ahead. Once a page's cursor is known, the next page's request is
     sent (``send``) *before* ``on_page`` handles this one, so the server works while we do —
     in the same task, with no hop to another one; at most one request ahead, never past
-    ``max_pages`` or the last page. If ``on_page`` raises, that request is withdrawn."""
-    res = await read(walk.request(params), None)
+    ``max_pages`` or the last page. If ``on_page`` raises, that request is withdrawn.
+
+    ``first``: the first page's request, already sent by the caller (as ``send`` gives it, for
+    these ``params``): ``read`` waits for its answer. ``last()`` is called once the walk's last
+    page came, before ``on_page`` handles it (the caller asks for what it reads next, so the
+    server reads that meanwhile)."""
+    res = await read(walk.request(params), first)
     while True:
         data = _data(walk, res, bad_page)
         try:
@@ -63,6 +69,8 @@ async def walk_pages(read: PageReader, walk: CursorWalk, params: dict[str, Any],
             on_page(data)  # what the page brought still counts; the walk ends here
             raise
         if not more:
+            if last is not None:
+                last()
             on_page(data)
             return walk
         req = walk.request(params)

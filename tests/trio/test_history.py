@@ -138,6 +138,86 @@ async def test_r_h_1_pages_cursors_verbatim_overlap_upserted_never_resumes(peers
     assert all("includeTurns" not in m["params"] for m in methods(peers, "thread/read"))
 
 
+async def test_issue_34_read_thread_asks_for_the_items_walks_first_page_as_the_turns_walks_last_comes(
+        peers, monkeypatch):
+    """The items walk's first page is asked for as soon as the turns walk's last page came,
+    before that page is projected (the server reads it meanwhile), and it is the page the items
+    walk reads: every page asked for once, the same transcript."""
+    import codexrt._features._history as history
+    from codexrt._sansio._projection import Projector
+
+    seen: list[Any] = []
+    early, add_turn = history._early, Projector.add_native_turn
+
+    def spy_early(stack: Any, conn: Any, method: str, params: Any) -> Any:
+        pending = early(stack, conn, method, params)
+        seen.append(("asked", method, params.get("cursor"), pending is not None))
+        return pending
+
+    def spy_turn(self: Any, t: Any, **kw: Any) -> None:
+        seen.append(("projected", t["id"]))
+        add_turn(self, t, **kw)
+
+    monkeypatch.setattr(history, "_early", spy_early)
+    monkeypatch.setattr(Projector, "add_native_turn", spy_turn)
+    async with rt_for(peers, paged_thread_scenario()) as rt, open_history_reader(rt) as reader:
+        tr = await reader.read_thread(T1)
+    assert seen == [("projected", "t1"), ("asked", "thread/items/list", None, True), ("projected", "t2")]
+    assert [(r.kind, r.id) for r in tr.records()] == [
+        ("userMessage", "u1"), ("commandExecution", "c1"), ("assistantMessage", "a1"),
+        ("userMessage", "u2"), ("assistantMessage", "a2")]
+    assert [m["params"].get("cursor") for m in methods(peers, "thread/items/list")] == [None, CUR_I]
+
+
+async def test_issue_34_a_failed_turns_walk_withdraws_the_items_page_asked_for_early(peers, monkeypatch):
+    """The turns walk's last page cannot be projected: the error is the caller's, typed, and
+    the items page asked for early is withdrawn — here before it was written, so never sent."""
+    from codexrt._sansio._projection import Projector
+
+    add_turn = Projector.add_native_turn
+
+    def failing(self: Any, t: Any, **kw: Any) -> None:
+        if t["id"] == "t2":
+            raise KeyError("status")
+        add_turn(self, t, **kw)
+
+    monkeypatch.setattr(Projector, "add_native_turn", failing)
+    async with rt_for(peers, paged_thread_scenario()) as rt, open_history_reader(rt) as reader:
+        with pytest.raises(CodexError) as err:
+            await reader.read_thread(T1, allow_legacy=False)
+        await trio.sleep(0.05)
+        assert rt.state.value == "READY"  # the connection goes on
+    assert err.value.code == "PROTOCOL_ERROR" and "history data" in err.value.message
+    # withdrawn before the writer's turn came: never sent (once written, its late answer would
+    # be a lateResponse event, as for any request withdrawn)
+    assert methods(peers, "thread/items/list") == []
+
+
+def test_issue_34_a_page_is_asked_for_early_only_on_a_connection_that_can_take_it():
+    """``_early`` asks nothing of a connection whose handshake is not done, nor of one that
+    refuses the request: the walk's own call then meets what it would have met."""
+    import contextlib
+
+    from codexrt._features._history_count import _early
+    from codexrt._sansio._errors import ClosedError
+
+    class Conn:
+        def __init__(self, ready: bool, refuse: bool) -> None:
+            self.ready, self.refuse, self.sent = ready, refuse, 0
+
+        def send_request(self, method: str, params: Any) -> Any:
+            self.sent += 1
+            if self.refuse:
+                raise ClosedError("the connection ended")
+            return contextlib.nullcontext("pending")
+
+    with contextlib.ExitStack() as stack:
+        for ready, refuse, want in [(False, False, None), (True, True, None), (True, False, "pending")]:
+            conn = Conn(ready, refuse)
+            assert _early(stack, conn, "thread/items/list", {}) == want  # type: ignore[arg-type]
+            assert conn.sent == (1 if ready else 0)
+
+
 async def test_r_h_1_full_read_only_when_pagination_unsupported(peers):
     full = thread(turns=[turn("t1", items=[user("u1", "hi"), agent("a1", "yo")], view="full")])
     sc = scenario(
