@@ -272,8 +272,8 @@ class PageReadAhead:
             self._not_a_walker()
 
     def _not_a_walker(self) -> None:
-        """A page read ahead for a first page was not asked for: no first page is read ahead
-        again until a walk goes at machine pace (module doc)."""
+        """A page read ahead for a first page did not answer the host's request for it: no first
+        page is read ahead again until a walk reaches machine pace (module doc)."""
         self.walker = False
         self._first = None
 
