@@ -45,7 +45,8 @@ async def _walk(conn: Connection, method: str, params: dict[str, Any], on_page: 
     request. ``prefetch``: one page read ahead (``Connection.send_request``; see
     ``walk_pages``). ``decode``: each answer is read as its JSON text (``raw``) and
     ``decode(text)`` is the page (for the count: :meth:`MessageTally.decode_page`), instead of
-    the plain decode. ``first``, ``last``: see ``walk_pages`` (``first`` from :func:`_early`)."""
+    the plain decode. ``first``, ``last``: see ``walk_pages`` (``first`` from :func:`_early`; with
+    ``max_pages`` ≤ 0 it is not read, and the caller's stack withdraws it)."""
     walk = CursorWalk(method, max_pages=max_pages)
     if max_pages <= 0:
         walk.stop = "pageLimit"
@@ -78,9 +79,11 @@ async def _full_read(conn: Connection, thread_id: str, proj: Projector) -> bool:
 
 def _early(stack: contextlib.ExitStack, conn: Connection, method: str, params: dict[str, Any]) -> PendingCall | None:
     """``method`` asked for now, before its answer is needed (issue 34: the server reads it
-    while the caller handles what came before); withdrawn when ``stack`` closes without its
-    answer taken. None when the connection cannot take it now (its handshake not done, or it
-    ended): the caller's own call then meets what it would have met anyway."""
+    while the caller handles what came before); its RPC timeout runs from now. Withdrawn when
+    ``stack`` closes without its answer taken (once written, a late answer is a ``LateResponse``
+    event). None when the connection cannot take it now (its handshake not done — checked
+    first, without the error ``send_request`` would raise — or it ended): the caller's own call
+    then meets what it would have met anyway."""
     if not conn.ready:
         return None
     try:

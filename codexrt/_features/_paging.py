@@ -57,9 +57,10 @@ async def walk_pages(read: PageReader, walk: CursorWalk, params: dict[str, Any],
     ``max_pages`` or the last page. If ``on_page`` raises, that request is withdrawn.
 
     ``first``: the first page's request, already sent by the caller (as ``send`` gives it, for
-    these ``params``): ``read`` waits for its answer. ``last()`` is called once the walk's last
-    page came, before ``on_page`` handles it (the caller asks for what it reads next, so the
-    server reads that meanwhile)."""
+    these ``params``): ``read`` waits for its answer. ``last()`` is called when the walk ends —
+    no next cursor, none given, or ``max_pages`` reached; not on a repeated cursor or a page
+    without ``data`` — before ``on_page`` handles its last page (the caller asks for what it
+    reads next, so the server reads that meanwhile)."""
     res = await read(walk.request(params), first)
     while True:
         data = _data(walk, res, bad_page)

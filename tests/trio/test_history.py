@@ -166,7 +166,8 @@ async def test_issue_34_read_thread_asks_for_the_items_walks_first_page_as_the_t
     assert [(r.kind, r.id) for r in tr.records()] == [
         ("userMessage", "u1"), ("commandExecution", "c1"), ("assistantMessage", "a1"),
         ("userMessage", "u2"), ("assistantMessage", "a2")]
-    assert [m["params"].get("cursor") for m in methods(peers, "thread/items/list")] == [None, CUR_I]
+    assert [m["params"] for m in methods(peers, "thread/items/list")] == [  # what the walk itself asks
+        {"threadId": T1, "limit": 100}, {"threadId": T1, "limit": 100, "cursor": CUR_I}]
 
 
 async def test_issue_34_a_failed_turns_walk_withdraws_the_items_page_asked_for_early(peers, monkeypatch):
@@ -188,8 +189,8 @@ async def test_issue_34_a_failed_turns_walk_withdraws_the_items_page_asked_for_e
         await trio.sleep(0.05)
         assert rt.state.value == "READY"  # the connection goes on
     assert err.value.code == "PROTOCOL_ERROR" and "history data" in err.value.message
-    # withdrawn before the writer's turn came: never sent (once written, its late answer would
-    # be a lateResponse event, as for any request withdrawn)
+    # withdrawn before this in-memory transport's writer wrote it: never sent (over a pipe it is
+    # written at once, and its answer is a late response: test_history_read_ahead.py)
     assert methods(peers, "thread/items/list") == []
 
 

@@ -51,6 +51,7 @@ class Server:
         self.fail: set[str] = set()
         self.malformed: set[str] = set()  # cursors answered with a page whose data is not a list
         self.hold = False  # True: requests are logged, answered once released
+        self.events: list[Any] = []  # what the connection told its sink
 
     def page(self, cursor: str | None) -> dict[str, Any]:
         start = int(cursor[1:]) if cursor else 0
@@ -85,6 +86,14 @@ class Server:
                     await self.peer.answer(msg, {"data": {"not": "a list"}, "nextCursor": None})
                 elif msg["method"] == "thread/items/list":
                     await self.peer.answer(msg, self.page(cursor))
+                elif msg["method"] == "thread/read":
+                    await self.peer.answer(msg, {"thread": {"id": msg["params"]["threadId"]}})
+                elif msg["method"] == "thread/turns/list":  # one turn a page, as many as pages of items
+                    start = int(cursor[1:]) if cursor else 0
+                    end = start + self.size
+                    turn = {"id": self.entries[start]["turnId"], "status": "completed", "items": []}
+                    await self.peer.answer(msg, {"data": [turn], "nextCursor": f"c{end}" if end < len(self.entries)
+                                                 else None})
                 else:
                     await self.peer.answer(msg, {"data": []})
 
@@ -99,11 +108,13 @@ class Server:
 async def served(nursery):
     """``(conn, server, make_reader)`` on a connection whose handshake is done."""
     peer = PipePeer()
+    events: list[Any] = []
     try:
-        async with open_connection(peer.transport, sink=lambda ev: None, rpc_timeout=30,
+        async with open_connection(peer.transport, sink=events.append, rpc_timeout=30,
                                    supported_server_requests={"item/commandExecution/requestApproval"}) as conn:
             await peer.handshake(conn)
             server = Server(peer, [_entry(i) for i in range(10)], 2)
+            server.events = events
             nursery.start_soon(server.run)
             cache, ahead, index = PageRecordsCache(), PageReadAhead(), PrivacyIndex("s")
 
@@ -377,6 +388,35 @@ async def test_issue_34_a_first_pages_next_never_takes_another_walks_next_pages_
     await reader.read_page_json(OTHER, scope="items", limit=2)
     await trio.testing.wait_all_tasks_blocked()
     assert set(ahead._pages) == held and server.reads() == [None]
+
+
+async def test_issue_34_read_threads_items_page_asked_for_early_is_withdrawn_over_a_pipe(
+        served, tmp_path, monkeypatch):
+    """Over a real pipe the items walk's first page, asked for as the turns walk's last page
+    came, is written at once: when that last page cannot be projected the error is the
+    caller's and the page's answer, come after it was withdrawn, is a late response — as for
+    any page read ahead — and the connection goes on (review of 3076cea)."""
+    from codexrt._sansio._projection import Projector
+    from codexrt._sansio._rpc import LateResponse
+
+    conn, server, make_reader = served
+    add_turn = Projector.add_native_turn
+    last_turn = server.entries[-1]["turnId"]
+
+    def failing(self: Any, t: Any, **kw: Any) -> None:
+        if t["id"] == last_turn:
+            raise KeyError("status")
+        add_turn(self, t, **kw)
+
+    monkeypatch.setattr(Projector, "add_native_turn", failing)
+    reader = make_reader(codex_home=tmp_path)
+    with pytest.raises(RemoteProtocolError):
+        await reader.read_thread(TID, allow_legacy=False)
+    await trio.testing.wait_all_tasks_blocked()
+    assert [m for m, c in server.log if m == "thread/items/list"] == ["thread/items/list"]
+    late = [e for e in server.events if isinstance(e, LateResponse)]
+    assert [e.method for e in late] == ["thread/items/list"]
+    assert (await reader.read_page_json(TID, scope="items", limit=2)) is not None  # it goes on
 
 
 async def test_issue_34_a_notification_in_between_makes_the_page_read_afresh(served, tmp_path):
