@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 import codexrt
 from codexrt._sansio._errors import CodexError, RpcError
@@ -186,7 +187,7 @@ async def test_issue_34_a_failed_turns_walk_withdraws_the_items_page_asked_for_e
     async with rt_for(peers, paged_thread_scenario()) as rt, open_history_reader(rt) as reader:
         with pytest.raises(CodexError) as err:
             await reader.read_thread(T1, allow_legacy=False)
-        await trio.sleep(0.05)
+        await trio.testing.wait_all_tasks_blocked()  # whatever was still to be written, was
         assert rt.state.value == "READY"  # the connection goes on
     assert err.value.code == "PROTOCOL_ERROR" and "history data" in err.value.message
     # withdrawn before this in-memory transport's writer wrote it: never sent (over a pipe it is
