@@ -25,6 +25,13 @@ time around the raw client's and the library's turns (both run in this process, 
 other), and ``codexrt serve``'s own CPU (``/proc/PID/stat``, summed over the turns). On two
 shared cores that CPU competes with the app-server and the mock model for the turn, so it is
 the part of the overhead that a busy machine turns into wall time.
+
+It also reports, per side, what that side's app-server child itself spent per counted turn
+(``/proc/PID/task/*/schedstat``, summed over its threads): its CPU and the time its threads
+waited for a core. Each side has its own child, so the three must spend about the same CPU (a
+client that made the server work more would show here); the wait says how contended the run
+was — on this project's two-vCPU VM the pinned 0.171.0 server alone uses about one core for the
+whole of a turn (bench/RESULTS.md, eleventh round).
 """
 
 from __future__ import annotations
@@ -93,6 +100,27 @@ def _proc_cpu_s(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as fh:
         fields = fh.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _sched_ms(pid: int | None) -> tuple[float, float] | None:
+    """(CPU ms, ms waited on a run queue) of process ``pid`` so far, over all its threads
+    (``/proc/PID/task/*/schedstat``: nanoseconds); None when it cannot be read (no pid, gone,
+    or a kernel without schedstats)."""
+    if pid is None:
+        return None
+    run = wait = 0
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{task}/schedstat") as fh:
+                    fields = fh.read().split()
+            except FileNotFoundError:  # a thread that just ended
+                continue
+            run += int(fields[0])
+            wait += int(fields[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return run / 1e6, wait / 1e6
 
 
 def _end(proc: subprocess.Popen[bytes], timeout: float) -> None:
@@ -226,6 +254,18 @@ class ServeHost:
                 return channel, elapsed, msg["result"].get("finalText") or ""
         raise RuntimeError("codexrt serve exited")
 
+    def child_pid(self, channel: str) -> int | None:
+        """The app-server pid of ``channel``, from serve's ``status`` command (no event is
+        pending: call it between turns)."""
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(json.dumps({"id": "pid", "command": "status", "params": {}}).encode() + b"\n")
+        self.proc.stdin.flush()
+        for line in self.proc.stdout:
+            msg = json.loads(line)
+            if msg.get("type") == "response" and msg.get("id") == "pid":
+                return next((c.get("pid") for c in msg["result"]["channels"] if c.get("channelId") == channel), None)
+        raise RuntimeError("codexrt serve exited")
+
     def close(self) -> None:
         _end(self.proc, 60)
 
@@ -237,8 +277,11 @@ class Tally:
         self.ms: dict[str, list[float]] = {"raw": [], "lib": [], "serve": []}
         self.bad: dict[str, int] = {"raw": 0, "lib": 0, "serve": 0}
         self.cpu: dict[str, float] = {"raw": 0.0, "lib": 0.0, "serve": 0.0}  # client CPU s, counted turns
+        # per side: the app-server child's CPU ms and run-queue wait ms over the counted turns
+        self.child: dict[str, list[float]] = {"raw": [0.0, 0.0, 0], "lib": [0.0, 0.0, 0], "serve": [0.0, 0.0, 0]}
 
-    def add(self, side: str, seconds: float, text: str, counted: bool, cpu: float | None = None) -> None:
+    def add(self, side: str, seconds: float, text: str, counted: bool, cpu: float | None = None,
+            child: tuple[tuple[float, float] | None, tuple[float, float] | None] | None = None) -> None:
         from codexrt.loopback._model import DEFAULT_TEXT
 
         if text != DEFAULT_TEXT:
@@ -247,6 +290,11 @@ class Tally:
             self.ms[side].append(seconds * 1000)
             if cpu is not None:
                 self.cpu[side] += cpu
+            if child is not None and child[0] is not None and child[1] is not None:
+                acc = self.child[side]
+                acc[0] += child[1][0] - child[0][0]
+                acc[1] += child[1][1] - child[0][1]
+                acc[2] += 1
 
     def result(self) -> dict[str, Any]:
         out: dict[str, Any] = {side: _stats(v) for side, v in self.ms.items()}
@@ -259,6 +307,10 @@ class Tally:
         if any(self.cpu.values()):
             for side, v in self.ms.items():
                 out[side]["cpu_ms_per_turn"] = self.cpu[side] * 1000 / max(1, len(v))
+        for side, (run, wait, n) in self.child.items():
+            if n:
+                out[side]["server_cpu_ms_per_turn"] = run / n
+                out[side]["server_wait_ms_per_turn"] = wait / n
         out["text_ok"] = not any(self.bad.values())
         out["bad_texts"] = self.bad
         return out
@@ -279,25 +331,30 @@ def one(turns: int) -> dict[str, Any]:
             async with open_runtime(RuntimeConfig(codex_bin=s.binary, env=s.env, cwd=str(s.cwd))) as rt:
                 tid: str | None = None
                 total = turns + -(-turns // (THREAD_EVERY - 1))  # plus the uncounted first turns
+                pids: dict[str, int | None] = {"raw": raw.proc.pid}
                 for i in range(total):
                     new = i % THREAD_EVERY == 0
                     text = f"turn {i}"
-                    c0 = process_time()
+                    c0, k0 = process_time(), _sched_ms(pids["raw"])
                     secs, final = raw.turn(text, new)
-                    tally.add("raw", secs, final, not new, process_time() - c0)
-                    c0 = process_time()
+                    tally.add("raw", secs, final, not new, process_time() - c0, (k0, _sched_ms(pids["raw"])))
+                    c0, k0 = process_time(), _sched_ms(pids.get("lib"))
                     t0 = now()
                     op = rt.send(text, thread_id=None if new else tid)
                     async for _ev in op.events():
                         pass
                     res = await op.wait()
                     tally.add("lib", now() - t0, res.final_text or "", not new and res.status == "completed",
-                              process_time() - c0)
+                              process_time() - c0, (k0, _sched_ms(pids.get("lib"))))
                     tid = res.thread_id
-                    c0 = _proc_cpu_s(serve.proc.pid)
+                    c0, k0 = _proc_cpu_s(serve.proc.pid), _sched_ms(pids.get("serve"))
                     serve.send("c", text, new)
                     _c, secs, final = serve.reply()
-                    tally.add("serve", secs, final, not new, _proc_cpu_s(serve.proc.pid) - c0)
+                    tally.add("serve", secs, final, not new, _proc_cpu_s(serve.proc.pid) - c0,
+                              (k0, _sched_ms(pids.get("serve"))))
+                    if i == 0:  # both children run now (the first turn is never counted)
+                        pids["lib"] = rt.runtime_snapshot()["pid"]
+                        pids["serve"] = serve.child_pid("c")
 
         trio.run(main)
     finally:
