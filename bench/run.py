@@ -434,9 +434,9 @@ def main(argv: list[str] | None = None) -> int:
                       f"loopback mock model" + (f"; client CPU per turn {x['cpu_ms_per_turn']:.2f} ms "
                                                 f"(raw client {raw['cpu_ms_per_turn']:.2f} ms)"
                                                 if "cpu_ms_per_turn" in x else "")
-                      + (f"; its app-server per turn: CPU {x['server_cpu_ms_per_turn']:.1f} ms, waited for a core "
-                         f"{x['server_wait_ms_per_turn']:.1f} ms (raw's: {raw['server_cpu_ms_per_turn']:.1f} / "
-                         f"{raw['server_wait_ms_per_turn']:.1f} ms)"
+                      + (f"; its app-server per turn: CPU {x['server_cpu_ms_per_turn']:.1f} ms, its threads' wait "
+                         f"for a core {x['server_wait_ms_per_turn']:.1f} ms summed (raw's: "
+                         f"{raw['server_cpu_ms_per_turn']:.1f} / {raw['server_wait_ms_per_turn']:.1f} ms)"
                          if "server_cpu_ms_per_turn" in x and "server_cpu_ms_per_turn" in raw else ""))
     print(f"\nmachine: {machine()}\n")
     print(t.render())

@@ -28,10 +28,11 @@ the part of the overhead that a busy machine turns into wall time.
 
 It also reports, per side, what that side's app-server child itself spent per counted turn
 (``/proc/PID/task/*/schedstat``, summed over its threads): its CPU and the time its threads
-waited for a core. Each side has its own child, so the three must spend about the same CPU (a
-client that made the server work more would show here); the wait says how contended the run
-was — on this project's two-vCPU VM the pinned 0.171.0 server alone uses about one core for the
-whole of a turn (bench/RESULTS.md, eleventh round).
+waited for a core (summed over its threads: not wall time). Each side has its own child, so the
+three should spend about the same CPU (a client that made the server work more would show
+here); the wait says how contended the run was — on this project's two-vCPU VM the pinned
+server alone uses about one core for the whole of a turn (bench/RESULTS.md, eleventh round).
+Both ``/proc`` reads of a turn are outside its timed window and its client-CPU window.
 """
 
 from __future__ import annotations
@@ -103,22 +104,25 @@ def _proc_cpu_s(pid: int) -> float:
 
 
 def _sched_ms(pid: int | None) -> tuple[float, float] | None:
-    """(CPU ms, ms waited on a run queue) of process ``pid`` so far, over all its threads
-    (``/proc/PID/task/*/schedstat``: nanoseconds); None when it cannot be read (no pid, gone,
-    or a kernel without schedstats)."""
+    """(CPU ms, ms waited on a run queue) of process ``pid`` so far, summed over its threads
+    (``/proc/PID/task/*/schedstat``: nanoseconds); None when it cannot be read (no pid, the
+    process gone, or a kernel without schedstats: no file, or zeros)."""
     if pid is None:
         return None
     run = wait = 0
     try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            try:
-                with open(f"/proc/{pid}/task/{task}/schedstat") as fh:
-                    fields = fh.read().split()
-            except FileNotFoundError:  # a thread that just ended
-                continue
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as fh:
+                fields = fh.read().split()
             run += int(fields[0])
             wait += int(fields[1])
-    except (OSError, ValueError, IndexError):
+        except (OSError, ValueError, IndexError):  # a thread that just ended, or no schedstats
+            continue
+    if run == 0:
         return None
     return run / 1e6, wait / 1e6
 
@@ -255,15 +259,17 @@ class ServeHost:
         raise RuntimeError("codexrt serve exited")
 
     def child_pid(self, channel: str) -> int | None:
-        """The app-server pid of ``channel``, from serve's ``status`` command (no event is
-        pending: call it between turns)."""
+        """The app-server pid of ``channel``, from serve's ``status`` command; None when serve
+        reports none. Call it between turns, with no ``codex.send`` reply pending."""
         assert self.proc.stdin and self.proc.stdout
-        self.proc.stdin.write(json.dumps({"id": "pid", "command": "status", "params": {}}).encode() + b"\n")
+        self.proc.stdin.write(json.dumps({"id": "pid", "command": "status",
+                                          "params": {"channelId": channel}}).encode() + b"\n")
         self.proc.stdin.flush()
         for line in self.proc.stdout:
             msg = json.loads(line)
             if msg.get("type") == "response" and msg.get("id") == "pid":
-                return next((c.get("pid") for c in msg["result"]["channels"] if c.get("channelId") == channel), None)
+                channels = (msg.get("result") or {}).get("channels") or []
+                return next((c.get("pid") for c in channels if c.get("channelId") == channel), None)
         raise RuntimeError("codexrt serve exited")
 
     def close(self) -> None:
@@ -277,8 +283,11 @@ class Tally:
         self.ms: dict[str, list[float]] = {"raw": [], "lib": [], "serve": []}
         self.bad: dict[str, int] = {"raw": 0, "lib": 0, "serve": 0}
         self.cpu: dict[str, float] = {"raw": 0.0, "lib": 0.0, "serve": 0.0}  # client CPU s, counted turns
-        # per side: the app-server child's CPU ms and run-queue wait ms over the counted turns
-        self.child: dict[str, list[float]] = {"raw": [0.0, 0.0, 0], "lib": [0.0, 0.0, 0], "serve": [0.0, 0.0, 0]}
+        # per side, over the counted turns whose two /proc reads both succeeded: the app-server
+        # child's CPU ms, its threads' run-queue wait ms, and how many turns that is
+        self.child_cpu: dict[str, float] = {"raw": 0.0, "lib": 0.0, "serve": 0.0}
+        self.child_wait: dict[str, float] = {"raw": 0.0, "lib": 0.0, "serve": 0.0}
+        self.child_turns: dict[str, int] = {"raw": 0, "lib": 0, "serve": 0}
 
     def add(self, side: str, seconds: float, text: str, counted: bool, cpu: float | None = None,
             child: tuple[tuple[float, float] | None, tuple[float, float] | None] | None = None) -> None:
@@ -291,10 +300,9 @@ class Tally:
             if cpu is not None:
                 self.cpu[side] += cpu
             if child is not None and child[0] is not None and child[1] is not None:
-                acc = self.child[side]
-                acc[0] += child[1][0] - child[0][0]
-                acc[1] += child[1][1] - child[0][1]
-                acc[2] += 1
+                self.child_cpu[side] += child[1][0] - child[0][0]
+                self.child_wait[side] += child[1][1] - child[0][1]
+                self.child_turns[side] += 1
 
     def result(self) -> dict[str, Any]:
         out: dict[str, Any] = {side: _stats(v) for side, v in self.ms.items()}
@@ -307,10 +315,11 @@ class Tally:
         if any(self.cpu.values()):
             for side, v in self.ms.items():
                 out[side]["cpu_ms_per_turn"] = self.cpu[side] * 1000 / max(1, len(v))
-        for side, (run, wait, n) in self.child.items():
+        for side, n in self.child_turns.items():
             if n:
-                out[side]["server_cpu_ms_per_turn"] = run / n
-                out[side]["server_wait_ms_per_turn"] = wait / n
+                out[side]["server_cpu_ms_per_turn"] = self.child_cpu[side] / n
+                out[side]["server_wait_ms_per_turn"] = self.child_wait[side] / n
+                out[side]["server_turns"] = n
         out["text_ok"] = not any(self.bad.values())
         out["bad_texts"] = self.bad
         return out
@@ -335,10 +344,13 @@ def one(turns: int) -> dict[str, Any]:
                 for i in range(total):
                     new = i % THREAD_EVERY == 0
                     text = f"turn {i}"
-                    c0, k0 = process_time(), _sched_ms(pids["raw"])
+                    # each /proc read before the client-CPU window opens and after it closes
+                    k0 = _sched_ms(pids["raw"])
+                    c0 = process_time()
                     secs, final = raw.turn(text, new)
                     tally.add("raw", secs, final, not new, process_time() - c0, (k0, _sched_ms(pids["raw"])))
-                    c0, k0 = process_time(), _sched_ms(pids.get("lib"))
+                    k0 = _sched_ms(pids.get("lib"))
+                    c0 = process_time()
                     t0 = now()
                     op = rt.send(text, thread_id=None if new else tid)
                     async for _ev in op.events():
@@ -347,7 +359,8 @@ def one(turns: int) -> dict[str, Any]:
                     tally.add("lib", now() - t0, res.final_text or "", not new and res.status == "completed",
                               process_time() - c0, (k0, _sched_ms(pids.get("lib"))))
                     tid = res.thread_id
-                    c0, k0 = _proc_cpu_s(serve.proc.pid), _sched_ms(pids.get("serve"))
+                    k0 = _sched_ms(pids.get("serve"))
+                    c0 = _proc_cpu_s(serve.proc.pid)
                     serve.send("c", text, new)
                     _c, secs, final = serve.reply()
                     tally.add("serve", secs, final, not new, _proc_cpu_s(serve.proc.pid) - c0,
