@@ -347,11 +347,19 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         finally:
             self.server.mock._track(self.connection, False)
 
+    def _answered(self, rec: RecordedRequest, outcome: str) -> str:
+        """Record ``outcome``, and write its log line, *before* the response's last bytes go
+        out: a client that has read a whole response always finds it recorded, and the log's
+        lines of requests sent one after another come in that order (they were written after
+        the answer, so a quick next request could be logged first)."""
+        rec.outcome = outcome
+        self.server.mock._changed()
+        return outcome
+
     def do_GET(self) -> None:
         rec = self.server.mock._record(self, None, None)
+        self._answered(rec, "404")
         self._send_json(404, {"error": {"message": f"mock: no GET {self.path}", "type": "not_found"}})
-        rec.outcome = "404"
-        self.server.mock._changed()
 
     def do_POST(self) -> None:
         raw = self._read_body()
@@ -369,24 +377,23 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         want = self.server.mock.require_bearer
         if want is not None and rec.is_model_request and self.headers.get("authorization") != f"Bearer {want}":
             # A provider that needs a key: 401 without the exact bearer (nothing is played).
+            self._answered(rec, "401")
             self._send_json(401, {"error": {"message": "mock: missing or wrong bearer token",
                                             "type": "invalid_request_error", "code": "invalid_api_key"}})
-            rec.outcome = "401"
-            self.server.mock._changed()
             return
         if not rec.is_model_request:
+            self._answered(rec, "404")
             self._send_json(404, {"error": {"message": f"mock: no POST {self.path}", "type": "not_found"}})
-            rec.outcome = "404"
-            self.server.mock._changed()
             return
         script = self.server.mock._choose(rec)
         rec.script = script.describe()
         try:
-            rec.outcome = self._play(script, rec)
+            outcome = self._play(script, rec)
         except (_ClientGone, BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
-            rec.outcome = "client_disconnected"
+            outcome = "client_disconnected"
             self.close_connection = True
-        self.server.mock._changed()
+        if rec.outcome is None:  # not answered before its end (a hang the mock's stop ended, a client gone)
+            self._answered(rec, outcome)
 
     # -- HTTP plumbing ---------------------------------------------------------------------
 
@@ -448,8 +455,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _play(self, script: Script, rec: RecordedRequest) -> str:
         mock = self.server.mock
         if script.kind == "http":
+            outcome = self._answered(rec, f"http {script.http_status}")
             self._send_json(script.http_status, {"error": {"message": script.error_message, "type": "server_error"}})
-            return f"http {script.http_status}"
+            return outcome
         resp_id = f"resp_mock_{rec.seq}"
         self._start_stream()
         self._event("response.created", response={"id": resp_id, "object": "response", "status": "in_progress"})
@@ -461,6 +469,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 if self._client_gone(KEEPALIVE_S):
                     raise _ClientGone
                 self._chunk(b": keep-alive\n\n")
+            self._answered(rec, "hang_cap_reached")
             self._end_stream()
             self.close_connection = True
             return "hang_cap_reached"
@@ -468,6 +477,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._event("response.failed", response={
                 "id": resp_id, "object": "response", "status": "failed",
                 "error": {"code": "server_error", "message": script.error_message}})
+            self._answered(rec, "failed")
             self._end_stream()
             return "failed"
         out_index = 0
@@ -487,6 +497,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             "usage": {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
                       "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0},
                       "total_tokens": 15}})
+        self._answered(rec, "completed")
         self._end_stream()
         return "completed"
 
@@ -571,7 +582,8 @@ class MockResponsesServer:
             ... mock.base_url ...   # "http://127.0.0.1:<port>/v1"
             assert len(mock.model_requests()) == 2
 
-    ``log_path`` appends one JSON line per request (written when the request is answered).
+    ``log_path`` appends one JSON line per request, written with its outcome just before the
+    response's last bytes go out (a client that has read a response finds its line).
     ``keep_requests`` bounds the in-memory log to the most recent requests (each keeps its whole
     body, the thread's history so far: a long session would otherwise grow without end);
     ``None`` keeps every request, as tests that count them need. ``dropped_requests`` says how

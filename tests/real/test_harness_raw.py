@@ -116,6 +116,39 @@ def test_directives_parse_to_scripts() -> None:
     assert parse_directives("[[mock:mcp:testsrv:rich]]") == Script.mcp_tool("testsrv", "rich")
 
 
+def test_mock_records_each_request_before_its_last_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client that has read a whole response finds the request recorded, outcome and log line
+    included, and the log lists requests sent one after another in their order — even when the
+    handler's thread is slow after its last write (it recorded the outcome after the answer, so a
+    quick next request was sometimes logged first: a flaky order in the test below)."""
+    import time
+
+    import peer_fixtures.mock_responses as model
+
+    def slowly(write: Any) -> Any:
+        def slow(self: Any, *args: Any) -> None:
+            write(self, *args)
+            time.sleep(0.2)  # the client has every byte of the answer by now
+        return slow
+
+    monkeypatch.setattr(model._Handler, "_end_stream", slowly(model._Handler._end_stream))
+    monkeypatch.setattr(model._Handler, "_send_json", slowly(model._Handler._send_json))
+    log = tmp_path / "log.jsonl"
+    with MockResponsesServer(log_path=log) as mock:
+        mock.enqueue(Script.reply("one"), Script.fail("nope"))
+        outcomes = []
+        for text in ("first", "second", "third", "[[mock:http500]]"):
+            post_responses(mock, text)
+            outcomes.append(mock.requests[-1].outcome)  # no wait: recorded before the last bytes
+            assert len(log.read_text().splitlines()) == len(outcomes)
+        conn = http.client.HTTPConnection("127.0.0.1", mock.port, timeout=10)
+        conn.request("GET", "/v1/models")
+        assert conn.getresponse().read() and mock.requests[-1].outcome == "404"
+        conn.close()
+    assert outcomes == ["completed", "failed", "completed", "http 500"]
+    assert [json.loads(x)["seq"] for x in log.read_text().splitlines()] == [0, 1, 2, 3, 4]
+
+
 def test_mock_streams_chunked_sse_and_logs_requests(tmp_path: Path) -> None:
     log = tmp_path / "log.jsonl"
     with MockResponsesServer(log_path=log) as mock:
