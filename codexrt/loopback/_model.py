@@ -63,6 +63,7 @@ import re
 import select
 import signal
 import socket
+import sys
 import threading
 import time
 from pathlib import Path
@@ -351,7 +352,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         """Record ``outcome``, and write its log line, *before* the response's last bytes go
         out: a client that has read a whole response always finds it recorded, and the log's
         lines of requests sent one after another come in that order (they were written after
-        the answer, so a quick next request could be logged first)."""
+        the answer, so a quick next request could be logged first). A client that goes away
+        during those last bytes leaves the answer's outcome, not ``client_disconnected``: it
+        had the whole answer but the stream's terminator."""
         rec.outcome = outcome
         self.server.mock._changed()
         return outcome
@@ -583,7 +586,10 @@ class MockResponsesServer:
             assert len(mock.model_requests()) == 2
 
     ``log_path`` appends one JSON line per request, written with its outcome just before the
-    response's last bytes go out (a client that has read a response finds its line).
+    response's last bytes go out (a client that has read a whole response finds its line); a
+    request that ends without an answer (its client gone, the mock stopped) is logged after.
+    A log that cannot be written is said once on stderr (``log_failed``) and never stops an
+    answer.
     ``keep_requests`` bounds the in-memory log to the most recent requests (each keeps its whole
     body, the thread's history so far: a long session would otherwise grow without end);
     ``None`` keeps every request, as tests that count them need. ``dropped_requests`` says how
@@ -597,6 +603,7 @@ class MockResponsesServer:
             raise ValueError("keep_requests must be at least 1 (or None: keep every request)")
         self.keep_requests = keep_requests
         self.dropped_requests = 0
+        self.log_failed = False  # the request log could not be written (said once on stderr)
         if host not in ("127.0.0.1", "localhost", "::1"):
             raise ValueError("the mock only binds to loopback")
         #: When set, a model request without ``Authorization: Bearer <require_bearer>`` gets 401
@@ -720,7 +727,7 @@ class MockResponsesServer:
         with self._lock:
             self._requests.append(rec)
             if self.keep_requests is not None and len(self._requests) > self.keep_requests:
-                # Oldest first; one still being answered stays (its outcome is still to come).
+                # Oldest first; one without its outcome yet stays (it is still to be recorded).
                 extra = len(self._requests) - self.keep_requests
                 gone = [r for r in self._requests[:extra] if r.outcome is not None]
                 if gone:
@@ -742,17 +749,24 @@ class MockResponsesServer:
 
     def _changed(self) -> None:
         with self._lock:
-            self._lock.notify_all()
-        # the log line is written once the request is answered, so it carries the outcome
-        if self._log_path is not None:
-            with self._lock:
+            # the log line is written once the request has its outcome, and before the waiters
+            # wake, so one that reads the log after a wait finds the line
+            if self._log_path is not None:
                 done = [r for r in self._requests if r.outcome is not None and not getattr(r, "_logged", False)]
-                for r in done:
-                    r._logged = True  # type: ignore[attr-defined]
                 lines = "".join(json.dumps(r.to_json()) + "\n" for r in done)
                 if lines:
-                    with self._log_path.open("a", encoding="utf-8") as f:
-                        f.write(lines)
+                    try:
+                        with self._log_path.open("a", encoding="utf-8") as f:
+                            f.write(lines)
+                    except OSError as exc:  # the answer still goes out; the lines are tried again next time
+                        if not self.log_failed:
+                            print(f"codexrt.loopback: cannot write the request log {self._log_path}: {exc}",
+                                  file=sys.stderr)
+                        self.log_failed = True
+                    else:
+                        for r in done:
+                            r._logged = True  # type: ignore[attr-defined]
+            self._lock.notify_all()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -140,6 +140,7 @@ def test_mock_records_each_request_before_its_last_bytes(tmp_path: Path, monkeyp
         for text in ("first", "second", "third", "[[mock:http500]]"):
             post_responses(mock, text)
             outcomes.append(mock.requests[-1].outcome)  # no wait: recorded before the last bytes
+            assert outcomes[-1] is not None and log.exists(), outcomes
             assert len(log.read_text().splitlines()) == len(outcomes)
         conn = http.client.HTTPConnection("127.0.0.1", mock.port, timeout=10)
         conn.request("GET", "/v1/models")
@@ -147,6 +148,18 @@ def test_mock_records_each_request_before_its_last_bytes(tmp_path: Path, monkeyp
         conn.close()
     assert outcomes == ["completed", "failed", "completed", "http 500"]
     assert [json.loads(x)["seq"] for x in log.read_text().splitlines()] == [0, 1, 2, 3, 4]
+
+
+def test_mock_answers_when_its_log_cannot_be_written(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """A request log that cannot be written (its directory is missing) is said once on stderr
+    and never cuts an answer."""
+    log = tmp_path / "missing" / "log.jsonl"
+    with MockResponsesServer(log_path=log) as mock:
+        for _ in range(2):
+            status, _, raw = post_responses(mock, "[[mock:deltas:3]]")
+            assert status == 200 and sse_events(raw)[-1]["type"] == "response.completed"
+        assert mock.log_failed and [r.outcome for r in mock.requests] == ["completed", "completed"]
+    assert capfd.readouterr().err.count("cannot write the request log") == 1
 
 
 def test_mock_streams_chunked_sse_and_logs_requests(tmp_path: Path) -> None:
@@ -204,7 +217,7 @@ def test_mock_hang_is_capped() -> None:
         mock.enqueue(Script.hang())
         status, _, raw = post_responses(mock, "")
         assert status == 200 and b"keep-alive" in raw
-        # The outcome is recorded just after the stream's last chunk: wait for it, bounded.
+        # The outcome is recorded just before the stream's terminator; the wait is bounded anyway.
         [rec] = mock.wait_for_model_requests(1, timeout=10)
         assert rec.outcome == "hang_cap_reached"
 
