@@ -349,12 +349,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.server.mock._track(self.connection, False)
 
     def _answered(self, rec: RecordedRequest, outcome: str) -> str:
-        """Record ``outcome``, and write its log line, *before* the response's last bytes go
-        out: a client that has read a whole response always finds it recorded, and the log's
-        lines of requests sent one after another come in that order (they were written after
-        the answer, so a quick next request could be logged first). A client that goes away
-        during those last bytes leaves the answer's outcome, not ``client_disconnected``: it
-        had the whole answer but the stream's terminator."""
+        """Record ``outcome`` and its log line *before* the answer's last bytes: a client that
+        read a whole answer finds it recorded, the log in request order (a client gone during
+        those bytes leaves this outcome: it had all but the stream's terminator)."""
         rec.outcome = outcome
         self.server.mock._changed()
         return outcome
@@ -585,11 +582,9 @@ class MockResponsesServer:
             ... mock.base_url ...   # "http://127.0.0.1:<port>/v1"
             assert len(mock.model_requests()) == 2
 
-    ``log_path`` appends one JSON line per request, written with its outcome just before the
-    response's last bytes go out (a client that has read a whole response finds its line); a
-    request that ends without an answer (its client gone, the mock stopped) is logged after.
-    A log that cannot be written is said once on stderr (``log_failed``) and never stops an
-    answer.
+    ``log_path`` appends one JSON line per request, with its outcome, just before the answer's
+    last bytes (after, for one that ends unanswered); a log it cannot write is said once on
+    stderr (``log_failed``) and never stops an answer.
     ``keep_requests`` bounds the in-memory log to the most recent requests (each keeps its whole
     body, the thread's history so far: a long session would otherwise grow without end);
     ``None`` keeps every request, as tests that count them need. ``dropped_requests`` says how
@@ -749,8 +744,7 @@ class MockResponsesServer:
 
     def _changed(self) -> None:
         with self._lock:
-            # the log line is written once the request has its outcome, and before the waiters
-            # wake, so one that reads the log after a wait finds the line
+            # a request's line once it has its outcome, before waiters wake (they find the line)
             if self._log_path is not None:
                 done = [r for r in self._requests if r.outcome is not None and not getattr(r, "_logged", False)]
                 lines = "".join(json.dumps(r.to_json()) + "\n" for r in done)
