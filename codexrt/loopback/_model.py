@@ -349,9 +349,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.server.mock._track(self.connection, False)
 
     def _answered(self, rec: RecordedRequest, outcome: str) -> str:
-        """Record ``outcome`` and its log line *before* the answer's last bytes: a client that
-        read a whole answer finds it recorded, the log in request order (a client gone during
-        those bytes leaves this outcome: it had all but the stream's terminator)."""
+        """Record ``outcome`` and its log line *before* the answer's last bytes: a client that read a
+        whole answer finds it recorded, the log in request order (one gone during them keeps it)."""
         rec.outcome = outcome
         self.server.mock._changed()
         return outcome
@@ -385,7 +384,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._answered(rec, "404")
             self._send_json(404, {"error": {"message": f"mock: no POST {self.path}", "type": "not_found"}})
             return
-        script = self.server.mock._choose(rec)
+        try:
+            script = self.server.mock._choose(rec)
+        except Exception as exc:  # a directive it cannot read: a 500 naming it, not a dropped connection
+            self._answered(rec, f"bad script: {type(exc).__name__}")
+            return self._send_json(500, {"error": {"message": f"mock: {exc!r}"[:500], "type": "server_error"}})
         rec.script = script.describe()
         try:
             outcome = self._play(script, rec)
@@ -582,9 +585,8 @@ class MockResponsesServer:
             ... mock.base_url ...   # "http://127.0.0.1:<port>/v1"
             assert len(mock.model_requests()) == 2
 
-    ``log_path`` appends one JSON line per request, with its outcome, just before the answer's
-    last bytes (after, for one that ends unanswered); a log it cannot write is said once on
-    stderr (``log_failed``) and never stops an answer.
+    ``log_path`` appends one JSON line per request, with its outcome, just before the answer's last
+    bytes (after, if unanswered); a log it cannot write is said once on stderr (``log_failed``).
     ``keep_requests`` bounds the in-memory log to the most recent requests (each keeps its whole
     body, the thread's history so far: a long session would otherwise grow without end);
     ``None`` keeps every request, as tests that count them need. ``dropped_requests`` says how
@@ -744,8 +746,7 @@ class MockResponsesServer:
 
     def _changed(self) -> None:
         with self._lock:
-            # a request's line once it has its outcome, before waiters wake (they find the line)
-            if self._log_path is not None:
+            if self._log_path is not None:  # each line once it has its outcome, before waiters wake
                 done = [r for r in self._requests if r.outcome is not None and not getattr(r, "_logged", False)]
                 lines = "".join(json.dumps(r.to_json()) + "\n" for r in done)
                 if lines:
@@ -754,8 +755,7 @@ class MockResponsesServer:
                             f.write(lines)
                     except OSError as exc:  # the answer still goes out; the lines are tried again next time
                         if not self.log_failed:
-                            print(f"codexrt.loopback: cannot write the request log {self._log_path}: {exc}",
-                                  file=sys.stderr)
+                            print(f"codexrt.loopback: cannot write the request log: {exc}", file=sys.stderr)
                         self.log_failed = True
                     else:
                         for r in done:

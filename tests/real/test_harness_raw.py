@@ -162,6 +162,19 @@ def test_mock_answers_when_its_log_cannot_be_written(tmp_path: Path, capfd: pyte
     assert capfd.readouterr().err.count("cannot write the request log") == 1
 
 
+def test_mock_answers_a_directive_it_cannot_read(tmp_path: Path) -> None:
+    """A directive the mock cannot read (bad JSON arguments) gets a 500 that names it, recorded
+    and logged; before, the handler died, the connection dropped and the outcome stayed None."""
+    log = tmp_path / "log.jsonl"
+    with MockResponsesServer(log_path=log) as mock:
+        status, _, body = post_responses(mock, "[[mock:mcp:s:t:{bad]]")
+        assert status == 500 and "mock:" in json.loads(body)["error"]["message"]
+        assert post_responses(mock, "fine")[0] == 200  # the mock goes on
+        assert [r.outcome for r in mock.requests] == ["bad script: JSONDecodeError", "completed"]
+    assert [json.loads(x)["outcome"] for x in log.read_text().splitlines()] == ["bad script: JSONDecodeError",
+                                                                             "completed"]
+
+
 def test_mock_streams_chunked_sse_and_logs_requests(tmp_path: Path) -> None:
     log = tmp_path / "log.jsonl"
     with MockResponsesServer(log_path=log) as mock:
