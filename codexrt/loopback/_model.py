@@ -53,6 +53,7 @@ event a second for 90 s) keep a turn streaming for as long as they last
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import hashlib
 import http.server
@@ -351,8 +352,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _answered(self, rec: RecordedRequest, outcome: str) -> str:
         """Record ``outcome`` and its log line *before* the answer's last bytes: a client that read a
         whole answer finds it recorded, the log in request order (one gone during them keeps it)."""
-        rec.outcome = outcome
-        self.server.mock._changed()
+        self.server.mock._changed(rec, outcome)
         return outcome
 
     def do_GET(self) -> None:
@@ -395,6 +395,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         except (_ClientGone, BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             outcome = "client_disconnected"
             self.close_connection = True
+        except Exception as exc:  # a defect of the mock's: said, recorded, the connection closed
+            print(f"codexrt.loopback: request {rec.seq} failed: {exc!r}", file=sys.stderr)
+            outcome, self.close_connection = f"mock error: {type(exc).__name__}", True
         if rec.outcome is None:  # not answered before its end (a hang the mock's stop ended, a client gone)
             self._answered(rec, outcome)
 
@@ -588,9 +591,8 @@ class MockResponsesServer:
     ``log_path`` appends one JSON line per request, with its outcome, just before the answer's last
     bytes (after, if unanswered); a log it cannot write is said once on stderr (``log_failed``).
     ``keep_requests`` bounds the in-memory log to the most recent requests (each keeps its whole
-    body, the thread's history so far: a long session would otherwise grow without end);
-    ``None`` keeps every request, as tests that count them need. ``dropped_requests`` says how
-    many were let go.
+    body: a long session would otherwise grow without end); ``None`` keeps every request, as tests
+    that count them need; ``dropped_requests`` says how many were let go (each logged already).
     """
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0, log_path: str | os.PathLike[str] | None = None,
@@ -642,10 +644,8 @@ class MockResponsesServer:
         with self._lock:
             conns = list(self._conns)
         for c in conns:
-            try:
+            with contextlib.suppress(OSError):
                 c.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
         httpd.server_close()
         if self._thread is not None:
             self._thread.join(timeout=5)
@@ -725,8 +725,7 @@ class MockResponsesServer:
             self._requests.append(rec)
             if self.keep_requests is not None and len(self._requests) > self.keep_requests:
                 # Oldest first; one without its outcome yet stays (it is still to be recorded).
-                extra = len(self._requests) - self.keep_requests
-                gone = [r for r in self._requests[:extra] if r.outcome is not None]
+                gone = [r for r in self._requests[:len(self._requests) - self.keep_requests] if r.outcome is not None]
                 if gone:
                     ids = {id(r) for r in gone}
                     self._requests = [r for r in self._requests if id(r) not in ids]
@@ -744,8 +743,9 @@ class MockResponsesServer:
             return Script.reply(f"mock saw tool output: {_output_text(last.get('output'))}")
         return parse_directives(rec.last_user_text) or Script.reply()
 
-    def _changed(self) -> None:
-        with self._lock:
+    def _changed(self, rec: RecordedRequest, outcome: str) -> None:
+        with self._lock:  # the outcome is set under the lock that drops old records: none unlogged
+            rec.outcome = outcome
             if self._log_path is not None:  # each line once it has its outcome, before waiters wake
                 done = [r for r in self._requests if r.outcome is not None and not getattr(r, "_logged", False)]
                 lines = "".join(json.dumps(r.to_json()) + "\n" for r in done)

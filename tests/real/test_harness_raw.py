@@ -175,6 +175,58 @@ def test_mock_answers_a_directive_it_cannot_read(tmp_path: Path) -> None:
                                                                              "completed"]
 
 
+def test_mock_records_a_defect_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capfd: pytest.CaptureFixture[str]) -> None:
+    """An unexpected exception while a script plays (a defect of the mock's, faked here) is said on
+    stderr and recorded with its log line, the connection closed; before, the outcome stayed None
+    and no line was written. The mock goes on."""
+    import peer_fixtures.mock_responses as model
+
+    def broken(self: Any, *args: Any) -> None:
+        raise RuntimeError("mock defect")
+
+    monkeypatch.setattr(model._Handler, "_message", broken)
+    log = tmp_path / "log.jsonl"
+    with MockResponsesServer(log_path=log) as mock:
+        with pytest.raises(http.client.HTTPException):
+            post_responses(mock, "hello")
+        wait_until_blocking(lambda: mock.requests[-1].outcome is not None, "the outcome")
+        assert mock.requests[-1].outcome == "mock error: RuntimeError"
+        monkeypatch.undo()
+        assert post_responses(mock, "fine")[0] == 200
+    assert [json.loads(x)["outcome"] for x in log.read_text().splitlines()] == ["mock error: RuntimeError",
+                                                                             "completed"]
+    assert "request 0 failed: RuntimeError('mock defect')" in capfd.readouterr().err
+
+
+def test_mock_never_drops_an_unlogged_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``keep_requests`` and ``log_path`` both set, a request that comes while an older one
+    is between its outcome and its log line no longer drops the older one unlogged: the outcome is
+    set under the lock that drops records (here the first request's handler is held just after it
+    sets its outcome, and a second request comes meanwhile)."""
+    import threading
+    import time
+
+    import peer_fixtures.mock_responses as model
+
+    class HeldAtOutcome(model.RecordedRequest):
+        def __setattr__(self, name: str, value: Any) -> None:
+            super().__setattr__(name, value)
+            if name == "outcome" and value is not None and self.seq == 0:
+                time.sleep(0.3)
+
+    monkeypatch.setattr(model, "RecordedRequest", HeldAtOutcome)
+    log = tmp_path / "log.jsonl"
+    with MockResponsesServer(log_path=log, keep_requests=1) as mock:
+        first = threading.Thread(target=post_responses, args=(mock, "first"))
+        first.start()
+        wait_until_blocking(lambda: mock._requests and mock._requests[0].outcome is not None, "the first outcome")
+        assert post_responses(mock, "second")[0] == 200
+        first.join(10)
+        assert mock.dropped_requests == 1
+    assert [json.loads(x)["seq"] for x in log.read_text().splitlines()] == [0, 1]
+
+
 def test_mock_streams_chunked_sse_and_logs_requests(tmp_path: Path) -> None:
     log = tmp_path / "log.jsonl"
     with MockResponsesServer(log_path=log) as mock:
