@@ -592,7 +592,7 @@ class MockResponsesServer:
     bytes (after, if unanswered); a log it cannot write is said once on stderr (``log_failed``).
     ``keep_requests`` bounds the in-memory log to the most recent requests (each keeps its whole
     body: a long session would otherwise grow without end); ``None`` keeps every request, as tests
-    that count them need; ``dropped_requests`` says how many were let go (each logged already).
+    that count them need; ``dropped_requests`` says how many were let go (each logged, unless the log failed).
     """
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0, log_path: str | os.PathLike[str] | None = None,
@@ -744,7 +744,7 @@ class MockResponsesServer:
         return parse_directives(rec.last_user_text) or Script.reply()
 
     def _changed(self, rec: RecordedRequest, outcome: str) -> None:
-        with self._lock:  # the outcome is set under the lock that drops old records: none unlogged
+        with self._lock:  # the outcome is set under the lock that drops old records
             rec.outcome = outcome
             if self._log_path is not None:  # each line once it has its outcome, before waiters wake
                 done = [r for r in self._requests if r.outcome is not None and not getattr(r, "_logged", False)]
@@ -753,7 +753,7 @@ class MockResponsesServer:
                     try:
                         with self._log_path.open("a", encoding="utf-8") as f:
                             f.write(lines)
-                    except OSError as exc:  # the answer still goes out; the lines are tried again next time
+                    except OSError as exc:  # the answer goes out; lines kept are tried again
                         if not self.log_failed:
                             print(f"codexrt.loopback: cannot write the request log: {exc}", file=sys.stderr)
                         self.log_failed = True

@@ -218,11 +218,13 @@ def test_mock_never_drops_an_unlogged_record(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setattr(model, "RecordedRequest", HeldAtOutcome)
     log = tmp_path / "log.jsonl"
     with MockResponsesServer(log_path=log, keep_requests=1) as mock:
-        first = threading.Thread(target=post_responses, args=(mock, "first"))
+        answers: list[int] = []
+        first = threading.Thread(target=lambda: answers.append(post_responses(mock, "first")[0]))
         first.start()
         wait_until_blocking(lambda: mock._requests and mock._requests[0].outcome is not None, "the first outcome")
         assert post_responses(mock, "second")[0] == 200
         first.join(10)
+        assert not first.is_alive() and answers == [200]
         assert mock.dropped_requests == 1
     assert [json.loads(x)["seq"] for x in log.read_text().splitlines()] == [0, 1]
 
