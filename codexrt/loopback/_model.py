@@ -70,17 +70,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = [
-    "MockResponsesServer",
-    "Script",
-    "RecordedRequest",
-    "DEFAULT_TEXT",
-    "DEFAULT_REASONING",
-    "HANG_CAP_S",
-    "parse_directives",
-    "patch_command",
-    "main",
-]
+__all__ = ["MockResponsesServer", "Script", "RecordedRequest", "DEFAULT_TEXT", "DEFAULT_REASONING", "HANG_CAP_S",
+           "parse_directives", "patch_command", "main"]
 
 DEFAULT_TEXT = "Hello from the mock model."
 DEFAULT_REASONING = "**Thinking** about the request."
@@ -88,6 +79,7 @@ HANG_CAP_S = 120.0
 KEEPALIVE_S = 0.5
 MAX_DELTAS = 100_000
 MAX_DELTA_INTERVAL_S = 1.0
+MAX_BODY = 256 << 20  # bytes of one request body (codex sends the whole thread so far); more is a 400
 
 _DIRECTIVE = re.compile(r"\[\[mock:([a-z0-9_]+)(?::(.*?))?\]\]", re.DOTALL)
 
@@ -361,7 +353,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self._send_json(404, {"error": {"message": f"mock: no GET {self.path}", "type": "not_found"}})
 
     def do_POST(self) -> None:
-        raw = self._read_body()
+        try:
+            raw = self._read_body()
+        except ValueError as exc:  # a body it cannot read: a 400, recorded; the connection is closed
+            rec, self.close_connection = self.server.mock._record(self, None, f"unreadable body: {exc}"[:200]), True
+            self._answered(rec, "400")
+            return self._send_json(400, {"error": {"message": f"mock: unreadable body: {exc}"[:300],
+                                                   "type": "invalid_request_error"}})
         body: Any = None
         err: str | None = None
         enc = self.headers.get("content-encoding")
@@ -404,17 +402,22 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     # -- HTTP plumbing ---------------------------------------------------------------------
 
     def _read_body(self) -> bytes:
+        """ValueError for a body it cannot read: a bad length or chunk size, over :data:`MAX_BODY`."""
         if self.headers.get("transfer-encoding", "").lower() == "chunked":
             out = bytearray()
             while True:
-                size = int(self.rfile.readline().strip().split(b";")[0] or b"0", 16)
+                size = int(self.rfile.readline(1024).strip().split(b";")[0] or b"0", 16)
                 if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                    while self.rfile.readline(65536) not in (b"\r\n", b"\n", b""):
                         pass
                     return bytes(out)
+                if not 0 < size <= MAX_BODY - len(out):
+                    raise ValueError(f"a chunk of {size} bytes after {len(out)}")
                 out += self.rfile.read(size)
-                self.rfile.readline()
+                self.rfile.readline(1024)
         length = int(self.headers.get("content-length") or 0)
+        if not 0 <= length <= MAX_BODY:
+            raise ValueError(f"content-length {length}")
         return self.rfile.read(length) if length else b""
 
     def _send_json(self, status: int, obj: Any) -> None:
@@ -562,16 +565,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 def _split(text: str, n: int) -> list[str]:
     """``text`` in ``n`` consecutive pieces (fewer if the text is shorter), never empty ones."""
-    n = max(1, min(n, len(text))) if text else 1
     if not text:
         return [""]
+    n = max(1, min(n, len(text)))
     size, extra = divmod(len(text), n)
-    out, pos = [], 0
-    for i in range(n):
-        step = size + (1 if i < extra else 0)
-        out.append(text[pos:pos + step])
-        pos += step
-    return out
+    bounds = [i * size + min(i, extra) for i in range(n + 1)]  # the first ``extra`` pieces one longer
+    return [text[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
 class _HTTPServer(http.server.ThreadingHTTPServer):

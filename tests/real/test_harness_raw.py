@@ -229,6 +229,37 @@ def test_mock_never_drops_an_unlogged_record(tmp_path: Path, monkeypatch: pytest
     assert [json.loads(x)["seq"] for x in log.read_text().splitlines()] == [0, 1]
 
 
+@pytest.mark.parametrize("head, body", [
+    (b"Transfer-Encoding: chunked", b"zz\r\nabc\r\n0\r\n\r\n"),  # a chunk size that is not hex
+    (b"Transfer-Encoding: chunked", b"-5\r\nabc\r\n0\r\n\r\n"),  # a negative chunk size
+    (b"Transfer-Encoding: chunked", b"%x\r\n" % (300 << 20)),  # a chunk over MAX_BODY
+    (b"Content-Length: -5", b"{}"),
+    (b"Content-Length: abc", b"{}"),
+    (b"Content-Length: 4000000000", b"{}"),  # over MAX_BODY: never allocated nor waited for
+])
+def test_mock_answers_a_body_it_cannot_read_with_400(tmp_path: Path, head: bytes, body: bytes) -> None:
+    """A request body the mock cannot read (a bad or out-of-range length or chunk size) gets a 400
+    that says why, recorded (``body_error``) and logged; before, the handler died with a traceback
+    and dropped the connection, recording nothing. The mock goes on."""
+    import socket
+
+    log = tmp_path / "log.jsonl"
+    with MockResponsesServer(log_path=log) as mock:
+        with socket.create_connection(("127.0.0.1", mock.port), timeout=10) as s:
+            s.sendall(b"POST /v1/responses HTTP/1.1\r\nHost: x\r\n" + head + b"\r\n\r\n" + body)
+            answer = b""
+            try:
+                while chunk := s.recv(65536):  # the mock closes the connection after its answer
+                    answer += chunk
+            except ConnectionResetError:  # closed with the unread body still queued: a reset may end it
+                pass
+        assert answer.startswith(b"HTTP/1.1 400 ") and b"unreadable body" in answer
+        rec = mock.requests[-1]
+        assert rec.outcome == "400" and rec.body_error and rec.body_error.startswith("unreadable body: ")
+        assert post_responses(mock, "fine")[0] == 200
+    assert [json.loads(x)["outcome"] for x in log.read_text().splitlines()] == ["400", "completed"]
+
+
 def test_mock_streams_chunked_sse_and_logs_requests(tmp_path: Path) -> None:
     log = tmp_path / "log.jsonl"
     with MockResponsesServer(log_path=log) as mock:
