@@ -399,26 +399,32 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if rec.outcome is None:  # not answered before its end (a hang the mock's stop ended, a client gone)
             self._answered(rec, outcome)
 
-    # -- HTTP plumbing ---------------------------------------------------------------------
-
     def _read_body(self) -> bytes:
-        """ValueError for a body it cannot read: a bad length or chunk size, over :data:`MAX_BODY`."""
+        """ValueError for a body it cannot read: a bad length or chunk size, over :data:`MAX_BODY`, a
+        framing line over 64 KiB, chunk data longer than its size."""
         if self.headers.get("transfer-encoding", "").lower() == "chunked":
             out = bytearray()
             while True:
-                size = int(self.rfile.readline(1024).strip().split(b";")[0] or b"0", 16)
+                size = int(self._line().strip().split(b";")[0] or b"0", 16)
                 if size == 0:
-                    while self.rfile.readline(65536) not in (b"\r\n", b"\n", b""):
+                    while self._line() not in (b"\r\n", b"\n", b""):
                         pass
                     return bytes(out)
                 if not 0 < size <= MAX_BODY - len(out):
                     raise ValueError(f"a chunk of {size} bytes after {len(out)}")
                 out += self.rfile.read(size)
-                self.rfile.readline(1024)
+                if self._line() not in (b"\r\n", b"\n", b""):
+                    raise ValueError("chunk data longer than its size")
         length = int(self.headers.get("content-length") or 0)
         if not 0 <= length <= MAX_BODY:
             raise ValueError(f"content-length {length}")
         return self.rfile.read(length) if length else b""
+
+    def _line(self, limit: int = 65536) -> bytes:
+        line = self.rfile.readline(limit + 1)
+        if len(line) > limit:  # never cut: its rest would be read as the next line
+            raise ValueError(f"a chunked-framing line over {limit} bytes")
+        return line
 
     def _send_json(self, status: int, obj: Any) -> None:
         data = json.dumps(obj).encode()
@@ -458,8 +464,6 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return self.connection.recv(1, socket.MSG_PEEK) == b""
         except (OSError, ValueError):
             return True
-
-    # -- scripts -----------------------------------------------------------------------------
 
     def _play(self, script: Script, rec: RecordedRequest) -> str:
         mock = self.server.mock
@@ -666,8 +670,6 @@ class MockResponsesServer:
         """The provider ``base_url`` for codex's config (codex appends ``/responses``)."""
         return f"http://127.0.0.1:{self.port}/v1"
 
-    # -- scripting ---------------------------------------------------------------------------
-
     def enqueue(self, *scripts: Script) -> None:
         """Queue scripts; each is used by exactly one upcoming model request, in order."""
         with self._lock:
@@ -676,8 +678,6 @@ class MockResponsesServer:
     def pending_scripts(self) -> int:
         with self._lock:
             return len(self._queue)
-
-    # -- the log -----------------------------------------------------------------------------
 
     @property
     def requests(self) -> list[RecordedRequest]:

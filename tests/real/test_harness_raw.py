@@ -236,11 +236,15 @@ def test_mock_never_drops_an_unlogged_record(tmp_path: Path, monkeypatch: pytest
     (b"Content-Length: -5", b"{}"),
     (b"Content-Length: abc", b"{}"),
     (b"Content-Length: 4000000000", b"{}"),  # over MAX_BODY: never allocated nor waited for
+    (b"Transfer-Encoding: chunked", b"2;" + b"e" * 70000 + b"\r\n{}\r\n0\r\n\r\n"),  # a size line over 64 KiB
+    (b"Transfer-Encoding: chunked", b"2\r\n{}XX\r\n0\r\n\r\n"),  # chunk data longer than its size
 ])
 def test_mock_answers_a_body_it_cannot_read_with_400(tmp_path: Path, head: bytes, body: bytes) -> None:
-    """A request body the mock cannot read (a bad or out-of-range length or chunk size) gets a 400
-    that says why, recorded (``body_error``) and logged; before, the handler died with a traceback
-    and dropped the connection, recording nothing. The mock goes on."""
+    """A request body the mock cannot read (a bad or out-of-range length or chunk size, a framing
+    line over 64 KiB, chunk data longer than its size) gets a 400 that says why, recorded
+    (``body_error``) and logged; before, the handler died with a traceback and dropped the
+    connection, recording nothing, waited for a length over the cap, misread a long line or
+    dropped the extra data. The mock goes on."""
     import socket
 
     log = tmp_path / "log.jsonl"
@@ -258,6 +262,26 @@ def test_mock_answers_a_body_it_cannot_read_with_400(tmp_path: Path, head: bytes
         assert rec.outcome == "400" and rec.body_error and rec.body_error.startswith("unreadable body: ")
         assert post_responses(mock, "fine")[0] == 200
     assert [json.loads(x)["outcome"] for x in log.read_text().splitlines()] == ["400", "completed"]
+
+
+def test_mock_reads_a_chunked_body() -> None:
+    """A chunked request body is read whole: chunk extensions (one of 2,000 bytes), upper-case hex,
+    blanks around the size, trailers — then the same connection serves the next request."""
+    import socket
+
+    body = json.dumps({"model": "m", "stream": True, "input": [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "chunked hello"}]}]}).encode()
+    a, b = len(body) // 3, 2 * len(body) // 3
+    framed = (b"%x;ext=1\r\n%s\r\n" % (a, body[:a]) + b" %X \r\n%s\r\n" % (b - a, body[a:b])
+              + b"%x;%s\r\n%s\r\n" % (len(body) - b, b"e" * 2000, body[b:]) + b"0\r\nX-Trailer: 1\r\n\r\n")
+    head = b"POST /v1/responses HTTP/1.1\r\nHost: x\r\n"
+    with MockResponsesServer() as mock, socket.create_connection(("127.0.0.1", mock.port), timeout=10) as s:
+        s.sendall(head + b"Transfer-Encoding: chunked\r\n\r\n" + framed)
+        wait_until_blocking(lambda: len(mock.requests) == 1 and mock.requests[0].outcome is not None, "the answer")
+        s.sendall(head + b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        wait_until_blocking(lambda: len(mock.requests) == 2 and mock.requests[1].outcome is not None, "the 2nd")
+        assert [(r.body, r.body_error, r.outcome) for r in mock.requests] == [(json.loads(body), None, "completed")] * 2
+        assert mock.requests[0].last_user_text == "chunked hello"
 
 
 def test_mock_streams_chunked_sse_and_logs_requests(tmp_path: Path) -> None:
