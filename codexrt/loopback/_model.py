@@ -431,6 +431,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        if self.close_connection:  # the 400 for a body it cannot read: the stream cannot go on
+            self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(data)
         self.wfile.flush()
@@ -624,8 +626,6 @@ class MockResponsesServer:
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
 
-    # -- lifecycle ---------------------------------------------------------------------------
-
     def start(self) -> "MockResponsesServer":
         if self._httpd is not None:
             raise RuntimeError("mock already started")
@@ -710,8 +710,6 @@ class MockResponsesServer:
         with self._lock:
             self._requests.clear()
             self._queue.clear()
-
-    # -- internals used by the handler ---------------------------------------------------------
 
     def _track(self, conn: socket.socket, add: bool) -> None:
         with self._lock:

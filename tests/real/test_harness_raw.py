@@ -258,6 +258,7 @@ def test_mock_answers_a_body_it_cannot_read_with_400(tmp_path: Path, head: bytes
             except ConnectionResetError:  # closed with the unread body still queued: a reset may end it
                 pass
         assert answer.startswith(b"HTTP/1.1 400 ") and b"unreadable body" in answer
+        assert b"\r\nconnection: close\r\n" in answer.lower()  # it closes the connection, and says so
         rec = mock.requests[-1]
         assert rec.outcome == "400" and rec.body_error and rec.body_error.startswith("unreadable body: ")
         assert post_responses(mock, "fine")[0] == 200
