@@ -23,6 +23,7 @@ compile codexrt's sources again and the row would measure the compiler).
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import statistics
@@ -36,11 +37,17 @@ from typing import Any
 from bench._common import ROOT, emit, env_with_root, now
 
 REPEAT = 5
-_PYC = tempfile.mkdtemp(prefix="codexrt-bench-pyc-")
+_PYC: str | None = None  # this process's bytecode cache for its workers: made on first use, removed at exit
 
 
 def _env() -> dict[str, str]:
-    """The workers' environment with bytecode caching on, in this run's own cache directory."""
+    """The workers' environment with bytecode caching on, in this run's own cache directory. (It
+    was made at import, and only ``python -m bench.startup`` removed it: every process that
+    imported this module for ``_real_setup`` — the ACP rows' — left one behind in the temp dir.)"""
+    global _PYC
+    if _PYC is None:
+        _PYC = tempfile.mkdtemp(prefix="codexrt-bench-pyc-")
+        atexit.register(shutil.rmtree, _PYC, True)
     env = env_with_root()
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPYCACHEPREFIX"] = _PYC
@@ -280,7 +287,4 @@ WORKERS = {"import": imports, "help": help_, "version": version, "serve_first": 
            "ready": ready, "real_turn": real_turn}
 
 if __name__ == "__main__":
-    try:
-        emit(WORKERS[sys.argv[1]]())
-    finally:
-        shutil.rmtree(_PYC, ignore_errors=True)
+    emit(WORKERS[sys.argv[1]]())
