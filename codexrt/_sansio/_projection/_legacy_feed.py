@@ -243,7 +243,7 @@ class LegacyFeed:
             text = e.record.text.strip() if isinstance(e.record, AssistantMessage) else ""
             if not text or e.channel == "snapshot" or not tail.endswith(text):
                 return
-            self._store.drop_local(e.key)
+            self._store.drop(e.key)
 
     def _response_item(self, rec: LegacyRecord, p: dict[str, Any], line_key: str, ts: int | None) -> None:
         st = rec.subtype

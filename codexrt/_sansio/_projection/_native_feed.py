@@ -226,6 +226,8 @@ class NativeFeed:
         if client_id in self._store.client_ids:
             return
         key, tid = f"local:{client_id}", f"local-turn:{client_id}"
+        while key in self._store.entries:  # a native item holds this id: never replace another message
+            key += "+"
         rec = UserMessage(id=key, thread_id=self._store.thread_id, turn_id=tid, status="inProgress", text=text,
                           images=tuple(images), client_id=client_id, source="local")
         self._store.insert(tid, key, rec, complete=False, open_=True, channel="native", anchor=None)

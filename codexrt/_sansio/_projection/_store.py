@@ -130,10 +130,15 @@ class RecordStore:
             known = self.client_ids.get(client_id)
             if known is not None and known != key and known.startswith("local:") and known in self.entries:
                 # the native copy of a local submission: it lands in its own turn, the local one goes
-                self.drop_local(known)
+                self.drop(known)
                 self.client_ids[client_id] = key
                 return key
-            if known is not None and known != key and known in self.entries:
+            if known is not None and known != key and known in self.entries and key in self.entries:
+                # an earlier copy keyed differently, and this id is stored already: that copy
+                # goes (re-keying it would replace the stored entry and leave a key listed
+                # without one)
+                self.drop(known)
+            elif known is not None and known != key and known in self.entries:
                 # An earlier copy keyed differently (a local submission): re-key it in place.
                 e = self.entries.pop(known)
                 self.entries[key] = e
@@ -143,10 +148,11 @@ class RecordStore:
             self.client_ids[client_id] = key
         return key
 
-    def drop_local(self, key: str) -> None:
+    def drop(self, key: str) -> None:
+        """Drop the entry ``key`` from the store and from its turn; a local turn left empty goes."""
         e = self.entries.pop(key)
         t = self.turns[e.turn_id]
-        t.keys.remove(key)
+        t.keys[:] = [k for k in t.keys if k != key]
         if not t.keys and t.turn_id.startswith("local-turn:"):
             del self.turns[t.turn_id]
             self.order.remove(t.turn_id)
