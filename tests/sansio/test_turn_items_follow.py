@@ -35,6 +35,17 @@ def _mask(r: Any) -> Any:
 HOOKS: dict[str, dict[str, Any]] = {"none": {}, "redact": {"redact": _redact}, "mask": {"mask": _mask}}
 
 
+def _state(proj: Projector) -> Any:
+    """The store behind what a projector shows, records made: every turn (order, keys, status,
+    times, error), every entry (its record, turn, flags, channel, times, deltas) and the
+    ``clientId`` bookkeeping — state no record shows yet (a plain message's times, a
+    ``clientId`` a later local submission meets) is compared too."""
+    store = proj._store
+    store.settle()
+    return (list(store.order), {k: attrs.astuple(t, recurse=False) for k, t in store.turns.items()},
+            {k: attrs.astuple(e, recurse=False) for k, e in store.entries.items()}, dict(store.client_ids))
+
+
 def _feed(turn_pages: list[list[Any]], entry_pages: list[list[Any]], locals_: list[tuple[str, str]],
           follow: bool, hooks: str = "none", live: list[tuple[str, str, str]] = ()) -> list[Any]:
     """What a projector shows, step by step: after the turns, after the entries and local
@@ -46,15 +57,15 @@ def _feed(turn_pages: list[list[Any]], entry_pages: list[list[Any]], locals_: li
             for t in page:
                 if isinstance(t, dict):
                     proj.add_native_turn(t, items_follow=follow) if follow else proj.add_native_turn(t)
-        out.append(("turns", proj.turns()))
+        out.append(("turns", proj.turns(), _state(proj)))
         for page in entry_pages:
             proj.add_native_entries(page)
         for cid, text in locals_:
             proj.add_local_submission(cid, text)
-        out.append(("entries", proj.turns()))
+        out.append(("entries", proj.turns(), _state(proj)))
         for turn_id, item_id, delta in live:
             proj.add_delta(turn_id, item_id, delta)
-        out.append(("live", proj.turns()))
+        out.append(("live", proj.turns(), _state(proj)))
     except Exception as exc:  # the same error at the same step
         out.append(("raises", len(out), type(exc)))
     return out
@@ -79,7 +90,7 @@ def _both_agree(turn_pages: list[list[Any]], entry_pages: list[list[Any]], local
                 proj.add_native_entries(page)
             for cid, text in locals_:
                 proj.add_local_submission(cid, text)
-            once.append(("records", proj.turns()))
+            once.append(("records", proj.turns(), _state(proj)))
         except Exception as exc:
             once.append(("raises", type(exc)))
     assert once[0] == once[1]

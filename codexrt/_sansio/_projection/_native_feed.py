@@ -12,7 +12,7 @@ import attrs
 from ._native import plain_message_ids, project_native_item
 from ._records import AssistantMessage, CommandExecution, DisplayRecord, ImageSource, Reasoning, UserMessage
 from ._shapes import _int
-from ._store import RecordStore, _redact_record, _Unprojected
+from ._store import RecordStore, _Entry, _redact_record, _Unprojected
 
 #: The item types :func:`plain_page_records` takes: their records depend on the item alone
 #: (no status field, no times, nothing closed or completed at read time).
@@ -99,10 +99,13 @@ class NativeFeed:
             completed_at=_int(turn.get("completedAt")), error=turn.get("error"),
         )
         items = turn.get("items")
-        if isinstance(items, list) and items:
+        if isinstance(items, list) and items and not (items_follow and self._append_deferred(tid, items)):
             self._add_batch(tid, list(items), [(None, None)] * len(items), defer=items_follow)
 
     def add_native_entries(self, entries: Iterable[dict[str, Any]]) -> None:
+        entries = entries if isinstance(entries, list) else list(entries)
+        if self._replace_known(entries):
+            return
         batch: list[dict[str, Any]] = []
         times: list[tuple[int | None, int | None]] = []
         cur: str | None = None
@@ -119,6 +122,83 @@ class NativeFeed:
             times.append((_int(e.get("startedAtMs")), _int(e.get("completedAtMs"))))
         if cur is not None:
             self._add_batch(cur, batch, times)
+
+    def _append_deferred(self, turn_id: str, items: list[Any]) -> bool:
+        """Append a turn's items as deferred records (``items_follow``) and return True; return
+        False, having changed nothing, when one is not a plain message new to the store (the
+        general path runs).
+
+        Each item must be an object that is a plain message (:func:`plain_message_ids`) whose
+        id is neither stored nor repeated in ``items``, and whose ``clientId`` (if any) is
+        registered to no stored entry. For such items
+        :meth:`_add_batch` would register each ``clientId`` to its item's id, defer every
+        record and append the entries at the end of the turn in order, each complete and not
+        open, with the item's times: this does the same, without its merge by anchors."""
+        store = self._store
+        known, client_ids = store.entries, store.client_ids
+        todo: list[tuple[str, str | None, dict[str, Any]]] = []
+        keys: set[str] = set()
+        for item in items:
+            ids = plain_message_ids(item) if type(item) is dict else None
+            if ids is None:
+                return False
+            key, client = ids
+            if key in known or key in keys:
+                return False
+            keys.add(key)
+            if client and client_ids.get(client) in known:
+                return False
+            todo.append((key, client, item))
+        thread_id, deferred, turn_keys = store.thread_id, store.deferred, store.turn(turn_id).keys
+        for key, client, item in todo:
+            if client:
+                client_ids[client] = key
+            e = _Entry(key, _Unprojected(item, thread_id, turn_id), True, False, "native", turn_id,
+                       (_int(item.get("startedAtMs")), _int(item.get("completedAtMs")), None))
+            known[key] = e
+            deferred.append(e)
+            turn_keys.append(key)
+        return True
+
+    def _replace_known(self, entries: list[Any]) -> bool:
+        """Apply ``thread/items/list`` entries that each replace a stored message of their own
+        turn and return True (issue 34: the items walk of ``read_thread`` repeats every turn's
+        items); return False, having changed nothing, when one does not (the general path runs).
+
+        Each entry must be an object whose item is a plain message (:func:`plain_message_ids`:
+        its record is made from the item alone and never raises), whose id is a stored entry of
+        the entry's ``turnId``, and whose ``clientId`` (if any) is registered to that id. For
+        such entries :meth:`_add_batch` would resolve each key to itself, insert nothing and
+        upsert each in turn: the record replaced by the item's, ``complete``, not ``open`` (a
+        completed message), the times merged, the deltas cleared. This does the same, without
+        the batches, anchors and keyword calls."""
+        store = self._store
+        known, client_ids = store.entries, store.client_ids
+        todo: list[tuple[_Entry, Any, dict[str, Any]]] = []
+        for e in entries:
+            item = e.get("item") if type(e) is dict else None
+            ids = plain_message_ids(item) if type(item) is dict else None
+            if ids is None:
+                return False
+            key, client = ids
+            entry = known.get(key)
+            if entry is None or entry.turn_id != str(e.get("turnId", "")) or (client and client_ids.get(client) != key):
+                return False
+            todo.append((entry, item, e))
+        thread_id = store.thread_id
+        for entry, item, e in todo:
+            entry.record = project_native_item(item, thread_id=thread_id, turn_id=entry.turn_id)
+            st, ct = _int(e.get("startedAtMs")), _int(e.get("completedAtMs"))
+            if st is None:
+                st = _int(item.get("startedAtMs"))
+            if ct is None:
+                ct = _int(item.get("completedAtMs"))
+            ost, oct_, rcv = entry.times  # a new time wins, a missing one keeps the old
+            entry.times = (st if st is not None else ost, ct if ct is not None else oct_, rcv)
+            entry.complete, entry.open = True, False
+            if entry.deltas:
+                entry.deltas.clear()
+        return True
 
     def add_native_items(self, turn_id: str, items: Sequence[dict[str, Any]]) -> None:
         self._add_batch(turn_id, list(items), [(None, None)] * len(items))

@@ -82,15 +82,15 @@ class RecordStore:
         self.order: list[str] = []
         self.entries: dict[str, _Entry] = {}
         self.client_ids: dict[str, str] = {}
-        self._unprojected: list[_Entry] = []  # entries stored with an _Unprojected record
+        self.deferred: list[_Entry] = []  # entries stored with an _Unprojected record
 
     def settle(self) -> None:
         """Make every record still :class:`_Unprojected` (before anything reads records)."""
-        if self._unprojected:
-            for e in self._unprojected:
+        if self.deferred:
+            for e in self.deferred:
                 if type(e.record) is _Unprojected:
                     e.record = e.record.project()
-            self._unprojected.clear()
+            self.deferred.clear()
 
     def turn(self, turn_id: str, *, prepend: bool = False) -> _Turn:
         t = self.turns.get(turn_id)
@@ -188,7 +188,7 @@ class RecordStore:
         e = _Entry(key, rec, complete, open_, channel, turn_id, times)
         self.entries[key] = e
         if type(rec) is _Unprojected:
-            self._unprojected.append(e)
+            self.deferred.append(e)
         if anchor is not None and anchor in t.keys:
             t.keys.insert(t.keys.index(anchor) + 1, key)
         else:
@@ -204,7 +204,7 @@ class RecordStore:
             e = _Entry(key, rec, completed, (not completed) or rec.status == "inProgress", "native", turn_id, tm)
             entries[key] = e
             if type(rec) is _Unprojected:
-                self._unprojected.append(e)
+                self.deferred.append(e)
             keys.append(key)
 
     def insert_before(self, turn_id: str, key: str, pending: list[Any], completed: bool) -> None:
@@ -215,7 +215,7 @@ class RecordStore:
             e = _Entry(k, rec, completed, self.is_open(rec, completed), "native", target.turn_id, tm)
             self.entries[k] = e
             if type(rec) is _Unprojected:
-                self._unprojected.append(e)
+                self.deferred.append(e)
             t.keys.insert(idx, k)
             idx += 1
 

@@ -1,0 +1,180 @@
+"""R-H-1 / issue 34: the native feed's two fast paths — a turn's plain messages appended as
+deferred records (``NativeFeed._append_deferred``, ``add_native_turn(items_follow=True)``) and
+``thread/items/list`` entries that replace stored messages of their own turn
+(``NativeFeed._replace_known``) — leave the projector exactly as the general path
+(``_add_batch``) leaves it: the same records shown and the same store behind them (turn order
+and keys, every entry's record, flags, times and deltas, the ``clientId`` bookkeeping), after
+every step of any mix of turns, entries, live items, deltas and local submissions. The
+reference projector has both fast paths turned off."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codexrt._sansio._projection import Projector
+
+TID = "0190cccc-0000-7000-8000-000000000004"
+IDS = ["a", "b", "c", "local:c1"]
+TURNS = ["t1", "t2", "t3"]
+CLIENTS = ["c1", "c2", "", None, 5]
+
+
+def _general(proj: Projector) -> Projector:
+    """``proj`` with both fast paths off: every batch takes ``_add_batch``."""
+    proj._native._append_deferred = lambda turn_id, items: False  # type: ignore[method-assign]
+    proj._native._replace_known = lambda entries: False  # type: ignore[method-assign]
+    return proj
+
+
+def _state(proj: Projector) -> Any:
+    store = proj._store
+    store.settle()
+    return (proj.turns(), list(store.order), {k: attrs.astuple(t, recurse=False) for k, t in store.turns.items()},
+            {k: attrs.astuple(e, recurse=False) for k, e in store.entries.items()}, dict(store.client_ids))
+
+
+def _run(ops: list[Any], fast: bool) -> list[Any]:
+    proj = Projector(TID)
+    if not fast:
+        _general(proj)
+    out: list[Any] = []
+    for op, *args in ops:
+        try:
+            if op == "turn":
+                proj.add_native_turn(args[0], items_follow=args[1])
+            elif op == "entries":
+                proj.add_native_entries(args[0])
+            elif op == "item":
+                proj.add_native_item(args[0], args[1], completed=args[2])
+            elif op == "delta":
+                proj.add_delta(*args)
+            elif op == "local":
+                proj.add_local_submission(args[0], "sent")
+            else:  # a look settles the deferred records early, as a reader showing a page does
+                out.append(_state(proj))
+        except Exception as exc:  # the same error at the same step
+            out.append(("raises", len(out), type(exc)))
+    out.append(_state(proj))
+    return out
+
+
+@st.composite
+def messages(draw: Any) -> Any:
+    """Plain messages (what the fast paths take) with every id, ``clientId`` and time they
+    could meet, and now and then an item they leave to the general path."""
+    kind = draw(st.sampled_from(["userMessage", "agentMessage"] * 6 + ["reasoning", "contextCompaction"]))
+    item: dict[str, Any] = {"type": kind, "id": draw(st.sampled_from(IDS))}
+    if kind == "userMessage":
+        item["content"] = [{"type": draw(st.sampled_from(["text"] * 5 + ["image", 3])), "text": draw(st.sampled_from(["q", "r"]))}]
+        if draw(st.booleans()):
+            item["clientId"] = draw(st.sampled_from(CLIENTS))
+    elif kind == "agentMessage":
+        item["text"] = draw(st.sampled_from(["hi", "yo"]))
+    if draw(st.booleans()):
+        item["startedAtMs"] = draw(st.sampled_from([1, 7, None]))
+    if draw(st.booleans()):
+        item["completedAtMs"] = draw(st.sampled_from([2, 9, None]))
+    return item
+
+
+@st.composite
+def operations(draw: Any) -> Any:
+    ops: list[Any] = []
+    for _ in range(draw(st.integers(1, 8))):
+        op = draw(st.sampled_from(["turn", "turn", "entries", "entries", "entries", "item", "delta", "local", "look"]))
+        if op == "turn":
+            turn = {"id": draw(st.sampled_from(TURNS)), "status": draw(st.sampled_from(["completed", "interrupted"])),
+                    "items": draw(st.lists(messages(), max_size=3))}
+            ops.append(("turn", turn, draw(st.booleans())))
+        elif op == "entries":
+            page = []
+            for _ in range(draw(st.integers(0, 3))):
+                e: dict[str, Any] = {"turnId": draw(st.sampled_from(TURNS + ["t4"])), "item": draw(messages())}
+                if draw(st.booleans()):
+                    e["startedAtMs"], e["completedAtMs"] = draw(st.sampled_from([(3, 4), (None, 5), (6, None)]))
+                if draw(st.integers(0, 5)) == 0:
+                    e["outputDeferred"] = True
+                page.append(e)
+            ops.append(("entries", page))
+        elif op == "item":
+            ops.append(("item", draw(st.sampled_from(TURNS)), draw(messages()), draw(st.booleans())))
+        elif op == "delta":
+            ops.append(("delta", draw(st.sampled_from(TURNS)), draw(st.sampled_from(IDS)), "+"))
+        elif op == "local":
+            ops.append(("local", draw(st.sampled_from(["c1", "c2"]))))
+        else:
+            ops.append(("look",))
+    return ops
+
+
+@settings(max_examples=3000, deadline=None)
+@given(ops=operations())
+def test_r_h_1_the_fast_paths_leave_the_store_as_the_general_path_does(ops: list[Any]) -> None:
+    assert _run(ops, fast=True) == _run(ops, fast=False)
+
+
+TURN = {"id": "t1", "status": "completed", "items": [
+    {"type": "userMessage", "id": "u", "clientId": "c1", "content": [{"type": "text", "text": "q"}], "startedAtMs": 5},
+    {"type": "agentMessage", "id": "m", "text": "a", "completedAtMs": 6}]}
+
+
+def _entry(item: dict[str, Any], turn: str = "t1", **times: int) -> dict[str, Any]:
+    return {"turnId": turn, "item": item, **times}
+
+
+CASES: dict[str, list[Any]] = {
+    # each precondition of _replace_known, and each effect it must have
+    "the items walk repeats the turn": [("turn", TURN, True), ("entries", [_entry(i) for i in TURN["items"]])],
+    "an entry of another turn": [("turn", TURN, True), ("entries", [_entry(TURN["items"][1], "t2")])],
+    "an entry of a turn not seen": [("turn", TURN, True), ("entries", [_entry(TURN["items"][1], "t9")])],
+    "a clientId registered elsewhere": [
+        ("turn", TURN, True), ("turn", {"id": "t2", "items": [{**TURN["items"][0], "id": "u2"}]}, True),
+        ("entries", [_entry(TURN["items"][0])])],
+    "a new clientId": [("turn", TURN, True), ("entries", [_entry({**TURN["items"][0], "clientId": "c9"})])],
+    "a time missing keeps the old": [("turn", TURN, True),
+                                     ("entries", [_entry({**TURN["items"][0], "startedAtMs": None}, completedAtMs=8)])],
+    "an open item with deltas completed": [
+        ("item", "t1", {"type": "agentMessage", "id": "m", "text": ""}, False), ("delta", "t1", "m", "par"),
+        ("entries", [_entry(TURN["items"][1])])],
+    "a started copy after a completed one": [("turn", TURN, True), ("item", "t1", TURN["items"][1], False)],
+    # each precondition of _append_deferred
+    "a local submission first": [("local", "c1"), ("turn", TURN, True)],
+    "a clientId twice in one turn": [("turn", {"id": "t1", "items": [TURN["items"][0], {**TURN["items"][0], "id": "v"}]},
+                                      True)],
+    "an id twice in one turn": [("turn", {"id": "t1", "items": [TURN["items"][1], {**TURN["items"][1], "text": "b"}]},
+                                 True)],
+    "an id another turn holds": [("turn", TURN, True), ("turn", {"id": "t2", "items": [TURN["items"][1]]}, True)],
+    "a clientId another turn holds": [("turn", TURN, True),
+                                      ("turn", {"id": "t2", "items": [{**TURN["items"][0], "id": "w"}]}, True)],
+}
+
+
+def test_r_h_1_each_fast_path_case_leaves_the_store_as_the_general_path_does() -> None:
+    for name, ops in CASES.items():
+        ops = [*ops, ("local", "c1"), ("local", "c9"), ("delta", "t1", "m", "+")]
+        assert _run(ops, fast=True) == _run(ops, fast=False), name
+
+
+def test_r_h_1_the_fast_paths_are_taken() -> None:
+    """The common case takes them (so the tests above compare two different paths)."""
+    taken: list[str] = []
+    proj = Projector(TID)
+    feed = proj._native
+    for name in ("_append_deferred", "_replace_known"):
+        real = getattr(feed, name)
+
+        def spy(*args: Any, _real: Any = real, _name: str = name) -> bool:
+            ok = _real(*args)
+            taken.append(f"{_name}:{ok}")
+            return bool(ok)
+
+        setattr(feed, name, spy)
+    proj.add_native_turn(TURN, items_follow=True)
+    proj.add_native_entries([_entry(i) for i in TURN["items"]])
+    assert taken == ["_append_deferred:True", "_replace_known:True"]
+    assert [r.text for r in proj.records()] == ["q", "a"]
+
