@@ -138,9 +138,10 @@ class Projector:
     def add_local_submission(self, client_id: str, text: str, *, images: Sequence[ImageSource] = ()) -> None:
         """A submission this host sent (or queued) that the native history does not show yet
         (R-H-1): a :class:`UserMessage` ``local:<client_id>`` (``status="inProgress"``,
-        ``source="local"``) in its own trailing turn ``local-turn:<client_id>``. Nothing when
-        a native user message with that ``clientId`` is already known; a native one arriving
-        later takes its place (never both)."""
+        ``source="local"``) in its own trailing turn ``local-turn:<client_id>``; its id takes a
+        ``+`` for each native item already holding that one. Nothing when a native user message
+        with that ``clientId`` is already known; a native one arriving later takes its place
+        (never both)."""
         self._native.add_local_submission(client_id, text, images=images)
 
     def add_legacy_record(self, rec: LegacyRecord) -> None:
