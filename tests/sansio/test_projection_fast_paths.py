@@ -49,7 +49,7 @@ def _run(ops: list[Any], fast: bool) -> list[Any]:
             elif op == "entries":
                 proj.add_native_entries(args[0])
             elif op == "item":
-                proj.add_native_item(args[0], args[1], completed=args[2])
+                proj.add_native_item(args[0], args[1], completed=args[2], received_at_ms=args[3])
             elif op == "delta":
                 proj.add_delta(*args)
             elif op == "local":
@@ -101,7 +101,8 @@ def operations(draw: Any) -> Any:
                 page.append(e)
             ops.append(("entries", page))
         elif op == "item":
-            ops.append(("item", draw(st.sampled_from(TURNS)), draw(messages()), draw(st.booleans())))
+            ops.append(("item", draw(st.sampled_from(TURNS)), draw(messages()), draw(st.booleans()),
+                        draw(st.sampled_from([None, 11]))))
         elif op == "delta":
             ops.append(("delta", draw(st.sampled_from(TURNS)), draw(st.sampled_from(IDS)), "+"))
         elif op == "local":
@@ -138,9 +139,11 @@ CASES: dict[str, list[Any]] = {
     "a time missing keeps the old": [("turn", TURN, True),
                                      ("entries", [_entry({**TURN["items"][0], "startedAtMs": None}, completedAtMs=8)])],
     "an open item with deltas completed": [
-        ("item", "t1", {"type": "agentMessage", "id": "m", "text": ""}, False), ("delta", "t1", "m", "par"),
+        ("item", "t1", {"type": "agentMessage", "id": "m", "text": ""}, False, 11), ("delta", "t1", "m", "par"),
         ("entries", [_entry(TURN["items"][1])])],
-    "a started copy after a completed one": [("turn", TURN, True), ("item", "t1", TURN["items"][1], False)],
+    "a started copy after a completed one": [("turn", TURN, True), ("item", "t1", TURN["items"][1], False, None)],
+    "a native id like a local submission's key": [
+        ("local", "c1"), ("entries", [_entry({"type": "agentMessage", "id": "local:c1", "text": "hi"}, "local-turn:c1")])],
     # each precondition of _append_deferred
     "a local submission first": [("local", "c1"), ("turn", TURN, True)],
     "a clientId twice in one turn": [("turn", {"id": "t1", "items": [TURN["items"][0], {**TURN["items"][0], "id": "v"}]},

@@ -103,8 +103,7 @@ class NativeFeed:
             self._add_batch(tid, list(items), [(None, None)] * len(items), defer=items_follow)
 
     def add_native_entries(self, entries: Iterable[dict[str, Any]]) -> None:
-        entries = entries if isinstance(entries, list) else list(entries)
-        if self._replace_known(entries):
+        if isinstance(entries, list) and self._replace_known(entries):
             return
         batch: list[dict[str, Any]] = []
         times: list[tuple[int | None, int | None]] = []
@@ -167,7 +166,8 @@ class NativeFeed:
 
         Each entry must be an object whose item is a plain message (:func:`plain_message_ids`:
         its record is made from the item alone and never raises), whose id is a stored entry of
-        the entry's ``turnId``, and whose ``clientId`` (if any) is registered to that id. For
+        the entry's ``turnId`` (not a local submission's ``local:`` key), and whose ``clientId``
+        (if any) is registered to that id. ``entries`` must be a list. For
         such entries :meth:`_add_batch` would resolve each key to itself, insert nothing and
         upsert each in turn: the record replaced by the item's, ``complete``, not ``open`` (a
         completed message), the times merged, the deltas cleared. This does the same, without
@@ -182,7 +182,8 @@ class NativeFeed:
                 return False
             key, client = ids
             entry = known.get(key)
-            if entry is None or entry.turn_id != str(e.get("turnId", "")) or (client and client_ids.get(client) != key):
+            if (entry is None or entry.turn_id != str(e.get("turnId", "")) or (client and client_ids.get(client) != key)
+                    or key.startswith("local:")):  # a local submission's key: resolve_ids decides
                 return False
             todo.append((entry, item, e))
         thread_id = store.thread_id

@@ -126,6 +126,12 @@ class RecordStore:
 
     def resolve_ids(self, key: str, client_id: str | None) -> str:
         """:meth:`resolve_key` of a record with this id and (a user message's) ``clientId``."""
+        held = self.entries.get(key)
+        if (held is not None and type(held.record) is UserMessage and held.record.source == "local"
+                and client_id != held.record.client_id):
+            # a native item with a local submission's key that is not its copy: the local copy
+            # is keyed apart, as add_local_submission keys it (never replace another message)
+            self._key_apart(held)
         if client_id:
             known = self.client_ids.get(client_id)
             if known is not None and known != key and known.startswith("local:") and known in self.entries:
@@ -147,6 +153,18 @@ class RecordStore:
                 e.key = key
             self.client_ids[client_id] = key
         return key
+
+    def _key_apart(self, e: _Entry) -> None:
+        """Re-key the local submission ``e`` to its key plus a ``+`` for each stored one."""
+        old = new = e.key
+        while new in self.entries:
+            new += "+"
+        self.entries[new] = self.entries.pop(old)
+        t = self.turns[e.turn_id]
+        t.keys[:] = [new if k == old else k for k in t.keys]
+        e.key, e.record = new, attrs.evolve(e.record, id=new)
+        if self.client_ids.get(e.record.client_id) == old:
+            self.client_ids[e.record.client_id] = new
 
     def drop(self, key: str) -> None:
         """Drop the entry ``key`` from the store and from its turn; a local turn left empty goes."""

@@ -49,7 +49,7 @@ class MessageTally:
     the server's JSON, never writes one).
 
     Shapes it does not model — an entry or item that is not an object, an id or turn id that
-    is not a string, one ``clientId`` on two ids (the projector re-keys those) — and any error
+    is not a string, one ``clientId`` on two ids (the projector re-keys or drops those) — and any error
     switch it to a real :class:`Projector` (the rare path): the pages seen so far are replayed
     into it as *skeleton* entries (``{"id", "type"}``, plus ``clientId`` for a user message;
     a non-message as an empty ``reasoning`` item), page by page, then the page at hand as it
