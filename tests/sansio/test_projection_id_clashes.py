@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from codexrt._sansio._projection import Projector
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codexrt._sansio._projection import Projector, UserMessage
 
 TID = "0190cccc-0000-7000-8000-000000000005"
 
@@ -34,6 +37,12 @@ def test_r_h_1_a_client_id_moving_to_a_stored_id_or_a_native_id_like_a_local_key
     proj.add_native_entries([_entry(user)])  # the native copy of the submission: the local one goes
     assert [(r.id, r.text) for r in proj.records()] == [("local:c1", "hi"), ("a", "q")]
 
+    # c1 back on a (re-keyed from c) in a started copy the stored completed one refuses, then
+    # c again without a clientId: one message each, never the same id twice (helper-32)
+    proj.add_native_item("t1", user, completed=False)
+    proj.add_native_entries([_entry({**user, "id": "c", "clientId": None}, "t2")])
+    _whole(proj)
+
     # the other order: the local submission first, then a native item with its key
     proj = Projector(TID)
     proj.add_local_submission("c1", "sent")
@@ -41,3 +50,49 @@ def test_r_h_1_a_client_id_moving_to_a_stored_id_or_a_native_id_like_a_local_key
     assert [(r.id, r.text) for r in proj.records()] == [("local:c1", "hi"), ("local:c1+", "sent")]
     proj.add_native_entries([_entry(user)])
     assert [(r.id, r.text) for r in proj.records()] == [("local:c1", "hi"), ("a", "q")]
+
+
+def _whole(proj: Projector) -> None:
+    """The store's invariants (R-H-1): every listed key has its entry, in that entry's turn;
+    every entry is listed exactly once, under its record's id; no id, and no user message's
+    ``clientId``, is shown twice."""
+    store = proj._store
+    listed = [(k, tid) for tid, t in store.turns.items() for k in t.keys]
+    assert sorted(k for k, _ in listed) == sorted(store.entries), (listed, list(store.entries))
+    for k, tid in listed:
+        assert store.entries[k].key == k and store.entries[k].turn_id == tid
+    records = proj.records()  # settles every deferred record
+    assert all(e.record.id == k for k, e in store.entries.items())  # a record is known by its own id
+    ids = [r.id for r in records]
+    assert len(ids) == len(set(ids)), ids
+    clients = [r.client_id for r in records if isinstance(r, UserMessage) and r.client_id]
+    assert len(clients) == len(set(clients)), clients
+
+
+@settings(max_examples=3000, deadline=None)
+@given(ops=st.lists(st.tuples(
+    st.sampled_from(["turn", "entries", "item", "local", "delta"]),
+    st.lists(st.tuples(st.sampled_from(["t1", "t2", "local-turn:c1"]),
+                       st.sampled_from(["a", "b", "local:c1", "local:c1+"]),
+                       st.sampled_from(["userMessage", "agentMessage", "reasoning"]),
+                       st.sampled_from([None, "c1", "c2"]), st.booleans()), max_size=3)), max_size=6))
+def test_r_h_1_hostile_ids_never_break_the_store(ops: list[Any]) -> None:
+    """Ids shared across item types, turns and clientIds, native ids like local keys, in any
+    order and batching: the store stays whole after every step."""
+    proj = Projector(TID)
+    for op, spec in ops:
+        items = [({"type": kind, "id": iid, "content": [{"type": "text", "text": iid}], "clientId": cid}
+                  if kind == "userMessage" else {"type": kind, "id": iid, "text": iid}, tid, follow)
+                 for tid, iid, kind, cid, follow in spec]
+        if op == "turn" and items:
+            proj.add_native_turn({"id": items[0][1], "status": "completed", "items": [i for i, _, _ in items]},
+                                 items_follow=items[0][2])
+        elif op == "entries":
+            proj.add_native_entries([{"turnId": tid, "item": i} for i, tid, _ in items])
+        elif op == "item" and items:
+            proj.add_native_item(items[0][1], items[0][0], completed=items[0][2])
+        elif op == "local":
+            proj.add_local_submission(spec[0][3] or "c1" if spec else "c1", "sent")
+        elif op == "delta" and items:
+            proj.add_delta(items[0][1], items[0][0]["id"], "+")
+        _whole(proj)

@@ -129,7 +129,7 @@ class NativeFeed:
 
         Each item must be an object that is a plain message (:func:`plain_message_ids`) whose
         id is neither stored nor repeated in ``items``, and whose ``clientId`` (if any) is
-        registered to no stored entry. For such items
+        neither repeated in ``items`` nor registered to a stored entry. For such items
         :meth:`_add_batch` would register each ``clientId`` to its item's id, defer every
         record and append the entries at the end of the turn in order, each complete and not
         open, with the item's times: this does the same, without its merge by anchors."""
@@ -137,6 +137,7 @@ class NativeFeed:
         known, client_ids = store.entries, store.client_ids
         todo: list[tuple[str, str | None, dict[str, Any]]] = []
         keys: set[str] = set()
+        clients: set[str] = set()
         for item in items:
             ids = plain_message_ids(item) if type(item) is dict else None
             if ids is None:
@@ -145,8 +146,10 @@ class NativeFeed:
             if key in known or key in keys:
                 return False
             keys.add(key)
-            if client and client_ids.get(client) in known:
-                return False
+            if client:
+                if client in clients or client_ids.get(client) in known:
+                    return False
+                clients.add(client)
             todo.append((key, client, item))
         thread_id, deferred, turn_keys = store.thread_id, store.deferred, store.turn(turn_id).keys
         for key, client, item in todo:
@@ -261,8 +264,9 @@ class NativeFeed:
         store.turn(turn_id)
         # Merge by anchors: new items before the first known one go right before it; later
         # new items go right after the previous item of the batch.
-        pending: list[tuple[str, Any, tuple[int | None, int | None, int | None]]] = []
+        pending: list[tuple[str, Any, tuple[int | None, int | None, int | None]] | None] = []
         pending_at: dict[str, int] = {}  # a key's place in ``pending``: a later copy replaces it (R-H-1)
+        pending_client: dict[str, int] = {}  # a clientId's place in ``pending``: likewise, under any id
         prev: str | None = None
         for item, (st, ct) in zip(items, times):
             if not isinstance(item, dict):
@@ -270,11 +274,23 @@ class NativeFeed:
             ids = plain_message_ids(item) if defer else None
             if ids is not None:
                 key = store.resolve_ids(*ids)
+                client = ids[1]
                 rec = (_Unprojected(item, thread_id, turn_id) if key not in entries else
                        project_native_item(item, thread_id=thread_id, turn_id=turn_id))  # upsert reads it
             else:
                 rec = project_native_item(item, thread_id=thread_id, turn_id=turn_id, completed=completed)
                 key = store.resolve_key(rec)
+                client = rec.client_id if type(rec) is UserMessage else None
+            at_client = pending_client.get(client) if client else None
+            if at_client is not None:
+                earlier = pending[at_client]
+                if earlier is not None and earlier[0] != key:
+                    # an earlier copy of this clientId under another id, still pending: this
+                    # copy takes its place, as a stored one is re-keyed in place (R-H-1)
+                    del pending_at[earlier[0]]
+                    pending[at_client] = None
+                else:
+                    at_client = None
             if st is None:
                 st = _int(item.get("startedAtMs"))
             if ct is None:
@@ -283,25 +299,34 @@ class NativeFeed:
             e = entries.get(key)
             if e is not None:
                 if pending:
-                    store.insert_before(turn_id, key, pending, completed)
-                    pending, pending_at = [], {}
+                    store.insert_before(turn_id, key, [p for p in pending if p is not None], completed)
+                    pending, pending_at, pending_client = [], {}, {}
                 store.upsert(e, rec, completed, tm)
                 prev = key
             elif prev is None:
                 at = pending_at.get(key)
                 if at is None:
-                    pending_at[key] = len(pending)
-                    pending.append((key, rec, tm))
+                    at = len(pending) if at_client is None else at_client
+                    pending_at[key] = at
+                    if at == len(pending):
+                        pending.append((key, rec, tm))
+                        old_tm = None
+                    else:
+                        old_tm = earlier[2]  # type: ignore[index]
                 else:  # the same item twice before a known one: upserted, as a known one is
-                    (ost, oct_, orcv) = pending[at][2]  # a new time wins, a missing one keeps the old
+                    old_tm = pending[at][2]  # type: ignore[index]
+                if old_tm is not None:
+                    (ost, oct_, orcv) = old_tm  # a new time wins, a missing one keeps the old
                     pending[at] = (key, rec, (st if st is not None else ost, ct if ct is not None else oct_,
                                               received_at_ms if received_at_ms is not None else orcv))
+                if client:
+                    pending_client[client] = at
             else:
                 store.insert(turn_id, key, rec, complete=completed, open_=store.is_open(rec, completed),
                              channel="native", anchor=prev, times=tm)
                 prev = key
         if pending:
-            store.append_native(turn_id, pending, completed)
+            store.append_native(turn_id, [p for p in pending if p is not None], completed)
 
     def add_local_submission(self, client_id: str, text: str, *, images: Sequence[ImageSource] = ()) -> None:
         if client_id in self._store.client_ids:

@@ -151,6 +151,8 @@ class RecordStore:
                 t = self.turns[e.turn_id]
                 t.keys[:] = [key if k == known else k for k in t.keys]  # every listing of it
                 e.key = key
+                rec = e.record.project() if type(e.record) is _Unprojected else e.record
+                e.record = attrs.evolve(rec, id=key)  # the id it is known by, even if no copy replaces it
             self.client_ids[client_id] = key
         return key
 
@@ -190,6 +192,10 @@ class RecordStore:
         if completed:
             e.deltas.clear()
 
+    def _merge(self, e: _Entry, rec: Any, completed: bool, times: tuple[int | None, int | None, int | None]) -> None:
+        """:meth:`upsert` of a pending record (made first if deferred) into the entry its key now has."""
+        self.upsert(e, rec.project() if type(rec) is _Unprojected else rec, completed, times)
+
     def insert(
         self,
         turn_id: str,
@@ -219,6 +225,9 @@ class RecordStore:
         t = self.turn(turn_id)
         entries, keys = self.entries, t.keys
         for key, rec, tm in pending:
+            if key in entries:  # stored meanwhile (a clientId re-keyed onto it): one entry, upserted
+                self._merge(entries[key], rec, completed, tm)
+                continue
             e = _Entry(key, rec, completed, (not completed) or rec.status == "inProgress", "native", turn_id, tm)
             entries[key] = e
             if type(rec) is _Unprojected:
@@ -230,6 +239,9 @@ class RecordStore:
         t = self.turns[target.turn_id]
         idx = t.keys.index(key)
         for k, rec, tm in pending:
+            if k in self.entries:  # stored meanwhile (a clientId re-keyed onto it): one entry, upserted
+                self._merge(self.entries[k], rec, completed, tm)
+                continue
             e = _Entry(k, rec, completed, self.is_open(rec, completed), "native", target.turn_id, tm)
             self.entries[k] = e
             if type(rec) is _Unprojected:
