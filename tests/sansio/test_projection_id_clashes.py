@@ -1,6 +1,7 @@
-"""R-H-1: two id clashes leave the record store whole (found by the fast-path property test of
-``test_projection_fast_paths.py``): a ``clientId`` that comes back on an id another entry holds,
-and a native item whose id is the key a local submission takes."""
+"""R-H-1: id clashes leave the record store whole — a ``clientId`` that comes back on an id
+another entry holds, a native item whose id is the key a local submission takes (both found by
+the fast-path property test of ``test_projection_fast_paths.py``), and any mix of ids shared across
+item types, turns and ``clientId``s, checked as the store's invariants after every step."""
 
 from __future__ import annotations
 
