@@ -44,6 +44,18 @@ def test_r_h_1_a_client_id_moving_to_a_stored_id_or_a_native_id_like_a_local_key
     proj.add_native_entries([_entry({**user, "id": "c", "clientId": None}, "t2")])
     _whole(proj)
 
+    # a native item with the key the local copy was keyed apart onto, pending in the same page:
+    # the local copy is keyed apart again, nothing is merged into it (helper-33)
+    proj = Projector(TID)
+    proj.add_local_submission("c1", "sent")
+    proj.add_native_entries([_entry({"type": "agentMessage", "id": "local:c1+", "text": "agent"}),
+                             _entry({**user, "id": "local:c1", "clientId": "c9", "content": [{"type": "text", "text": "nat"}]})])
+    _whole(proj)
+    assert sorted((r.id, r.text, r.turn_id) for r in proj.records()) == [
+        ("local:c1", "nat", "t1"), ("local:c1+", "agent", "t1"), ("local:c1++", "sent", "local-turn:c1")]
+    proj.add_native_entries([_entry({**user, "id": "x"}, "t2")])  # the submission's native copy
+    assert sorted((r.id, r.text) for r in proj.records()) == [("local:c1", "nat"), ("local:c1+", "agent"), ("x", "q")]
+
     # the other order: the local submission first, then a native item with its key
     proj = Projector(TID)
     proj.add_local_submission("c1", "sent")

@@ -56,6 +56,11 @@ class _Unprojected:
         return project_native_item(self.item, thread_id=self.thread_id, turn_id=self.turn_id, completed=True)
 
 
+def _is_local(e: _Entry) -> bool:
+    """``e`` holds a local submission (:meth:`~._native_feed.NativeFeed.add_local_submission`)."""
+    return type(e.record) is UserMessage and e.record.source == "local"
+
+
 def _redact_record(r: Any, redact: Callable[[str], str]) -> Any:
     changes: dict[str, Any] = {}
     for f in ("text", "output", "command", "revised_prompt", "message"):
@@ -127,8 +132,7 @@ class RecordStore:
     def resolve_ids(self, key: str, client_id: str | None) -> str:
         """:meth:`resolve_key` of a record with this id and (a user message's) ``clientId``."""
         held = self.entries.get(key)
-        if (held is not None and type(held.record) is UserMessage and held.record.source == "local"
-                and client_id != held.record.client_id):
+        if held is not None and _is_local(held) and client_id != held.record.client_id:
             # a native item with a local submission's key that is not its copy: the local copy
             # is keyed apart, as add_local_submission keys it (never replace another message)
             self._key_apart(held)
@@ -192,9 +196,17 @@ class RecordStore:
         if completed:
             e.deltas.clear()
 
-    def _merge(self, e: _Entry, rec: Any, completed: bool, times: tuple[int | None, int | None, int | None]) -> None:
-        """:meth:`upsert` of a pending record (made first if deferred) into the entry its key now has."""
+    def _merge(self, key: str, rec: Any, completed: bool, times: tuple[int | None, int | None, int | None]) -> bool:
+        """A pending ``key`` found stored as its batch is written. A ``clientId`` was re-keyed
+        onto it: the pending record (made first if deferred) is upserted there, one entry, and
+        True is returned. A local submission was keyed apart onto it: that copy is keyed apart
+        again and False is returned (the caller inserts the pending one: both stay)."""
+        e = self.entries[key]
+        if _is_local(e):
+            self._key_apart(e)
+            return False
         self.upsert(e, rec.project() if type(rec) is _Unprojected else rec, completed, times)
+        return True
 
     def insert(
         self,
@@ -225,8 +237,7 @@ class RecordStore:
         t = self.turn(turn_id)
         entries, keys = self.entries, t.keys
         for key, rec, tm in pending:
-            if key in entries:  # stored meanwhile (a clientId re-keyed onto it): one entry, upserted
-                self._merge(entries[key], rec, completed, tm)
+            if key in entries and self._merge(key, rec, completed, tm):
                 continue
             e = _Entry(key, rec, completed, (not completed) or rec.status == "inProgress", "native", turn_id, tm)
             entries[key] = e
@@ -239,8 +250,7 @@ class RecordStore:
         t = self.turns[target.turn_id]
         idx = t.keys.index(key)
         for k, rec, tm in pending:
-            if k in self.entries:  # stored meanwhile (a clientId re-keyed onto it): one entry, upserted
-                self._merge(self.entries[k], rec, completed, tm)
+            if k in self.entries and self._merge(k, rec, completed, tm):
                 continue
             e = _Entry(k, rec, completed, self.is_open(rec, completed), "native", target.turn_id, tm)
             self.entries[k] = e
