@@ -1,11 +1,12 @@
-"""R-H-1 / issue 34: the native feed's two fast paths — a turn's plain messages appended as
-deferred records (``NativeFeed._append_deferred``, ``add_native_turn(items_follow=True)``) and
+"""R-H-1 / issue 34: the native feed's three fast paths — a turn's plain messages appended as
+deferred records (``NativeFeed._append_deferred``, ``add_native_turn(items_follow=True)``),
 ``thread/items/list`` entries that replace stored messages of their own turn
-(``NativeFeed._replace_known``) — leave the projector exactly as the general path
-(``_add_batch``) leaves it: the same records shown and the same store behind them (turn order
-and keys, every entry's record, flags, times and deltas, the ``clientId`` bookkeeping), after
-every step of any mix of turns, entries, live items, deltas and local submissions. The
-reference projector has both fast paths turned off."""
+(``NativeFeed._replace_known``) and entries that are all new plain messages
+(``NativeFeed._append_new``: the items walk after a turns walk that loaded no items) — leave the
+projector exactly as the general path (``_add_batch``) leaves it: the same records shown and the
+same store behind them (turn order and keys, every entry's record, flags, times and deltas, the
+``clientId`` bookkeeping), after every step of any mix of turns, entries, live items, deltas and
+local submissions. The reference projector has the fast paths turned off."""
 
 from __future__ import annotations
 
@@ -24,9 +25,10 @@ CLIENTS = ["c1", "c2", "", None, 5]
 
 
 def _general(proj: Projector) -> Projector:
-    """``proj`` with both fast paths off: every batch takes ``_add_batch``."""
+    """``proj`` with the fast paths off: every batch takes ``_add_batch``."""
     proj._native._append_deferred = lambda turn_id, items: False  # type: ignore[method-assign]
     proj._native._replace_known = lambda entries: False  # type: ignore[method-assign]
+    proj._native._append_new = lambda entries: False  # type: ignore[method-assign]
     return proj
 
 
@@ -93,7 +95,8 @@ def operations(draw: Any) -> Any:
         elif op == "entries":
             page = []
             for _ in range(draw(st.integers(0, 3))):
-                e: dict[str, Any] = {"turnId": draw(st.sampled_from(TURNS + ["t4"])), "item": draw(messages())}
+                e: dict[str, Any] = {"turnId": draw(st.sampled_from(TURNS * 3 + ["t4", "local-turn:c1"])),
+                                     "item": draw(messages())}
                 if draw(st.booleans()):
                     e["startedAtMs"], e["completedAtMs"] = draw(st.sampled_from([(3, 4), (None, 5), (6, None)]))
                 if draw(st.integers(0, 5)) == 0:
@@ -118,6 +121,7 @@ def test_r_h_1_the_fast_paths_leave_the_store_as_the_general_path_does(ops: list
     assert _run(ops, fast=True) == _run(ops, fast=False)
 
 
+EMPTY = {"id": "t1", "status": "completed", "items": [], "itemsView": "notLoaded"}
 TURN = {"id": "t1", "status": "completed", "items": [
     {"type": "userMessage", "id": "u", "clientId": "c1", "content": [{"type": "text", "text": "q"}], "startedAtMs": 5},
     {"type": "agentMessage", "id": "m", "text": "a", "completedAtMs": 6}]}
@@ -153,6 +157,27 @@ CASES: dict[str, list[Any]] = {
     "an id another turn holds": [("turn", TURN, True), ("turn", {"id": "t2", "items": [TURN["items"][1]]}, True)],
     "a clientId another turn holds": [("turn", TURN, True),
                                       ("turn", {"id": "t2", "items": [{**TURN["items"][0], "id": "w"}]}, True)],
+    # each precondition of _append_new, and each effect it must have
+    "the items walk after turns without items": [("turn", EMPTY, True), ("turn", {**EMPTY, "id": "t2"}, True),
+                                                 ("entries", [_entry(TURN["items"][0], startedAtMs=3),
+                                                              _entry(TURN["items"][1], "t2", completedAtMs=4)])],
+    "new entries of turns not seen, interleaved": [
+        ("entries", [_entry(TURN["items"][0], "t9"), _entry({**TURN["items"][1], "id": "n"}, "t8"),
+                     _entry(TURN["items"][1], "t9")])],
+    "new entries after a known one of their turn": [("turn", TURN, True),
+                                                    ("entries", [_entry({**TURN["items"][1], "id": "n"})])],
+    "a new entry beside a known one": [("turn", TURN, True),
+                                       ("entries", [_entry({**TURN["items"][1], "id": "n"}), _entry(TURN["items"][1])])],
+    "an id twice in one page": [("turn", EMPTY, True), ("entries", [_entry(TURN["items"][1]),
+                                                                    _entry({**TURN["items"][1], "text": "b"})])],
+    "a clientId twice in one page": [("entries", [_entry(TURN["items"][0]),
+                                                  _entry({**TURN["items"][0], "id": "v"}, "t2")])],
+    "a clientId a stored entry holds": [("turn", TURN, True),
+                                        ("entries", [_entry({**TURN["items"][0], "id": "w"}, "t2")])],
+    "a clientId of a local submission": [("local", "c1"), ("entries", [_entry(TURN["items"][0])])],
+    "an entry of a local turn": [("entries", [_entry(TURN["items"][1], "local-turn:c1")])],
+    "an entry the fast paths leave": [("entries", [_entry(TURN["items"][1]),
+                                                   _entry({"type": "reasoning", "id": "r", "summary": ["s"]})])],
 }
 
 
@@ -167,7 +192,7 @@ def test_r_h_1_the_fast_paths_are_taken() -> None:
     taken: list[str] = []
     proj = Projector(TID)
     feed = proj._native
-    for name in ("_append_deferred", "_replace_known"):
+    for name in ("_append_deferred", "_replace_known", "_append_new"):
         real = getattr(feed, name)
 
         def spy(*args: Any, _real: Any = real, _name: str = name) -> bool:
@@ -180,4 +205,9 @@ def test_r_h_1_the_fast_paths_are_taken() -> None:
     proj.add_native_entries([_entry(i) for i in TURN["items"]])
     assert taken == ["_append_deferred:True", "_replace_known:True"]
     assert [r.text for r in proj.records()] == ["q", "a"]
+    taken.clear()
+    proj.add_native_turn({**EMPTY, "id": "t2"}, items_follow=True)  # read_thread's turns walk: no items
+    proj.add_native_entries([_entry({**i, "id": i["id"] + "2", "clientId": None}, "t2") for i in TURN["items"]])
+    assert taken == ["_replace_known:False", "_append_new:True"]
+    assert [r.text for r in proj.records()] == ["q", "a", "q", "a"]
 

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -84,6 +84,39 @@ def plain_page(entries: Sequence[Any], make: Callable[[dict[str, Any], str], tup
     return [v for group in turns.values() for v in group]
 
 
+def _new_messages(items: list[Any], known: Container[str],
+                  client_ids: dict[str, str]) -> list[tuple[str, str | None]] | None:
+    """The id and ``clientId`` of each of ``items`` when every one is a plain message new to
+    the store (the appending fast paths of :class:`NativeFeed`), else None: an object that is a
+    plain message (:func:`plain_message_ids`) whose id is neither stored (in ``known``) nor
+    repeated in ``items``, and whose ``clientId`` (if any) is neither repeated in ``items`` nor
+    registered to a stored entry."""
+    out: list[tuple[str, str | None]] = []
+    keys: set[str] = set()
+    clients: set[str] = set()
+    for item in items:
+        ids = plain_message_ids(item) if type(item) is dict else None
+        if ids is None:
+            return None
+        key, client = ids
+        if key in known or key in keys:
+            return None
+        keys.add(key)
+        if client:
+            if client in clients or client_ids.get(client) in known:
+                return None
+            clients.add(client)
+        out.append(ids)
+    return out
+
+
+def _entry_times(e: dict[str, Any], item: dict[str, Any]) -> tuple[int | None, int | None]:
+    """A ``thread/items/list`` entry's start and end times, the item's where the entry has none."""
+    st, ct = _int(e.get("startedAtMs")), _int(e.get("completedAtMs"))
+    return (_int(item.get("startedAtMs")) if st is None else st,
+            _int(item.get("completedAtMs")) if ct is None else ct)
+
+
 class NativeFeed:
     """Feeds native items into a store (the public methods of the same names on
     :class:`~._projector.Projector` document them)."""
@@ -103,7 +136,7 @@ class NativeFeed:
             self._add_batch(tid, list(items), [(None, None)] * len(items), defer=items_follow)
 
     def add_native_entries(self, entries: Iterable[dict[str, Any]]) -> None:
-        if isinstance(entries, list) and self._replace_known(entries):
+        if isinstance(entries, list) and (self._replace_known(entries) or self._append_new(entries)):
             return
         batch: list[dict[str, Any]] = []
         times: list[tuple[int | None, int | None]] = []
@@ -127,32 +160,17 @@ class NativeFeed:
         False, having changed nothing, when one is not a plain message new to the store (the
         general path runs).
 
-        Each item must be an object that is a plain message (:func:`plain_message_ids`) whose
-        id is neither stored nor repeated in ``items``, and whose ``clientId`` (if any) is
-        neither repeated in ``items`` nor registered to a stored entry. For such items
+        The items must be plain messages new to the store (:func:`_new_messages`). For such items
         :meth:`_add_batch` would register each ``clientId`` to its item's id, defer every
         record and append the entries at the end of the turn in order, each complete and not
         open, with the item's times: this does the same, without its merge by anchors."""
         store = self._store
         known, client_ids = store.entries, store.client_ids
-        todo: list[tuple[str, str | None, dict[str, Any]]] = []
-        keys: set[str] = set()
-        clients: set[str] = set()
-        for item in items:
-            ids = plain_message_ids(item) if type(item) is dict else None
-            if ids is None:
-                return False
-            key, client = ids
-            if key in known or key in keys:
-                return False
-            keys.add(key)
-            if client:
-                if client in clients or client_ids.get(client) in known:
-                    return False
-                clients.add(client)
-            todo.append((key, client, item))
+        ids = _new_messages(items, known, client_ids)
+        if ids is None:
+            return False
         thread_id, deferred, turn_keys = store.thread_id, store.deferred, store.turn(turn_id).keys
-        for key, client, item in todo:
+        for (key, client), item in zip(ids, items):
             if client:
                 client_ids[client] = key
             e = _Entry(key, _Unprojected(item, thread_id, turn_id), True, False, "native", turn_id,
@@ -192,16 +210,42 @@ class NativeFeed:
         thread_id = store.thread_id
         for entry, item, e in todo:
             entry.record = project_native_item(item, thread_id=thread_id, turn_id=entry.turn_id)
-            st, ct = _int(e.get("startedAtMs")), _int(e.get("completedAtMs"))
-            if st is None:
-                st = _int(item.get("startedAtMs"))
-            if ct is None:
-                ct = _int(item.get("completedAtMs"))
+            st, ct = _entry_times(e, item)
             ost, oct_, rcv = entry.times  # a new time wins, a missing one keeps the old
             entry.times = (st if st is not None else ost, ct if ct is not None else oct_, rcv)
             entry.complete, entry.open = True, False
             if entry.deltas:
                 entry.deltas.clear()
+        return True
+
+    def _append_new(self, entries: list[Any]) -> bool:
+        """Apply ``thread/items/list`` entries that are each a plain message new to the store
+        and return True (issue 34: ``read_thread``'s items walk after a turns walk that loaded
+        no items); return False, having changed nothing, when one is not (the general path runs).
+
+        ``entries`` must be a list of objects whose items are plain messages new to the store
+        (:func:`_new_messages`). For such entries :meth:`_add_batch` would register each ``clientId`` to its
+        item's id and append each entry at the end of its turn in page order (turns made in the
+        order they first appear), complete and not open, with the entry's times (the item's
+        where the entry has none): this does the same, without the batches, anchors and
+        pending lists."""
+        store = self._store
+        known, client_ids = store.entries, store.client_ids
+        items = [e.get("item") if type(e) is dict else None for e in entries]
+        ids = _new_messages(items, known, client_ids)
+        if ids is None:
+            return False
+        thread_id, turn_keys, cur = store.thread_id, None, None
+        for (key, client), item, e in zip(ids, items, entries):
+            turn_id = str(e.get("turnId", ""))
+            if turn_id != cur:
+                cur, turn_keys = turn_id, store.turn(turn_id).keys
+            if client:
+                client_ids[client] = key
+            st, ct = _entry_times(e, item)
+            known[key] = _Entry(key, project_native_item(item, thread_id=thread_id, turn_id=turn_id), True, False,
+                                "native", turn_id, (st, ct, None))
+            turn_keys.append(key)  # type: ignore[union-attr]
         return True
 
     def add_native_items(self, turn_id: str, items: Sequence[dict[str, Any]]) -> None:
