@@ -363,7 +363,8 @@ def pages(items: int, pairs: int = 1, limit: int = 100) -> dict[str, Any]:
 
 def read_thread(items: int, pairs: int = 1, limit: int = 100) -> dict[str, Any]:
     """The library's ``HistoryReader.read_thread`` (``thread/read``, then the ``thread/turns/list``
-    walk ascending and the ``thread/items/list`` walk, projected into one transcript) at page
+    walk ascending without items — ``itemsView: "notLoaded"`` — and the ``thread/items/list``
+    walk, projected into one transcript) at page
     size ``limit`` vs a raw loop making the same requests (decode and count only), both warm,
     alternated; the raw loop runs inside this Trio run (it blocks the loop, whose tasks are idle
     meanwhile)."""
@@ -380,7 +381,8 @@ def read_thread(items: int, pairs: int = 1, limit: int = 100) -> dict[str, Any]:
 
     def raw_read() -> tuple[int, int]:
         raw.call("thread/read", {"threadId": TID})
-        turns = raw.walk("thread/turns/list", {"threadId": TID, "sortDirection": "asc", "limit": limit})
+        turns = raw.walk("thread/turns/list", {"threadId": TID, "sortDirection": "asc", "limit": limit,
+                                                  "itemsView": "notLoaded"})
         entries = raw.walk("thread/items/list", {"threadId": TID, "limit": limit})
         return turns[0] + entries[0], entries[2]
 

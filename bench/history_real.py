@@ -18,8 +18,9 @@ set lo up && exec "$0" "$@"' .venv/bin/python -m bench.history_real pages 2000:9
    does not touch the page-records cache), then the same walk again (*pages read before*:
    their records come from serve's cache, the pages are still read from the app-server).
 3. **``read_thread``** — the library's ``HistoryReader.read_thread`` (``thread/read``, the
-   ``thread/turns/list`` walk ascending, the ``thread/items/list`` walk, one projected
-   transcript) vs a raw loop making the same requests, both warm, alternated.
+   ``thread/turns/list`` walk ascending without items — ``itemsView: "notLoaded"`` — the
+   ``thread/items/list`` walk, one projected transcript) vs a raw loop making the same
+   requests, both warm, alternated.
 
 Every pair checks pages, entries and messages equal and one record per message (the
 transcript: records == messages, complete); a difference is counted in ``mismatches``, which
@@ -213,7 +214,8 @@ def _read_thread_rows(s: Any, raw: _RawServer, tid: str, pairs: int, limit: int)
 
     def raw_read() -> tuple[int, int]:
         raw.call("thread/read", {"threadId": tid})
-        turns = raw.walk("thread/turns/list", {"threadId": tid, "sortDirection": "asc", "limit": limit})
+        turns = raw.walk("thread/turns/list", {"threadId": tid, "sortDirection": "asc", "limit": limit,
+                                                  "itemsView": "notLoaded"})
         entries = raw.walk("thread/items/list", {"threadId": tid, "limit": limit})
         return turns[0] + entries[0], entries[2]
 

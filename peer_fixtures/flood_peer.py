@@ -258,7 +258,8 @@ class FloodPeer:
     def turns_page(self, params: dict[str, Any]) -> dict[str, Any]:
         """``thread/turns/list`` over the same thread: turn ``k`` holds items ``2k`` and
         ``2k+1``; ascending (``sortDirection`` ``asc``) or descending (the default), ``limit``
-        turns per page, cursor = offset in that order."""
+        turns per page, cursor = offset in that order; with ``itemsView: "notLoaded"`` the
+        turns come without their items, as the real server's do."""
         turns = (self.history_items + 1) // 2
         limit = max(1, min(int(params.get("limit") or 50), 500))
         start = int(params.get("cursor") or 0)
@@ -267,9 +268,11 @@ class FloodPeer:
         data = []
         for pos in range(start, end):
             k = pos if asc else turns - 1 - pos
-            items = [self.history_item(i) for i in (2 * k, 2 * k + 1) if i < self.history_items]
-            data.append({"id": f"turn-{k:08d}", "items": items, "status": "completed", "error": None,
-                         "startedAt": 1764400000 + k, "completedAt": 1764400000 + k, "durationMs": 1})
+            view = params.get("itemsView") or "summary"
+            items = [] if view == "notLoaded" else [self.history_item(i) for i in (2 * k, 2 * k + 1)
+                                                      if i < self.history_items]
+            data.append({"id": f"turn-{k:08d}", "items": items, "itemsView": view, "status": "completed",
+                         "error": None, "startedAt": 1764400000 + k, "completedAt": 1764400000 + k, "durationMs": 1})
         return {"data": data, "nextCursor": str(end) if end < turns else None}
 
     # -- a turn ---------------------------------------------------------------------------

@@ -865,6 +865,8 @@ class ScenarioPeer:
         turns = list(self.turns.get(params["threadId"], []))
         if params.get("sortDirection", "desc") != "asc":
             turns.reverse()
+        if params.get("itemsView") == "notLoaded":  # as the real server: the items left out
+            turns = [{**t, "items": [], "itemsView": "notLoaded"} if isinstance(t, dict) else t for t in turns]
         self._respond(msg, {"data": turns, "nextCursor": None, "backwardsCursor": None})
 
     def _h_thread_items_list(self, msg: _Msg, params: dict[str, Any]) -> None:

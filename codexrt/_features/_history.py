@@ -458,15 +458,14 @@ class HistoryReader:
         masker, privacy_notices = await masking()
         mask = masker.mask if masker is not None else None
         proj = Projector(thread_id, redact=self.redact, mask=mask)
-        # both walks read one page ahead: the server answers the next page while this one is
-        # projected, and the items walk's first page is asked for as the turns walk's last page
-        # comes (issue 34); the items walk feeds every turn's items again, so their records are
-        # made once (``items_follow``)
+        # both walks read one page ahead, the items walk's first page asked for as the turns
+        # walk's last page comes (issue 34); the turns come without items (the items walk brings
+        # them all): a server that sends them anyway has them replaced (``items_follow``)
         items_params = {"threadId": thread_id, "limit": self.page_limit}
+        turns_params = {**items_params, "sortDirection": "asc", "itemsView": "notLoaded"}
         items_first: list[PendingCall | None] = []
         with contextlib.ExitStack() as early:  # a page asked for early and not read is withdrawn
-            turns_walk = await _walk(conn, "thread/turns/list",
-                                     {"threadId": thread_id, "sortDirection": "asc", "limit": self.page_limit},
+            turns_walk = await _walk(conn, "thread/turns/list", turns_params,
                                      lambda data: [proj.add_native_turn(t, items_follow=True) for t in data
                                                    if isinstance(t, dict)], max_pages=self.max_pages, prefetch=True,
                                      last=lambda: items_first.append(_early(early, conn, "thread/items/list",

@@ -103,12 +103,17 @@ CUR_T = '{"scope":{"kind":"turns"},"rolloutOrdinal":7}'
 CUR_I = '{"scope":"itemsByCreatedAtOrdinal","n":2, "é":true}'
 
 
-def paged_thread_scenario() -> dict[str, Any]:
+def paged_thread_scenario(loaded: bool = True) -> dict[str, Any]:
+    """``loaded``: the turns come with a summary of their items (a server that ignores
+    ``itemsView: "notLoaded"``); else without, as the real server sends them."""
+    def items(*its: Any) -> dict[str, Any]:
+        return {"items": list(its), "view": "summary"} if loaded else {"items": [], "view": "notLoaded"}
+
     return scenario(
         rule("thread/read", respond({"thread": thread(), "readState": None})),
-        rule("thread/turns/list", respond(page([turn("t2", items=[user("u2", "second")], view="summary")])),
+        rule("thread/turns/list", respond(page([turn("t2", **items(user("u2", "second")))])),
              params={"cursor": CUR_T}),
-        rule("thread/turns/list", respond(page([turn("t1", items=[user("u1", "first")], view="summary")], CUR_T))),
+        rule("thread/turns/list", respond(page([turn("t1", **items(user("u1", "first")))], CUR_T))),
         rule("thread/items/list", respond(page([entry(cmd("c1", "ls"), "t1"), entry(agent("a1", "done"), "t1"),
                                                 entry(user("u2", "second"), "t2"), entry(agent("a2", "bye"), "t2")])),
              params={"cursor": CUR_I}),
@@ -121,8 +126,9 @@ def paged_thread_scenario() -> dict[str, Any]:
 # -- R-H-1: native paging -------------------------------------------------------------------
 
 
-async def test_r_h_1_pages_cursors_verbatim_overlap_upserted_never_resumes(peers):
-    async with rt_for(peers, paged_thread_scenario()) as rt, open_history_reader(rt) as reader:
+@pytest.mark.parametrize("loaded", [True, False], ids=["turns-with-items", "turns-without-items"])
+async def test_r_h_1_pages_cursors_verbatim_overlap_upserted_never_resumes(peers, loaded):
+    async with rt_for(peers, paged_thread_scenario(loaded)) as rt, open_history_reader(rt) as reader:
         tr = await reader.read_thread(T1)
     assert (tr.source, tr.pagination, tr.complete) == ("native", "paged", True)
     assert [(r.kind, r.id) for r in tr.records()] == [
@@ -135,6 +141,8 @@ async def test_r_h_1_pages_cursors_verbatim_overlap_upserted_never_resumes(peers
         sent[m["method"]].append(m.get("params", {}).get("cursor"))
     assert sent["thread/turns/list"] == [None, CUR_T]
     assert sent["thread/items/list"] == [None, CUR_I]
+    # issue 34: the turns walk asks for no items; the items walk brings them all
+    assert all(m["params"]["itemsView"] == "notLoaded" for m in methods(peers, "thread/turns/list"))
     assert not {"thread/resume", "turn/start", "thread/start"} & set(sent)
     assert all("includeTurns" not in m["params"] for m in methods(peers, "thread/read"))
 
