@@ -265,10 +265,10 @@ class FloodPeer:
         start = int(params.get("cursor") or 0)
         end = min(turns, start + limit)
         asc = params.get("sortDirection") == "asc"
+        view = params.get("itemsView") or "summary"
         data = []
         for pos in range(start, end):
             k = pos if asc else turns - 1 - pos
-            view = params.get("itemsView") or "summary"
             items = [] if view == "notLoaded" else [self.history_item(i) for i in (2 * k, 2 * k + 1)
                                                       if i < self.history_items]
             data.append({"id": f"turn-{k:08d}", "items": items, "itemsView": view, "status": "completed",

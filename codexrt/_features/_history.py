@@ -20,10 +20,10 @@ Theory of operation
 ``conn.call(...)`` directly: no send FIFO, no ``thread/resume``, no ``turn/start`` (R-D-1).
 
 *Native load* (:meth:`HistoryReader.read_thread`, R-H-1): ``thread/read`` (metadata), then
-``thread/turns/list`` (ascending, turn statuses) and ``thread/items/list`` (ascending, every
-item), each walked with the server's opaque cursors passed back verbatim; every page goes into
-one :class:`~codexrt._sansio._projection.Projector`, which upserts by native id/clientId, so
-overlapping pages never duplicate. Only when the server says pagination is unsupported (JSON-RPC
+``thread/turns/list`` (ascending, turn statuses, ``itemsView: "notLoaded"``: no items) and
+``thread/items/list`` (ascending, every item), each walked with the server's opaque cursors
+passed back verbatim; every page goes into one :class:`~codexrt._sansio._projection.Projector`,
+which upserts by native id/clientId, so overlapping pages never duplicate. Only when the server says pagination is unsupported (JSON-RPC
 ``-32601``, or a message saying "not supported" — the real server's answer for legacy-mode
 threads) is one ``thread/read includeTurns`` done instead, into a fresh projector.
 

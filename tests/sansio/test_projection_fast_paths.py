@@ -176,6 +176,12 @@ CASES: dict[str, list[Any]] = {
                                         ("entries", [_entry({**TURN["items"][0], "id": "w"}, "t2")])],
     "a clientId of a local submission": [("local", "c1"), ("entries", [_entry(TURN["items"][0])])],
     "an entry of a local turn": [("entries", [_entry(TURN["items"][1], "local-turn:c1")])],
+    "a clientId registered to a key the page stores first": [  # helper-34: c2 left on "y", then "y" stored
+        ("item", "t1", {**TURN["items"][0], "id": "y", "clientId": "c1"}, True, None),
+        ("item", "t1", {**TURN["items"][0], "id": "y", "clientId": "c2"}, True, None),
+        ("item", "t1", {**TURN["items"][0], "id": "z", "clientId": "c1"}, True, None),
+        ("entries", [_entry({**TURN["items"][1], "id": "y"}, "t2"), _entry({**TURN["items"][0], "id": "q", "clientId": "c2"},
+                                                                           "t3")])],
     "an entry the fast paths leave": [("entries", [_entry(TURN["items"][1]),
                                                    _entry({"type": "reasoning", "id": "r", "summary": ["s"]})])],
 }

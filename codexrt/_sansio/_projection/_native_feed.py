@@ -90,7 +90,8 @@ def _new_messages(items: list[Any], known: Container[str],
     the store (the appending fast paths of :class:`NativeFeed`), else None: an object that is a
     plain message (:func:`plain_message_ids`) whose id is neither stored (in ``known``) nor
     repeated in ``items``, and whose ``clientId`` (if any) is neither repeated in ``items`` nor
-    registered to a stored entry."""
+    registered to a stored entry or to an id in ``items`` (the general path, a batch per turn,
+    would re-key that one when an earlier batch stored the id: helper-34)."""
     out: list[tuple[str, str | None]] = []
     keys: set[str] = set()
     clients: set[str] = set()
@@ -107,6 +108,8 @@ def _new_messages(items: list[Any], known: Container[str],
                 return None
             clients.add(client)
         out.append(ids)
+    if any(client_ids.get(c) in keys for c in clients):
+        return None
     return out
 
 
@@ -182,8 +185,8 @@ class NativeFeed:
 
     def _replace_known(self, entries: list[Any]) -> bool:
         """Apply ``thread/items/list`` entries that each replace a stored message of their own
-        turn and return True (issue 34: the items walk of ``read_thread`` repeats every turn's
-        items); return False, having changed nothing, when one does not (the general path runs).
+        turn and return True (issue 34: the items walk of ``read_thread`` repeats the items of
+        turns a server sent with them); return False, having changed nothing, when one does not (the general path runs).
 
         Each entry must be an object whose item is a plain message (:func:`plain_message_ids`:
         its record is made from the item alone and never raises), whose id is a stored entry of
