@@ -23,9 +23,10 @@ Theory of operation
 ``thread/turns/list`` (ascending, turn statuses, ``itemsView: "notLoaded"``: no items) and
 ``thread/items/list`` (ascending, every item), each walked with the server's opaque cursors
 passed back verbatim; every page goes into one :class:`~codexrt._sansio._projection.Projector`,
-which upserts by native id/clientId, so overlapping pages never duplicate. Only when the server says pagination is unsupported (JSON-RPC
-``-32601``, or a message saying "not supported" — the real server's answer for legacy-mode
-threads) is one ``thread/read includeTurns`` done instead, into a fresh projector.
+which upserts by native id/clientId, so overlapping pages never duplicate. Only when the server
+says pagination is unsupported (JSON-RPC ``-32601``, or a message saying "not supported" — the
+real server's answer for legacy-mode threads) is one ``thread/read includeTurns`` done instead,
+into a fresh projector.
 
 *Legacy, as a whole source* (R-H-3): the rollout file is read (streaming, in a worker thread)
 and shown *instead of* the native history when access is inactive, when no CLI/transport is

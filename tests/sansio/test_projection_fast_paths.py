@@ -180,8 +180,8 @@ CASES: dict[str, list[Any]] = {
         ("item", "t1", {**TURN["items"][0], "id": "y", "clientId": "c1"}, True, None),
         ("item", "t1", {**TURN["items"][0], "id": "y", "clientId": "c2"}, True, None),
         ("item", "t1", {**TURN["items"][0], "id": "z", "clientId": "c1"}, True, None),
-        ("entries", [_entry({**TURN["items"][1], "id": "y"}, "t2"), _entry({**TURN["items"][0], "id": "q", "clientId": "c2"},
-                                                                           "t3")])],
+        ("entries", [_entry({**TURN["items"][1], "id": "y"}, "t2"),
+                     _entry({**TURN["items"][0], "id": "q", "clientId": "c2"}, "t3")])],
     "an entry the fast paths leave": [("entries", [_entry(TURN["items"][1]),
                                                    _entry({"type": "reasoning", "id": "r", "summary": ["s"]})])],
 }

@@ -186,7 +186,8 @@ class NativeFeed:
     def _replace_known(self, entries: list[Any]) -> bool:
         """Apply ``thread/items/list`` entries that each replace a stored message of their own
         turn and return True (issue 34: the items walk of ``read_thread`` repeats the items of
-        turns a server sent with them); return False, having changed nothing, when one does not (the general path runs).
+        turns a server sent with them); return False, having changed nothing, when one does not
+        (the general path runs).
 
         Each entry must be an object whose item is a plain message (:func:`plain_message_ids`:
         its record is made from the item alone and never raises), whose id is a stored entry of
@@ -227,14 +228,14 @@ class NativeFeed:
         no items); return False, having changed nothing, when one is not (the general path runs).
 
         ``entries`` must be a list of objects whose items are plain messages new to the store
-        (:func:`_new_messages`). For such entries :meth:`_add_batch` would register each ``clientId`` to its
-        item's id and append each entry at the end of its turn in page order (turns made in the
-        order they first appear), complete and not open, with the entry's times (the item's
-        where the entry has none): this does the same, without the batches, anchors and
-        pending lists."""
+        (:func:`_new_messages`). For such entries :meth:`_add_batch` would register each
+        ``clientId`` to its item's id and append each entry at the end of its turn in page order
+        (turns made in the order they first appear), complete and not open, with the entry's
+        times (the item's where the entry has none): this does the same, without the batches,
+        anchors and pending lists."""
         store = self._store
         known, client_ids = store.entries, store.client_ids
-        items = [e.get("item") if type(e) is dict else None for e in entries]
+        items: list[Any] = [e.get("item") if type(e) is dict else None for e in entries]
         ids = _new_messages(items, known, client_ids)
         if ids is None:
             return False
