@@ -52,6 +52,7 @@ from peer_fixtures.scenario import (  # noqa: E402
     Stderr,
     Write,
 )
+from peer_fixtures.sigexit import exit_on_sigterm  # noqa: E402
 
 __all__ = ["main", "read_log"]
 
@@ -161,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     if peer.settings["sigterm"] == "ignore":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     else:
-        signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+        exit_on_sigterm(0)  # not a Python-level handler: that one can miss a SIGTERM (sigexit.py)
     log = open(ns.log, "ab") if ns.log else None  # noqa: SIM115 - closed by os._exit's flush
     _Runner(peer, log).loop()
     return 0  # pragma: no cover - loop() only ends through os._exit

@@ -60,11 +60,12 @@ import json
 import os
 import re
 import select
-import signal
 import sys
 import time
 import uuid
 from typing import Any
+
+from peer_fixtures.sigexit import exit_on_sigterm
 
 __all__ = ["BLOCK", "expected_delta", "expected_text", "probe_text", "main", "argv"]
 
@@ -430,7 +431,7 @@ def main(args: list[str] | None = None) -> int:
     ap.add_argument("--burst", action="store_true",
                     help="write a plain turn in one go, without polling stdin between writes")
     ns, _unknown = ap.parse_known_args(args)  # ignore `app-server`, `--listen …`
-    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    exit_on_sigterm(0)  # race-free, unlike a Python-level handler around select() (sigexit.py)
     if ns.burst:  # before anything is timed: the default turn's text, encoded once
         _encoded_deltas()
         _encoded_text(ns.deltas)

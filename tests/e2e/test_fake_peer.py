@@ -138,6 +138,20 @@ async def test_stdio_sigterm_behaviour(tmp_path: Path, sigterm: str, expect: int
         await reap(proc)
 
 
+def test_sigexit_blocks_sigterm_and_exits_from_select_none() -> None:
+    """The fake peers' SIGTERM exit does not depend on a Python-level handler: SIGTERM is blocked
+    in the main thread (so a signal landing just before ``epoll_wait`` cannot be lost — the race
+    that hung ``test_stdio_sigterm_behaviour[exit-0]`` about once in 80 runs) and ``sigwait`` in a
+    thread ends the process with the given code while the main thread waits without a timeout."""
+    code = ("import select, sys; from peer_fixtures.sigexit import exit_on_sigterm; exit_on_sigterm(7); "
+            "blk = [l for l in open('/proc/self/status') if l.startswith('SigBlk')][0].split()[1]; "
+            "print(int(blk, 16) >> 14 & 1, flush=True); select.select([0], [], [])")
+    with subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as p:
+        assert p.stdout is not None and p.stdout.readline() == b"1\n"  # SIGTERM (bit 15) blocked
+        p.terminate()
+        assert p.wait(timeout=10) == 7
+
+
 def test_stdio_bad_scenario_exits_2() -> None:
     done = subprocess.run([sys.executable, "-m", "peer_fixtures.fake_app_server", "no-such-scenario"],
                           cwd=ROOT, capture_output=True, timeout=20, stdin=subprocess.DEVNULL)
