@@ -65,6 +65,29 @@ def test_r_h_1_a_client_id_moving_to_a_stored_id_or_a_native_id_like_a_local_key
     assert [(r.id, r.text) for r in proj.records()] == [("local:c1", "hi"), ("a", "q")]
 
 
+
+def test_r_h_1_the_native_copy_on_the_key_the_local_copy_holds_replaces_it_in_its_own_turn() -> None:
+    """The local copy of ``c1``, keyed apart onto an id a page holds pending, then the page's
+    copy of ``c1`` on that very id (found by hypothesis in ``..._never_break_the_store``): the
+    local copy goes and the native one lands in its own turn, replacing the page's earlier item
+    of that id (R-H-1). Before, the native record was upserted into the local entry, which
+    merging the page's pending items had re-keyed meanwhile: an entry ``local:c1++`` held a
+    record ``local:c1+``, and the two pending items joined the local turn."""
+
+    def user(iid: str, client: str | None = None) -> dict[str, Any]:
+        return {"type": "userMessage", "id": iid, "content": [{"type": "text", "text": iid}], "clientId": client}
+
+    for follow in (False, True):
+        proj = Projector(TID)
+        proj.add_local_submission("c1", "sent")
+        proj.add_native_turn({"id": "t1", "status": "completed",
+                              "items": [user("local:c1+"), user("local:c1"), user("local:c1+", "c1")]},
+                             items_follow=follow)
+        _whole(proj)
+        assert [(r.id, r.turn_id, r.client_id, r.source) for r in proj.records()] == [
+            ("local:c1+", "t1", "c1", "native"), ("local:c1", "t1", None, "native")]
+        assert proj._store.client_ids == {"c1": "local:c1+"}
+
 def _whole(proj: Projector) -> None:
     """The store's invariants (R-H-1): every listed key has its entry, in that entry's turn;
     every entry is listed exactly once, under its record's id; no id, and no user message's

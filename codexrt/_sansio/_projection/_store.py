@@ -132,10 +132,18 @@ class RecordStore:
     def resolve_ids(self, key: str, client_id: str | None) -> str:
         """:meth:`resolve_key` of a record with this id and (a user message's) ``clientId``."""
         held = self.entries.get(key)
-        if held is not None and _is_local(held) and client_id != held.record.client_id:
-            # a native item with a local submission's key that is not its copy: the local copy
-            # is keyed apart, as add_local_submission keys it (never replace another message)
-            self._key_apart(held)
+        if held is not None and _is_local(held):
+            if client_id != held.record.client_id:
+                # a native item with a local submission's key that is not its copy: the local copy
+                # is keyed apart, as add_local_submission keys it (never replace another message)
+                self._key_apart(held)
+            else:
+                # its native copy, on the very key the local copy holds (a native id like a local
+                # key, or the key it was keyed apart onto): the local one goes and the native one
+                # lands in its own turn, as on any other id — upserted in place, it stayed in the
+                # local turn, and a page's pending items merged around it re-keyed it under the
+                # caller's feet (a record id unlike its key; hypothesis found it)
+                self.drop(key)
         if client_id:
             known = self.client_ids.get(client_id)
             if known is not None and known != key and known.startswith("local:") and known in self.entries:
