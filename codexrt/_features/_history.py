@@ -23,7 +23,9 @@ Theory of operation
 ``thread/turns/list`` (ascending, turn statuses, ``itemsView: "notLoaded"``: no items) and
 ``thread/items/list`` (ascending, every item), each walked with the server's opaque cursors
 passed back verbatim; every page goes into one :class:`~codexrt._sansio._projection.Projector`,
-which upserts by native id/clientId, so overlapping pages never duplicate. Only when the server
+which upserts by native id/clientId, so overlapping pages never duplicate. Each page's cursor is
+read first (``peek_page``) and its entries decoded after the next page is asked for — into
+structs when all are messages new to the projector (``NativeFeed._append_plain``). Only when the server
 says pagination is unsupported (JSON-RPC ``-32601``, or a message saying "not supported" — the
 real server's answer for legacy-mode threads) is one ``thread/read includeTurns`` done instead,
 into a fresh projector.
@@ -90,7 +92,7 @@ from codexrt._io._retry import call_read
 from codexrt._io._util import unwrap_single_group
 from codexrt._connection import Connection, PendingCall
 from codexrt._features._paging import CursorRepeated, CursorWalk
-from codexrt._sansio._paging import page_is_partial
+from codexrt._sansio._paging import page_is_partial, peek_page, plain_data
 from codexrt._sansio._errors import (
     AccessInactive,
     CodexError,
@@ -460,21 +462,27 @@ class HistoryReader:
         mask = masker.mask if masker is not None else None
         proj = Projector(thread_id, redact=self.redact, mask=mask)
         # both walks read one page ahead, the items walk's first page asked for as the turns
-        # walk's last page comes (issue 34); the turns come without items (the items walk brings
-        # them all): a server that sends them anyway has them replaced (``items_follow``)
+        # walk's last page comes, and each page's entries decoded only once the next page is
+        # asked for (``peek_page``; issue 34); the turns come without items (the items walk
+        # brings them all): a server that sends them anyway has them replaced (``items_follow``)
         items_params = {"threadId": thread_id, "limit": self.page_limit}
         turns_params = {**items_params, "sortDirection": "asc", "itemsView": "notLoaded"}
         items_first: list[PendingCall | None] = []
+
+        def turns_page(data: Any) -> None:
+            for t in plain_data(data):
+                if isinstance(t, dict):
+                    proj.add_native_turn(t, items_follow=True)
+
         with contextlib.ExitStack() as early:  # a page asked for early and not read is withdrawn
-            turns_walk = await _walk(conn, "thread/turns/list", turns_params,
-                                     lambda data: [proj.add_native_turn(t, items_follow=True) for t in data
-                                                   if isinstance(t, dict)], max_pages=self.max_pages, prefetch=True,
+            turns_walk = await _walk(conn, "thread/turns/list", turns_params, turns_page,
+                                     max_pages=self.max_pages, prefetch=True, decode=peek_page,
                                      last=lambda: items_first.append(_early(early, conn, "thread/items/list",
-                                                                            items_params)))
+                                                                            items_params, raw=True)))
             pagination = "paged"
             try:
                 items_walk = await _walk(conn, "thread/items/list", items_params, proj.add_native_entries,
-                                         max_pages=self.max_pages, prefetch=True,
+                                         max_pages=self.max_pages, prefetch=True, decode=peek_page,
                                          first=items_first[0] if items_first else None)
                 complete = turns_walk.complete and items_walk.complete
             except RpcError as exc:

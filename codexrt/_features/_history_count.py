@@ -77,17 +77,18 @@ async def _full_read(conn: Connection, thread_id: str, proj: Projector) -> bool:
     return _full_read_complete(turns)
 
 
-def _early(stack: contextlib.ExitStack, conn: Connection, method: str, params: dict[str, Any]) -> PendingCall | None:
+def _early(stack: contextlib.ExitStack, conn: Connection, method: str, params: dict[str, Any], *,
+           raw: bool = False) -> PendingCall | None:
     """``method`` asked for now, before its answer is needed (issue 34: the server reads it
     while the caller handles what came before); its RPC timeout runs from now. Withdrawn when
     ``stack`` closes without its answer taken (once written, a late answer is a ``LateResponse``
     event). None when the connection cannot take it now (its handshake not done — checked
     first, without the error ``send_request`` would raise — or it ended): the caller's own call
-    then meets what it would have met anyway."""
+    then meets what it would have met anyway. ``raw``: as ``_walk`` reads it with a ``decode``."""
     if not conn.ready:
         return None
     try:
-        return stack.enter_context(conn.send_request(method, params))
+        return stack.enter_context(conn.send_request(method, params, raw=raw))
     except CodexError:
         return None
 

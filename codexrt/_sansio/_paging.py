@@ -21,11 +21,16 @@ catalogs and the edit ledger: an error). The Trio loop around it is
 from __future__ import annotations
 
 import json
-from typing import Any
+from codecs import utf_8_decode
+from typing import Any, Callable
+
+import msgspec
+from msgspec import UNSET, Raw
 
 from codexrt._sansio._errors import CursorRepeated, LocalProtocolError
+from codexrt._sansio._wire import decode_json
 
-__all__ = ["CursorRepeated", "CursorWalk", "PageData", "page_is_partial"]
+__all__ = ["CursorRepeated", "CursorWalk", "PageData", "RawPageData", "page_is_partial", "peek_page", "plain_data"]
 
 
 class PageData:
@@ -35,6 +40,65 @@ class PageData:
     decoded list and gives it to ``on_page`` as it is."""
 
     __slots__ = ()
+
+
+class RawPageData(PageData):
+    """A page's ``data`` array as :func:`peek_page` left it: its JSON text (``raw``), decoded
+    by :meth:`dicts` when the page is handled — after a walk reading ahead has asked for the
+    next page (issue 34)."""
+
+    __slots__ = ("raw", "_plain")
+
+    def __init__(self, raw: bytes | Raw) -> None:
+        self.raw = raw
+        self._plain: list[Any] | None = None
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {len(self.raw)} bytes>"
+
+    def dicts(self) -> list[Any]:
+        """The entries as plain decoded JSON (decoded once, on first use; a value a plain decode
+        refuses — ``1e400`` — raises here what it raises there)."""
+        if self._plain is None:
+            self._plain = decode_json(self.raw)
+        return self._plain
+
+
+def plain_data(data: Any) -> Any:
+    """A page's ``data`` as decoded JSON, whether :func:`peek_page` left it undecoded or not."""
+    return data.dicts() if isinstance(data, RawPageData) else data
+
+
+class _Head(msgspec.Struct, gc=False):
+    data: Raw = Raw()
+    nextCursor: Any = UNSET
+
+
+_HEAD = msgspec.json.Decoder(_Head)
+
+
+def peek_page(raw: bytes | Raw, wrap: Callable[[Raw], RawPageData] = RawPageData) -> Any:
+    """One page's answer (the result's JSON text) as a cursor walk reads it, in one cheap pass
+    that leaves the entries undecoded: ``{"data": wrap(text of data), "nextCursor": …}``
+    (``nextCursor`` only when the answer has one, verbatim) when the answer is an object whose
+    ``data`` is an array, else the plain decoded JSON (which the walk judges as it judges any
+    answer). So the walk sends the next request before the entries are decoded.
+
+    Text that is not UTF-8 is decoded plainly here (and fails as it would): the pass skips
+    ``data`` without checking its bytes."""
+    try:
+        utf_8_decode(memoryview(raw), "strict", True)  # ~1 µs for an ASCII 28 KB page
+        head = _HEAD.decode(raw)
+    except UnicodeDecodeError:
+        return decode_json(raw)
+    except msgspec.DecodeError:  # includes ValidationError: not an object
+        return decode_json(raw)
+    if memoryview(head.data)[:1] != b"[":
+        return decode_json(raw)
+    out: dict[str, Any] = {"data": wrap(head.data)}
+    if head.nextCursor is not UNSET:
+        out["nextCursor"] = head.nextCursor
+    return out
 
 
 def page_is_partial(result: dict[str, Any]) -> bool:

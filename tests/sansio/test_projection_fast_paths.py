@@ -1,27 +1,33 @@
-"""R-H-1 / issue 34: the native feed's three fast paths — a turn's plain messages appended as
+"""R-H-1 / issue 34: the native feed's four fast paths — a turn's plain messages appended as
 deferred records (``NativeFeed._append_deferred``, ``add_native_turn(items_follow=True)``),
 ``thread/items/list`` entries that replace stored messages of their own turn
-(``NativeFeed._replace_known``) and entries that are all new plain messages
-(``NativeFeed._append_new``: the items walk after a turns walk that loaded no items) — leave the
-projector exactly as the general path (``_add_batch``) leaves it: the same records shown and the
-same store behind them (turn order and keys, every entry's record, flags, times and deltas, the
-``clientId`` bookkeeping), after every step of any mix of turns, entries, live items, deltas and
-local submissions. The reference projector has the fast paths turned off."""
+(``NativeFeed._replace_known``), entries that are all new plain messages
+(``NativeFeed._append_new``: the items walk after a turns walk that loaded no items) and the same
+given as the page's JSON text, decoded into structs (``NativeFeed._append_plain``: what
+``read_thread``'s walk hands over) — leave the projector exactly as the general path
+(``_add_batch``) leaves it: the same records shown and the same store behind them (turn order
+and keys, every entry's record, flags, times and deltas, the ``clientId`` bookkeeping), after
+every step of any mix of turns, entries, live items, deltas and local submissions. The
+reference projector has the fast paths turned off and is given every page decoded."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import attrs
+import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from codexrt._sansio._paging import RawPageData
 from codexrt._sansio._projection import Projector
 
 TID = "0190cccc-0000-7000-8000-000000000004"
 IDS = ["a", "b", "c", "local:c1"]
 TURNS = ["t1", "t2", "t3"]
 CLIENTS = ["c1", "c2", "", None, 5]
+TEXTS = ["q", "r", "# Files mentioned by the user:\n## a.png: /tmp/a.png\n## My request for Codex:\nlook"]
 
 
 def _general(proj: Projector) -> Projector:
@@ -29,6 +35,7 @@ def _general(proj: Projector) -> Projector:
     proj._native._append_deferred = lambda turn_id, items: False  # type: ignore[method-assign]
     proj._native._replace_known = lambda entries: False  # type: ignore[method-assign]
     proj._native._append_new = lambda entries: False  # type: ignore[method-assign]
+    proj._native._append_plain = lambda raw: False  # type: ignore[method-assign]
     return proj
 
 
@@ -48,8 +55,11 @@ def _run(ops: list[Any], fast: bool) -> list[Any]:
         try:
             if op == "turn":
                 proj.add_native_turn(args[0], items_follow=args[1])
-            elif op == "entries":
-                proj.add_native_entries(args[0])
+            elif op == "entries":  # as JSON text too: a walk's page, decoded by the feed
+                as_text = fast and len(args) > 1 and args[1]
+                # spaced (``"type": "image"``), the text's own check of item types passes it on to the structs
+                page = json.dumps(args[0]).encode() if as_text == "spaced" else msgspec.json.encode(args[0])
+                proj.add_native_entries(RawPageData(page) if as_text else msgspec.json.decode(page))
             elif op == "item":
                 proj.add_native_item(args[0], args[1], completed=args[2], received_at_ms=args[3])
             elif op == "delta":
@@ -71,15 +81,27 @@ def messages(draw: Any) -> Any:
     kind = draw(st.sampled_from(["userMessage", "agentMessage"] * 6 + ["reasoning", "contextCompaction"]))
     item: dict[str, Any] = {"type": kind, "id": draw(st.sampled_from(IDS))}
     if kind == "userMessage":
-        item["content"] = [{"type": draw(st.sampled_from(["text"] * 5 + ["image", 3])), "text": draw(st.sampled_from(["q", "r"]))}]
+        item["content"] = [{"type": draw(st.sampled_from(["text"] * 5 + ["image", 3])), "text": draw(st.sampled_from(TEXTS))}
+                           for _ in range(draw(st.sampled_from([1, 1, 1, 0, 2])))]
+        if draw(st.integers(0, 5)) == 0:  # a block the records do not show, or one the structs refuse
+            item["content"].append(draw(st.sampled_from([{"type": "mention", "name": "m", "path": "/p", "text": "not shown"},
+                                                         {"type": "image", "url": "https://example.invalid/a.png"},
+                                                         {"type": "text", "text": None}, {"type": "text"}])))
         if draw(st.booleans()):
             item["clientId"] = draw(st.sampled_from(CLIENTS))
     elif kind == "agentMessage":
-        item["text"] = draw(st.sampled_from(["hi", "yo"]))
+        if draw(st.integers(0, 7)):  # else its text is in another field, or nowhere
+            item["text"] = draw(st.sampled_from(["hi", "yo", ""]))
+        elif draw(st.booleans()):
+            item["content"] = [{"type": "text", "text": "in content"}]
+        if draw(st.booleans()):
+            item["phase"] = draw(st.sampled_from(["final_answer", None]))
     if draw(st.booleans()):
-        item["startedAtMs"] = draw(st.sampled_from([1, 7, None]))
+        item["startedAtMs"] = draw(st.sampled_from([1, 7, None, True, 1.5]))
     if draw(st.booleans()):
         item["completedAtMs"] = draw(st.sampled_from([2, 9, None]))
+    if draw(st.integers(0, 7)) == 0:  # a field the structs do not name
+        item["extra"] = 1
     return item
 
 
@@ -102,7 +124,7 @@ def operations(draw: Any) -> Any:
                 if draw(st.integers(0, 5)) == 0:
                     e["outputDeferred"] = True
                 page.append(e)
-            ops.append(("entries", page))
+            ops.append(("entries", page, draw(st.sampled_from([False, "compact", "spaced"]))))
         elif op == "item":
             ops.append(("item", draw(st.sampled_from(TURNS)), draw(messages()), draw(st.booleans()),
                         draw(st.sampled_from([None, 11]))))
@@ -191,6 +213,9 @@ def test_r_h_1_each_fast_path_case_leaves_the_store_as_the_general_path_does() -
     for name, ops in CASES.items():
         ops = [*ops, ("local", "c1"), ("local", "c9"), ("delta", "t1", "m", "+")]
         assert _run(ops, fast=True) == _run(ops, fast=False), name
+        for form in ("compact", "spaced"):  # each page as a walk hands it over
+            as_text = [(*op, form) if op[0] == "entries" else op for op in ops]
+            assert _run(as_text, fast=True) == _run(ops, fast=False), (name, form)
 
 
 def test_r_h_1_the_fast_paths_are_taken() -> None:
@@ -198,7 +223,7 @@ def test_r_h_1_the_fast_paths_are_taken() -> None:
     taken: list[str] = []
     proj = Projector(TID)
     feed = proj._native
-    for name in ("_append_deferred", "_replace_known", "_append_new"):
+    for name in ("_append_deferred", "_replace_known", "_append_new", "_append_plain"):
         real = getattr(feed, name)
 
         def spy(*args: Any, _real: Any = real, _name: str = name) -> bool:
@@ -216,4 +241,13 @@ def test_r_h_1_the_fast_paths_are_taken() -> None:
     proj.add_native_entries([_entry({**i, "id": i["id"] + "2", "clientId": None}, "t2") for i in TURN["items"]])
     assert taken == ["_replace_known:False", "_append_new:True"]
     assert [r.text for r in proj.records()] == ["q", "a", "q", "a"]
+    taken.clear()
+    proj.add_native_turn({**EMPTY, "id": "t3"}, items_follow=True)  # the same page as read_thread's walk hands it over
+    page = msgspec.json.encode([_entry({**i, "id": i["id"] + "3", "clientId": None}, "t3") for i in TURN["items"]])
+    proj.add_native_entries(RawPageData(page))
+    assert taken == ["_append_plain:True"]
+    assert [r.text for r in proj.records()] == ["q", "a", "q", "a", "q", "a"]
+    taken.clear()
+    proj.add_native_entries(RawPageData(page))  # known ids: declined, decoded, replaced
+    assert taken == ["_append_plain:False", "_replace_known:True"]
 

@@ -158,8 +158,8 @@ async def test_issue_34_read_thread_asks_for_the_items_walks_first_page_as_the_t
     seen: list[Any] = []
     early, add_turn = history._early, Projector.add_native_turn
 
-    def spy_early(stack: Any, conn: Any, method: str, params: Any) -> Any:
-        pending = early(stack, conn, method, params)
+    def spy_early(stack: Any, conn: Any, method: str, params: Any, **kw: Any) -> Any:
+        pending = early(stack, conn, method, params, **kw)
         seen.append(("asked", method, params.get("cursor"), pending is not None))
         return pending
 
@@ -203,6 +203,40 @@ async def test_issue_34_a_failed_turns_walk_withdraws_the_items_page_asked_for_e
     assert methods(peers, "thread/items/list") == []
 
 
+async def test_issue_34_read_thread_decodes_a_pages_entries_after_asking_for_the_next(peers, monkeypatch):
+    """Both walks of ``read_thread`` read a page's cursor first (``peek_page``) and decode its
+    entries only once the next page is asked for, so the server works on that page meanwhile:
+    every decode comes after the request that follows its page (the last turns page: after the
+    items walk's first request)."""
+    from codexrt._connection import Connection
+    from codexrt._sansio._paging import RawPageData
+
+    seen: list[Any] = []
+    send, dicts = Connection.send_request, RawPageData.dicts
+
+    def spy_send(self: Any, method: str, params: Any, **kw: Any) -> Any:
+        seen.append(("asked", method, params.get("cursor"), kw.get("raw")))
+        return send(self, method, params, **kw)
+
+    def spy_dicts(self: Any) -> list[Any]:
+        out = dicts(self)
+        seen.append(("decoded", [e.get("id") or e["item"]["id"] for e in out]))
+        return out
+
+    monkeypatch.setattr(Connection, "send_request", spy_send)
+    monkeypatch.setattr(RawPageData, "dicts", spy_dicts)
+    async with rt_for(peers, paged_thread_scenario(loaded=False)) as rt, open_history_reader(rt) as reader:
+        tr = await reader.read_thread(T1)
+    assert seen == [
+        ("asked", "thread/turns/list", CUR_T, True), ("decoded", ["t1"]),
+        ("asked", "thread/items/list", None, True), ("decoded", ["t2"]),
+        ("asked", "thread/items/list", CUR_I, True), ("decoded", ["u1", "c1", "a1"]),
+        ("decoded", ["c1", "a1", "u2", "a2"])]
+    assert [(r.kind, r.id) for r in tr.records()] == [
+        ("userMessage", "u1"), ("commandExecution", "c1"), ("assistantMessage", "a1"),
+        ("userMessage", "u2"), ("assistantMessage", "a2")]
+
+
 def test_issue_34_a_page_is_asked_for_early_only_on_a_connection_that_can_take_it():
     """``_early`` asks nothing of a connection whose handshake is not done, nor of one that
     refuses the request: the walk's own call then meets what it would have met."""
@@ -215,16 +249,17 @@ def test_issue_34_a_page_is_asked_for_early_only_on_a_connection_that_can_take_i
         def __init__(self, ready: bool, refuse: bool) -> None:
             self.ready, self.refuse, self.sent = ready, refuse, 0
 
-        def send_request(self, method: str, params: Any) -> Any:
+        def send_request(self, method: str, params: Any, *, raw: bool = False) -> Any:
             self.sent += 1
             if self.refuse:
                 raise ClosedError("the connection ended")
-            return contextlib.nullcontext("pending")
+            return contextlib.nullcontext(("pending", raw))
 
     with contextlib.ExitStack() as stack:
-        for ready, refuse, want in [(False, False, None), (True, True, None), (True, False, "pending")]:
+        for ready, refuse, raw, want in [(False, False, False, None), (True, True, False, None),
+                                         (True, False, False, ("pending", False)), (True, False, True, ("pending", True))]:
             conn = Conn(ready, refuse)
-            assert _early(stack, conn, "thread/items/list", {}) == want  # type: ignore[arg-type]
+            assert _early(stack, conn, "thread/items/list", {}, raw=raw) == want  # type: ignore[arg-type]
             assert conn.sent == (1 if ready else 0)
 
 

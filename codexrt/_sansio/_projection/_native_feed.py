@@ -8,8 +8,11 @@ from collections.abc import Callable, Container, Iterable, Sequence
 from typing import Any
 
 import attrs
+from msgspec import Raw
 
+from .._paging import RawPageData
 from ._native import plain_message_ids, project_native_item
+from ._plain_text import decode_entries, plain_ids, plain_record
 from ._records import AssistantMessage, CommandExecution, DisplayRecord, ImageSource, Reasoning, UserMessage
 from ._shapes import _int
 from ._store import RecordStore, _Entry, _redact_record, _Unprojected
@@ -86,31 +89,34 @@ def plain_page(entries: Sequence[Any], make: Callable[[dict[str, Any], str], tup
 
 def _new_messages(items: list[Any], known: Container[str],
                   client_ids: dict[str, str]) -> list[tuple[str, str | None]] | None:
-    """The id and ``clientId`` of each of ``items`` when every one is a plain message new to
-    the store (the appending fast paths of :class:`NativeFeed`), else None: an object that is a
-    plain message (:func:`plain_message_ids`) whose id is neither stored (in ``known``) nor
-    repeated in ``items``, and whose ``clientId`` (if any) is neither repeated in ``items`` nor
-    registered to a stored entry or to an id in ``items`` (the general path, a batch per turn,
-    would re-key that one when an earlier batch stored the id: helper-34)."""
+    """The id and ``clientId`` of each of ``items`` when every one is a plain message
+    (:func:`plain_message_ids`) new to the store (:func:`_all_new`): the appending fast paths of
+    :class:`NativeFeed`; else None."""
     out: list[tuple[str, str | None]] = []
-    keys: set[str] = set()
-    clients: set[str] = set()
     for item in items:
         ids = plain_message_ids(item) if type(item) is dict else None
         if ids is None:
             return None
-        key, client = ids
+        out.append(ids)
+    return out if _all_new(out, known, client_ids) else None
+
+
+def _all_new(ids: list[tuple[str, str | None]], known: Container[str], client_ids: dict[str, str]) -> bool:
+    """Whether the messages of these ids and ``clientId``s are all new to the store: no id
+    stored (in ``known``) or repeated, no ``clientId`` repeated or registered to a stored entry
+    or to one of these ids (the general path, a batch per turn, would re-key that one when an
+    earlier batch stored the id: helper-34)."""
+    keys: set[str] = set()
+    clients: set[str] = set()
+    for key, client in ids:
         if key in known or key in keys:
-            return None
+            return False
         keys.add(key)
         if client:
             if client in clients or client_ids.get(client) in known:
-                return None
+                return False
             clients.add(client)
-        out.append(ids)
-    if any(client_ids.get(c) in keys for c in clients):
-        return None
-    return out
+    return not any(client_ids.get(c) in keys for c in clients)
 
 
 def _entry_times(e: dict[str, Any], item: dict[str, Any]) -> tuple[int | None, int | None]:
@@ -138,7 +144,11 @@ class NativeFeed:
         if isinstance(items, list) and items and not (items_follow and self._append_deferred(tid, items)):
             self._add_batch(tid, list(items), [(None, None)] * len(items), defer=items_follow)
 
-    def add_native_entries(self, entries: Iterable[dict[str, Any]]) -> None:
+    def add_native_entries(self, entries: Iterable[dict[str, Any]] | RawPageData) -> None:
+        if isinstance(entries, RawPageData):
+            if self._append_plain(entries.raw):
+                return
+            entries = entries.dicts()
         if isinstance(entries, list) and (self._replace_known(entries) or self._append_new(entries)):
             return
         batch: list[dict[str, Any]] = []
@@ -231,26 +241,57 @@ class NativeFeed:
         (:func:`_new_messages`). For such entries :meth:`_add_batch` would register each
         ``clientId`` to its item's id and append each entry at the end of its turn in page order
         (turns made in the order they first appear), complete and not open, with the entry's
-        times (the item's where the entry has none): this does the same, without the batches,
-        anchors and pending lists."""
+        times (the item's where the entry has none): this does the same (:meth:`_append_rows`),
+        without the batches, anchors and pending lists."""
         store = self._store
-        known, client_ids = store.entries, store.client_ids
         items: list[Any] = [e.get("item") if type(e) is dict else None for e in entries]
-        ids = _new_messages(items, known, client_ids)
+        ids = _new_messages(items, store.entries, store.client_ids)
         if ids is None:
             return False
-        thread_id, turn_keys, cur = store.thread_id, None, None
-        for (key, client), item, e in zip(ids, items, entries):
+        thread_id = store.thread_id
+
+        def row(e: dict[str, Any], item: dict[str, Any]) -> tuple[str, Any, int | None, int | None]:
             turn_id = str(e.get("turnId", ""))
+            return (turn_id, project_native_item(item, thread_id=thread_id, turn_id=turn_id), *_entry_times(e, item))
+
+        self._append_rows(ids, map(row, entries, items))
+        return True
+
+    def _append_plain(self, raw: bytes | Raw) -> bool:
+        """:meth:`_append_new` of a page's ``data`` given as its JSON text, decoded into structs
+        (:func:`~._plain_text.decode_entries`) instead of dicts; False, having changed nothing,
+        when the structs do not model an entry or :meth:`_append_new` would decline (the caller
+        then decodes the page plainly). The records, ids and times are those of the entries'
+        dict forms (:func:`~._plain_text.plain_record`)."""
+        page = decode_entries(raw)
+        ids = plain_ids(page) if page is not None else None
+        store = self._store
+        if ids is None or not _all_new(ids, store.entries, store.client_ids):
+            return False
+        thread_id = store.thread_id
+
+        def row(e: Any) -> tuple[str, Any, int | None, int | None]:
+            item, turn_id, st, ct = e.item, e.turnId, e.startedAtMs, e.completedAtMs
+            return (turn_id, plain_record(item, thread_id, turn_id), item.startedAtMs if st is None else st,
+                    item.completedAtMs if ct is None else ct)
+
+        self._append_rows(ids, map(row, page))  # type: ignore[arg-type]
+        return True
+
+    def _append_rows(self, ids: list[tuple[str, str | None]],
+                     rows: Iterable[tuple[str, Any, int | None, int | None]]) -> None:
+        """Append entries :func:`_all_new` accepted, each given as ``(turn id, record, started,
+        completed)``: each ``clientId`` registered to its id, each entry complete and not open at
+        the end of its turn, in order."""
+        store = self._store
+        known, client_ids, turn_keys, cur = store.entries, store.client_ids, None, None
+        for (key, client), (turn_id, rec, st, ct) in zip(ids, rows):
             if turn_id != cur:
                 cur, turn_keys = turn_id, store.turn(turn_id).keys
             if client:
                 client_ids[client] = key
-            st, ct = _entry_times(e, item)
-            known[key] = _Entry(key, project_native_item(item, thread_id=thread_id, turn_id=turn_id), True, False,
-                                "native", turn_id, (st, ct, None))
+            known[key] = _Entry(key, rec, True, False, "native", turn_id, (st, ct, None))
             turn_keys.append(key)  # type: ignore[union-attr]
-        return True
 
     def add_native_items(self, turn_id: str, items: Sequence[dict[str, Any]]) -> None:
         self._add_batch(turn_id, list(items), [(None, None)] * len(items))

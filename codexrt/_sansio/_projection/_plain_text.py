@@ -21,6 +21,12 @@ needs the general path: what :func:`~._native_feed.plain_page` declines (an id o
 mention, an assistant message whose text is not in ``text``. ``tests/sansio/test_plain_text.py``
 checks the equality, the declines and the depth bound.
 
+:func:`decode_entries` decodes a page's ``data`` array the same way, and :func:`plain_ids` and
+:func:`plain_record` give the id, ``clientId`` and record :func:`~._native.project_native_item`
+gives for each of its items (``read_thread``'s items walk: ``NativeFeed._append_plain``). The
+structs are not tracked by the cycle collector and read by attribute: a page of 100 messages
+is projected in about half the time of its dicts (issue 34).
+
 The message count has its own decode of the same pages (``MessageTally.decode_page`` in
 :mod:`._tally`): it reads four facts per entry and skips the rest, where this one must read every
 value (the records' text, the depth bound), so the two do not share their structs."""
@@ -32,9 +38,11 @@ from typing import Any
 import msgspec
 
 from .._sanitize import may_hold_wrapper, sanitize_user_text
+from ._records import AssistantMessage, UserMessage
 from ._shapes import _IMAGE_TYPES
 
-__all__ = ["PAGE_MAX_DEPTH", "RECORDS_DEPTH", "PlainPage", "decode_page", "page_records_json"]
+__all__ = ["PAGE_MAX_DEPTH", "RECORDS_DEPTH", "PlainPage", "decode_entries", "decode_page", "page_records_json",
+           "plain_ids", "plain_record"]
 
 _UNSET: Any = msgspec.UNSET
 
@@ -116,7 +124,67 @@ RECORDS_DEPTH = 3
 # The structs are not tracked by the cycle collector (``gc=False``): a decoded page or a record
 # holds no cycle, and a page is thousands of them.
 _page_decoder = msgspec.json.Decoder(PlainPage)
+_entries_decoder = msgspec.json.Decoder(list[_Entry])
 _encoder = msgspec.json.Encoder()
+
+
+_TYPE_KEY = b'"type":"'
+_PLAIN_TYPE_KEYS = (b'"type":"userMessage"', b'"type":"agentMessage"', b'"type":"text"')
+
+
+def decode_entries(text: bytes | msgspec.Raw) -> list[_Entry] | None:
+    """A page's ``data`` array (its JSON text) as entry structs, or None: an entry, item or
+    block the structs do not model (the caller decodes it plainly). A text that names a
+    ``"type":"…"`` other than a message's or a text block's (a command, reasoning, an image:
+    most pages of a real thread) is not tried — the decode would fail part way; a ``"type"``
+    written otherwise (spaced) only means the decode decides."""
+    data = text if type(text) is bytes else bytes(text)  # a Raw: one copy, ~2 µs for 28 KB
+    if data.count(_TYPE_KEY) != sum(data.count(k) for k in _PLAIN_TYPE_KEYS):
+        return None
+    try:
+        return _entries_decoder.decode(data)
+    except (msgspec.DecodeError, RecursionError):  # DecodeError includes ValidationError
+        return None
+
+
+def plain_ids(entries: list[_Entry]) -> list[tuple[str, str | None]] | None:
+    """Each entry's item id and ``clientId`` (``plain_message_ids`` of its dict form) when
+    :func:`plain_record` makes a record of every one, else None."""
+    out: list[tuple[str, str | None]] = []
+    for e in entries:
+        item = e.item
+        t = item.type
+        if t == "agentMessage":
+            if item.text is _UNSET:
+                return None  # its text is in another field, if anywhere
+            out.append((item.id, None))
+        elif t == "userMessage":
+            for b in item.content or ():
+                if b.type in _IMAGE_TYPES:
+                    return None  # an image: the general path makes its record
+            out.append((item.id, item.clientId))
+        else:
+            return None
+    return out
+
+
+def plain_record(item: _Item, thread_id: str | None, turn_id: str) -> UserMessage | AssistantMessage:
+    """What ``project_native_item`` makes of this item's dict form (``completed=True``), for
+    an item :func:`plain_ids` accepts."""
+    if item.type == "agentMessage":
+        return AssistantMessage(id=item.id, thread_id=thread_id, turn_id=turn_id, status="completed", text=item.text,
+                                phase=item.phase)
+    parts: list[str] = []
+    for b in item.content or ():
+        if b.type == "text" and b.text is not _UNSET:
+            parts.append(b.text)
+    text = parts[0] if len(parts) == 1 else "".join(parts)
+    if not may_hold_wrapper(text):
+        return UserMessage(id=item.id, thread_id=thread_id, turn_id=turn_id, status="completed", text=text,
+                           client_id=item.clientId)
+    s = sanitize_user_text(text)
+    return UserMessage(id=item.id, thread_id=thread_id, turn_id=turn_id, status="completed", text=s.text,
+                       file_mentions=s.file_mentions, client_id=item.clientId, stripped=s.stripped)
 
 
 def decode_page(text: bytes) -> PlainPage | None:

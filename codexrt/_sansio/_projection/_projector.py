@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .._legacy import LegacyRecord
+from .._paging import RawPageData
 from .._wrappers import Attribution
 from ._legacy_feed import LegacyFeed
 from ._native_feed import NativeFeed, plain_page_records
@@ -105,9 +106,11 @@ class Projector:
         proj.add_native_entries(entries)
         return proj.records()
 
-    def add_native_entries(self, entries: Iterable[dict[str, Any]]) -> None:
+    def add_native_entries(self, entries: Iterable[dict[str, Any]] | RawPageData) -> None:
         """``thread/items/list`` data: ``{turnId, item, startedAtMs, completedAtMs,
-        outputDeferred}`` entries (consecutive entries of one turn are merged as one batch)."""
+        outputDeferred}`` entries (consecutive entries of one turn are merged as one batch),
+        decoded or as a walk's :class:`~codexrt._sansio._paging.RawPageData` (decoded here:
+        into structs when every entry is a message new to the store, issue 34)."""
         self._native.add_native_entries(entries)
 
     def add_native_items(self, turn_id: str, items: Sequence[dict[str, Any]]) -> None:

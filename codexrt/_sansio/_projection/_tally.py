@@ -3,15 +3,13 @@
 
 from __future__ import annotations
 
-from codecs import utf_8_decode
 from collections.abc import Iterable
 from typing import Any, Union
 
 import msgspec
-from msgspec import UNSET, Raw
+from msgspec import Raw
 
-from codexrt._sansio._paging import PageData
-from codexrt._sansio._wire import decode_json
+from codexrt._sansio._paging import RawPageData, peek_page
 
 from ._native import project_native_item
 from ._projector import Projector
@@ -79,28 +77,12 @@ class MessageTally:
 
     @staticmethod
     def decode_page(raw: bytes | Raw) -> Any:
-        """One ``thread/items/list`` answer (the result's JSON text) as the page walk reads it,
-        in one cheap pass that leaves the entries undecoded: ``{"data": TallyEntries, "nextCursor":
-        …}`` (``nextCursor`` only when the answer has one, verbatim) when the answer is an object
-        whose ``data`` is an array, else the plain decoded JSON (which the walk judges as it
-        judges any answer). The entries are decoded when :meth:`add_native_entries` counts them —
-        so a walk reading ahead has already asked for the next page by then.
-
-        Text that is not UTF-8 is decoded plainly here (and fails as it would): the structs
-        skip the fields the count does not read, and skipping does not check their bytes."""
-        try:
-            utf_8_decode(memoryview(raw), "strict", True)  # ~1 µs for an ASCII 28 KB page
-            head = _HEAD.decode(raw)
-        except UnicodeDecodeError:
-            return decode_json(raw)
-        except msgspec.DecodeError:  # includes ValidationError: not an object
-            return decode_json(raw)
-        if memoryview(head.data)[:1] != b"[":
-            return decode_json(raw)
-        out: dict[str, Any] = {"data": TallyEntries(head.data)}
-        if head.nextCursor is not UNSET:
-            out["nextCursor"] = head.nextCursor
-        return out
+        """One ``thread/items/list`` answer (the result's JSON text) as the page walk reads it:
+        :func:`~codexrt._sansio._paging.peek_page` with the entries left as :class:`TallyEntries`,
+        decoded when :meth:`add_native_entries` counts them — so a walk reading ahead has
+        already asked for the next page by then. (The structs skip the fields the count does
+        not read, and skipping does not check their bytes: ``peek_page`` checks UTF-8 first.)"""
+        return peek_page(raw, TallyEntries)
 
     def add_native_entries(self, entries: Iterable[Any]) -> None:
         lazy = entries if type(entries) is TallyEntries else None
@@ -249,30 +231,17 @@ class _Entry(msgspec.Struct, gc=False):
     turnId: str = ""
 
 
-class _Head(msgspec.Struct, gc=False):
-    data: Raw = Raw()
-    nextCursor: Any = UNSET
-
-
-_HEAD = msgspec.json.Decoder(_Head)
 _ENTRIES = msgspec.json.Decoder(list[_Entry])
 
 
-class TallyEntries(PageData):
+class TallyEntries(RawPageData):
     """A page's ``data`` array as :meth:`MessageTally.decode_page` left it: its JSON text,
     decoded when counted — into small structs of the facts the count needs (:meth:`entries`),
     or, for a shape they do not model, for the projector fallback and for the items the count
     projects, as plain JSON (:meth:`dicts`). Duplicate keys decode the same way in both (the
     last one wins), so the two views agree."""
 
-    __slots__ = ("raw", "_plain")
-
-    def __init__(self, raw: bytes | Raw) -> None:
-        self.raw = raw
-        self._plain: list[Any] | None = None
-
-    def __repr__(self) -> str:
-        return f"<TallyEntries {len(self.raw)} bytes>"
+    __slots__ = ()
 
     def entries(self) -> list[_Entry] | None:
         """The entries as structs; None when one does not fit them."""
@@ -280,12 +249,6 @@ class TallyEntries(PageData):
             return _ENTRIES.decode(self.raw)
         except msgspec.DecodeError:  # includes ValidationError
             return None
-
-    def dicts(self) -> list[Any]:
-        """The entries as plain decoded JSON (decoded once, on first use)."""
-        if self._plain is None:
-            self._plain = decode_json(self.raw)
-        return self._plain
 
     def item(self, i: int) -> dict[str, Any]:
         return self.dicts()[i]["item"]  # type: ignore[no-any-return]
