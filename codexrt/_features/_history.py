@@ -25,7 +25,8 @@ Theory of operation
 passed back verbatim; every page goes into one :class:`~codexrt._sansio._projection.Projector`,
 which upserts by native id/clientId, so overlapping pages never duplicate. Each page's cursor is
 read first (``peek_page``) and its entries decoded after the next page is asked for — into
-structs when all are messages new to the projector (``NativeFeed._append_plain``). Only when the server
+structs when all are plain messages new to the projector, in shapes the structs model
+(``NativeFeed._append_plain``). Only when the server
 says pagination is unsupported (JSON-RPC ``-32601``, or a message saying "not supported" — the
 real server's answer for legacy-mode threads) is one ``thread/read includeTurns`` done instead,
 into a fresh projector.
@@ -90,9 +91,9 @@ import trio
 
 from codexrt._io._retry import call_read
 from codexrt._io._util import unwrap_single_group
-from codexrt._connection import Connection, PendingCall
+from codexrt._connection import Connection
 from codexrt._features._paging import CursorRepeated, CursorWalk
-from codexrt._sansio._paging import page_is_partial, peek_page, plain_data
+from codexrt._sansio._paging import page_is_partial
 from codexrt._sansio._errors import (
     AccessInactive,
     CodexError,
@@ -137,7 +138,7 @@ from codexrt._features._history_legacy import (
     local_submissions,
     missing_identities,
 )
-from codexrt._features._history_count import MessageCounter, _early, _full_read, _walk
+from codexrt._features._history_count import MessageCounter, _full_read, _paged_read, _walk
 from codexrt._features._history_ahead import PageReadAhead, read_ahead_timeout
 from codexrt._features._history_pages import CachedPage, PageKey, PageRecordsCache, page_request
 from codexrt._features._history_json import (CLIPPED_VALUE, MAX_VALUE_DEPTH, plain_page_json, record_to_json,
@@ -461,36 +462,12 @@ class HistoryReader:
         masker, privacy_notices = await masking()
         mask = masker.mask if masker is not None else None
         proj = Projector(thread_id, redact=self.redact, mask=mask)
-        # both walks read one page ahead, the items walk's first page asked for as the turns
-        # walk's last page comes, and each page's entries decoded only once the next page is
-        # asked for (``peek_page``; issue 34); the turns come without items (the items walk
-        # brings them all): a server that sends them anyway has them replaced (``items_follow``)
-        items_params = {"threadId": thread_id, "limit": self.page_limit}
-        turns_params = {**items_params, "sortDirection": "asc", "itemsView": "notLoaded"}
-        items_first: list[PendingCall | None] = []
-
-        def turns_page(data: Any) -> None:
-            for t in plain_data(data):
-                if isinstance(t, dict):
-                    proj.add_native_turn(t, items_follow=True)
-
-        with contextlib.ExitStack() as early:  # a page asked for early and not read is withdrawn
-            turns_walk = await _walk(conn, "thread/turns/list", turns_params, turns_page,
-                                     max_pages=self.max_pages, prefetch=True, decode=peek_page,
-                                     last=lambda: items_first.append(_early(early, conn, "thread/items/list",
-                                                                            items_params, raw=True)))
-            pagination = "paged"
-            try:
-                items_walk = await _walk(conn, "thread/items/list", items_params, proj.add_native_entries,
-                                         max_pages=self.max_pages, prefetch=True, decode=peek_page,
-                                         first=items_first[0] if items_first else None)
-                complete = turns_walk.complete and items_walk.complete
-            except RpcError as exc:
-                if not is_pagination_unsupported(exc):
-                    raise
-                pagination = "fullRead"
-                proj = Projector(thread_id, redact=self.redact, mask=mask)
-                complete = await _full_read(conn, thread_id, proj)
+        complete = await _paged_read(conn, thread_id, proj, limit=self.page_limit, max_pages=self.max_pages)
+        pagination = "paged"
+        if complete is None:  # the server cannot page this thread's history
+            pagination = "fullRead"
+            proj = Projector(thread_id, redact=self.redact, mask=mask)
+            complete = await _full_read(conn, thread_id, proj)
         for sub in local:
             proj.add_local_submission(sub.client_id, sub.text)
         native = Transcript(thread_id=thread_id, source="native", turns=tuple(proj.turns()), thread=thread,

@@ -17,6 +17,7 @@ from codexrt._io._retry import call_read
 from codexrt._connection import Connection, PendingCall
 from codexrt._features._paging import CursorRepeated, CursorWalk, walk_pages
 from codexrt._sansio._errors import CodexError, RemoteProtocolError, RpcError
+from codexrt._sansio._paging import peek_page, plain_data
 from codexrt._sansio._projection import MessageTally, Projector, count_messages
 from codexrt._features._history_values import (
     ConnectionProvider,
@@ -34,7 +35,7 @@ __all__ = ["MessageCounter", "_walk"]
 # native paging
 
 
-async def _walk(conn: Connection, method: str, params: dict[str, Any], on_page: Callable[[list[Any]], None],
+async def _walk(conn: Connection, method: str, params: dict[str, Any], on_page: Callable[[Any], None],
                 *, max_pages: int, prefetch: bool = False,
                 decode: Callable[[Raw], Any] | None = None, first: PendingCall | None = None,
                 last: Callable[[], None] | None = None) -> CursorWalk:
@@ -44,8 +45,8 @@ async def _walk(conn: Connection, method: str, params: dict[str, Any], on_page: 
     is an incomplete read (a count is then unknown, R-H-7), never a guess and never a second
     request. ``prefetch``: one page read ahead (``Connection.send_request``; see
     ``walk_pages``). ``decode``: each answer is read as its JSON text (``raw``) and
-    ``decode(text)`` is the page (for the count: :meth:`MessageTally.decode_page`), instead of
-    the plain decode. ``first``, ``last``: see ``walk_pages`` (``first`` from :func:`_early`; with
+    ``decode(text)`` is the page (the count: :meth:`MessageTally.decode_page`; ``read_thread``:
+    ``peek_page``, whose ``data`` reaches ``on_page`` undecoded), instead of the plain decode. ``first``, ``last``: see ``walk_pages`` (``first`` from :func:`_early`; with
     ``max_pages`` ≤ 0 it is not read, and the caller's stack withdraws it)."""
     walk = CursorWalk(method, max_pages=max_pages)
     if max_pages <= 0:
@@ -63,6 +64,41 @@ async def _walk(conn: Connection, method: str, params: dict[str, Any], on_page: 
     with contextlib.suppress(CursorRepeated):  # walk.stop == "repeated": incomplete
         await walk_pages(read, walk, params, on_page, send=send if prefetch else None, first=first, last=last)
     return walk
+
+
+async def _paged_read(conn: Connection, thread_id: str, proj: Projector, *, limit: int, max_pages: int) -> bool | None:
+    """``read_thread``'s paged load into ``proj``: the ``thread/turns/list`` walk (ascending,
+    ``itemsView: "notLoaded"``: the turns without items, which the items walk brings all; a
+    server that sends them anyway has them replaced, ``items_follow``), then the
+    ``thread/items/list`` walk. Whether both walks saw their list's end; None when the server
+    says it cannot page this thread (:func:`is_pagination_unsupported`: the caller reads it whole).
+
+    Issue 34: both walks read one page ahead, the items walk's first page asked for as the turns
+    walk's last page comes, and each page's entries decoded only once the next page is asked for
+    (``peek_page``; an items page of plain messages into structs, ``NativeFeed._append_plain``)."""
+    items_params = {"threadId": thread_id, "limit": limit}
+    turns_params = {**items_params, "sortDirection": "asc", "itemsView": "notLoaded"}
+    items_first: list[PendingCall | None] = []
+
+    def turns_page(data: Any) -> None:
+        for t in plain_data(data):
+            if isinstance(t, dict):
+                proj.add_native_turn(t, items_follow=True)
+
+    with contextlib.ExitStack() as early:  # a page asked for early and not read is withdrawn
+        turns_walk = await _walk(conn, "thread/turns/list", turns_params, turns_page, max_pages=max_pages,
+                                 prefetch=True, decode=peek_page,
+                                 last=lambda: items_first.append(_early(early, conn, "thread/items/list", items_params,
+                                                                        raw=True)))
+        try:
+            items_walk = await _walk(conn, "thread/items/list", items_params, proj.add_native_entries,
+                                     max_pages=max_pages, prefetch=True, decode=peek_page,
+                                     first=items_first[0] if items_first else None)
+        except RpcError as exc:
+            if not is_pagination_unsupported(exc):
+                raise
+            return None
+    return turns_walk.complete and items_walk.complete
 
 
 async def _full_read(conn: Connection, thread_id: str, proj: Projector) -> bool:

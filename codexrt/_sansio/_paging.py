@@ -58,7 +58,7 @@ class RawPageData(PageData):
 
     def dicts(self) -> list[Any]:
         """The entries as plain decoded JSON (decoded once, on first use; a value a plain decode
-        refuses — ``1e400`` — raises here what it raises there)."""
+        refuses — ``1e400`` — raises the same error here, its path counted from ``data``)."""
         if self._plain is None:
             self._plain = decode_json(self.raw)
         return self._plain
@@ -85,7 +85,10 @@ def peek_page(raw: bytes | Raw, wrap: Callable[[Raw], RawPageData] = RawPageData
     answer). So the walk sends the next request before the entries are decoded.
 
     Text that is not UTF-8 is decoded plainly here (and fails as it would): the pass skips
-    ``data`` without checking its bytes."""
+    ``data`` without checking its bytes. The answer's other fields are skipped unread: a number
+    out of range there (``1e400``, which ``serde_json`` never writes) is not refused as a plain
+    decode refuses it. An error in ``data`` surfaces when the page is handled
+    (:meth:`RawPageData.dicts`), after the next request went out (the walk withdraws it)."""
     try:
         utf_8_decode(memoryview(raw), "strict", True)  # ~1 µs for an ASCII 28 KB page
         head = _HEAD.decode(raw)

@@ -152,7 +152,7 @@ async def test_issue_34_read_thread_asks_for_the_items_walks_first_page_as_the_t
     """The items walk's first page is asked for as soon as the turns walk's last page came,
     before that page is projected (the server reads it meanwhile), and it is the page the items
     walk reads: every page asked for once, the same transcript."""
-    import codexrt._features._history as history
+    import codexrt._features._history_count as history
     from codexrt._sansio._projection import Projector
 
     seen: list[Any] = []
@@ -235,6 +235,45 @@ async def test_issue_34_read_thread_decodes_a_pages_entries_after_asking_for_the
     assert [(r.kind, r.id) for r in tr.records()] == [
         ("userMessage", "u1"), ("commandExecution", "c1"), ("assistantMessage", "a1"),
         ("userMessage", "u2"), ("assistantMessage", "a2")]
+
+
+async def test_issue_34_read_thread_appends_pages_of_messages_from_structs_after_asking_for_the_next(peers, monkeypatch):
+    """Items pages that hold only messages new to the transcript take the struct path
+    (``NativeFeed._append_plain``), each after the next page was asked for; the transcript is
+    the one the dict path makes of the same pages."""
+    from codexrt._connection import Connection
+    from codexrt._sansio._projection._native_feed import NativeFeed
+
+    seen: list[Any] = []
+    send, plain = Connection.send_request, NativeFeed._append_plain
+
+    def spy_send(self: Any, method: str, params: Any, **kw: Any) -> Any:
+        seen.append(("asked", method, params.get("cursor")))
+        return send(self, method, params, **kw)
+
+    def spy_plain(self: Any, raw: Any) -> bool:
+        ok = plain(self, raw)
+        seen.append(("structs", ok))
+        return ok
+
+    sc = scenario(
+        rule("thread/read", respond({"thread": thread(), "readState": None})),
+        rule("thread/turns/list", respond(page([turn("t1"), turn("t2", status="interrupted")]))),
+        rule("thread/items/list", respond(page([entry(user("u2", "second"), "t2"), entry(agent("a2", "bye"), "t2")])),
+             params={"cursor": CUR_I}),
+        rule("thread/items/list", respond(page([entry(user("u1", "first"), "t1"), entry(agent("a1", "done"), "t1")],
+                                               CUR_I))),
+    )
+    monkeypatch.setattr(Connection, "send_request", spy_send)
+    monkeypatch.setattr(NativeFeed, "_append_plain", spy_plain)
+    async with rt_for(peers, sc) as rt, open_history_reader(rt) as reader:
+        tr = await reader.read_thread(T1)
+    assert seen == [("asked", "thread/items/list", None), ("asked", "thread/items/list", CUR_I), ("structs", True),
+                    ("structs", True)]
+    assert [(r.kind, r.id, r.text, r.status) for r in tr.records()] == [
+        ("userMessage", "u1", "first", "completed"), ("assistantMessage", "a1", "done", "completed"),
+        ("userMessage", "u2", "second", "completed"), ("assistantMessage", "a2", "bye", "completed")]
+    assert [(g.turn_id, g.status) for g in tr.turns] == [("t1", "completed"), ("t2", "interrupted")]
 
 
 def test_issue_34_a_page_is_asked_for_early_only_on_a_connection_that_can_take_it():
