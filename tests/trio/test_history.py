@@ -276,6 +276,29 @@ async def test_issue_34_read_thread_appends_pages_of_messages_from_structs_after
     assert [(g.turn_id, g.status) for g in tr.turns] == [("t1", "completed"), ("t2", "interrupted")]
 
 
+@pytest.mark.parametrize(("where", "fails"), [("data", True), ("skipped", False)])
+async def test_issue_34_a_number_out_of_range_fails_read_thread_only_in_what_it_reads(peers, where, fails):
+    """``1e400`` (which ``serde_json`` never writes; msgspec refuses it) in an entry of ``data``
+    fails the read as ``RemoteProtocolError``, never a bare decode error; in a field of the page
+    the walk does not read (``backwardsCursor``) it is skipped and the read goes on."""
+    bad = "1e400" if where == "data" else "1"
+    skipped = "1e400" if where == "skipped" else "null"
+    line = ('{"id":$id,"result":{"data":[{"turnId":"t1","item":{"type":"agentMessage","id":"a1","text":"hi",'
+            '"startedAtMs":' + bad + '}}],"nextCursor":null,"backwardsCursor":' + skipped + '}}\n')
+    sc = scenario(
+        rule("thread/read", respond({"thread": thread(), "readState": None})),
+        rule("thread/turns/list", respond(page([turn("t1")]))),
+        rule("thread/items/list", [{"raw": line}]),
+    )
+    async with rt_for(peers, sc) as rt, open_history_reader(rt) as reader:
+        if fails:
+            with pytest.raises(codexrt.RemoteProtocolError, match="malformed history data: ValidationError"):
+                await reader.read_thread(T1, allow_legacy=False)
+        else:
+            tr = await reader.read_thread(T1, allow_legacy=False)
+            assert [(r.id, r.text) for r in tr.records()] == [("a1", "hi")] and tr.complete
+
+
 def test_issue_34_a_page_is_asked_for_early_only_on_a_connection_that_can_take_it():
     """``_early`` asks nothing of a connection whose handshake is not done, nor of one that
     refuses the request: the walk's own call then meets what it would have met."""
