@@ -46,8 +46,9 @@ async def _walk(conn: Connection, method: str, params: dict[str, Any], on_page: 
     request. ``prefetch``: one page read ahead (``Connection.send_request``; see
     ``walk_pages``). ``decode``: each answer is read as its JSON text (``raw``) and
     ``decode(text)`` is the page (the count: :meth:`MessageTally.decode_page`; ``read_thread``:
-    ``peek_page``, whose ``data`` reaches ``on_page`` undecoded), instead of the plain decode. ``first``, ``last``: see ``walk_pages`` (``first`` from :func:`_early`; with
-    ``max_pages`` ≤ 0 it is not read, and the caller's stack withdraws it)."""
+    ``peek_page``, whose ``data`` reaches ``on_page`` undecoded), instead of the plain decode.
+    ``first``, ``last``: see ``walk_pages`` (``first`` from :func:`_early`; with ``max_pages`` ≤ 0
+    it is not read, and the caller's stack withdraws it)."""
     walk = CursorWalk(method, max_pages=max_pages)
     if max_pages <= 0:
         walk.stop = "pageLimit"

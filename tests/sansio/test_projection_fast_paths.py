@@ -81,12 +81,13 @@ def messages(draw: Any) -> Any:
     kind = draw(st.sampled_from(["userMessage", "agentMessage"] * 6 + ["reasoning", "contextCompaction"]))
     item: dict[str, Any] = {"type": kind, "id": draw(st.sampled_from(IDS))}
     if kind == "userMessage":
-        item["content"] = [{"type": draw(st.sampled_from(["text"] * 5 + ["image", 3])), "text": draw(st.sampled_from(TEXTS))}
-                           for _ in range(draw(st.sampled_from([1, 1, 1, 0, 2])))]
+        item["content"] = [{"type": draw(st.sampled_from(["text"] * 5 + ["image", 3])),
+                            "text": draw(st.sampled_from(TEXTS))} for _ in range(draw(st.sampled_from([1, 1, 1, 0, 2])))]
         if draw(st.integers(0, 5)) == 0:  # a block the records do not show, or one the structs refuse
-            item["content"].append(draw(st.sampled_from([{"type": "mention", "name": "m", "path": "/p", "text": "not shown"},
-                                                         {"type": "image", "url": "https://example.invalid/a.png"},
-                                                         {"type": "text", "text": None}, {"type": "text"}])))
+            item["content"].append(draw(st.sampled_from([
+                {"type": "mention", "name": "m", "path": "/p", "text": "not shown"},
+                {"type": "image", "url": "https://example.invalid/a.png"},
+                {"type": "text", "text": None}, {"type": "text"}])))
         if draw(st.booleans()):
             item["clientId"] = draw(st.sampled_from(CLIENTS))
     elif kind == "agentMessage":

@@ -237,7 +237,8 @@ async def test_issue_34_read_thread_decodes_a_pages_entries_after_asking_for_the
         ("userMessage", "u2"), ("assistantMessage", "a2")]
 
 
-async def test_issue_34_read_thread_appends_pages_of_messages_from_structs_after_asking_for_the_next(peers, monkeypatch):
+async def test_issue_34_read_thread_appends_pages_of_messages_from_structs_after_asking_for_the_next(
+        peers, monkeypatch):
     """Items pages that hold only messages new to the transcript take the struct path
     (``NativeFeed._append_plain``), each after the next page was asked for; the transcript is
     the one the dict path makes of the same pages."""
@@ -319,7 +320,8 @@ def test_issue_34_a_page_is_asked_for_early_only_on_a_connection_that_can_take_i
 
     with contextlib.ExitStack() as stack:
         for ready, refuse, raw, want in [(False, False, False, None), (True, True, False, None),
-                                         (True, False, False, ("pending", False)), (True, False, True, ("pending", True))]:
+                                         (True, False, False, ("pending", False)),
+                                         (True, False, True, ("pending", True))]:
             conn = Conn(ready, refuse)
             assert _early(stack, conn, "thread/items/list", {}, raw=raw) == want  # type: ignore[arg-type]
             assert conn.sent == (1 if ready else 0)
