@@ -367,7 +367,9 @@ class Connection:
         self.closed.set()
 
     async def _reader(self) -> None:
-        receive = ChunkReader(self.transport.receive_stream).receive
+        stream = self.transport.receive_stream
+        widen_pipe(stream, self.STDOUT_PIPE_BYTES)
+        receive = ChunkReader(stream, burst_bytes=self.STDOUT_BURST_BYTES).receive
         try:
             while True:
                 data = await receive()
@@ -561,6 +563,20 @@ class Connection:
     #: among them — gets one page; 32 channels' stderr then hold 8 MiB of it, not 32.
     STDERR_BATCH_SECONDS = 0.1
     STDERR_PIPE_BYTES = 1 << 18
+    #: The child's stdout pipe is widened to this (Linux; best effort), and while the child
+    #: writes faster than it is read (a delta flood) the reader asks for
+    #: :data:`STDOUT_BURST_BYTES` at a time instead of 64 KiB
+    #: (:class:`~codexrt._io._chunks.ChunkReader`'s ``burst_bytes``): half the reads and
+    #: scheduler passes of a flood, and the child blocks on a full pipe less often (issue 34,
+    #: bench/RESULTS.md, sixteenth round: ≈ 10 % more deltas a second through ``codexrt
+    #: serve``). 256 KiB for the budget reason above: with the stderr pipe, 512 KiB of
+    #: ``pipe-user-pages-soft`` per child.
+    STDOUT_PIPE_BYTES = 1 << 18
+    #: Just under glibc's default mmap threshold (128 KiB): ``os.read`` allocates what it asks
+    #: for, and a larger request is a fresh ``mmap`` whose pages fault in on every read (≈ 64
+    #: faults and an ``munmap`` per 256 KiB read) — 256 KiB reads were no faster than 64 KiB
+    #: ones, 124 KiB reads were.
+    STDOUT_BURST_BYTES = (1 << 17) - 4096
 
     async def _stderr_drain(self) -> None:
         stream = self.transport.stderr_stream

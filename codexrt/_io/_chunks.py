@@ -49,15 +49,28 @@ def widen_pipe(stream: trio.abc.ReceiveStream, size: int) -> int | None:
 
 
 class ChunkReader:
-    """``await reader.receive()`` → the next chunk of ``stream`` (at most ``max_bytes``), ``b""``
-    at EOF. One task reads at a time (the owner's reader task)."""
+    """``await reader.receive()`` → the next chunk of ``stream`` (at most ``max_bytes``, or
+    ``burst_bytes`` while the pipe keeps filling reads), ``b""`` at EOF. One task reads at a
+    time (the owner's reader task).
 
-    __slots__ = ("_stream", "_fd_stream", "_max", "_drained")
+    ``burst_bytes`` (default ``max_bytes``): after a read that returned at least
+    ``max_bytes`` (the peer writes faster than it is read: a delta flood) the next read asks
+    for up to ``burst_bytes``, until a read returns less than ``max_bytes`` again. Use it on a
+    pipe widened past ``max_bytes`` (:func:`widen_pipe`). A flood then costs one scheduler
+    pass and one ``os.read`` per ``burst_bytes`` instead of per ``max_bytes``, while the
+    lines of a quiet turn are still read with the small request: ``os.read`` allocates what
+    it is asked for and then shrinks it, and a request past glibc's mmap threshold (128 KiB by
+    default) is a fresh ``mmap``: asking for 256 KiB cost ≈ 18 µs more per read of a short line
+    (issue 34, bench/RESULTS.md, sixteenth round)."""
 
-    def __init__(self, stream: trio.abc.ReceiveStream, max_bytes: int = 65536) -> None:
+    __slots__ = ("_stream", "_fd_stream", "_max", "_burst", "_ask", "_drained")
+
+    def __init__(self, stream: trio.abc.ReceiveStream, max_bytes: int = 65536, burst_bytes: int | None = None) -> None:
         self._stream = stream
         self._fd_stream = stream if isinstance(stream, trio.lowlevel.FdStream) else None
         self._max = max_bytes
+        self._burst = max(max_bytes, burst_bytes or max_bytes)
+        self._ask = max_bytes  # what the next read asks for
         self._drained = False  # the last read left the pipe empty (it returned less than asked)
 
     async def receive(self) -> bytes:
@@ -91,16 +104,19 @@ class ChunkReader:
     def _read(self, fd: int) -> bytes | None:
         """One ``os.read``: the chunk (``b""`` at EOF), or None when the pipe is empty; the
         errors ``receive_some`` raises."""
+        ask = self._ask
         try:
-            data = os.read(fd, self._max)
+            data = os.read(fd, ask)
         except BlockingIOError:
             self._drained = True
+            self._ask = self._max
             return None
         except OSError as exc:
             if exc.errno == errno.EBADF:
                 raise trio.ClosedResourceError("file was already closed") from None
             raise trio.BrokenResourceError from exc
-        self._drained = len(data) < self._max
+        self._drained = len(data) < ask
+        self._ask = self._burst if len(data) >= self._max else self._max
         return data
 
     @staticmethod

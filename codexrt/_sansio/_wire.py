@@ -262,9 +262,11 @@ class _LazyParams:
         return cache
 
 
-class DeltaParams(msgspec.Struct, forbid_unknown_fields=True):
+class DeltaParams(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     """The exact params of a streaming-text notification (``item/agentMessage/delta`` and
-    its siblings): the hot path of a flood decodes straight into this (see :func:`decode_envelope`)."""
+    its siblings): the hot path of a flood decodes straight into this (see :func:`decode_envelope`).
+    Strings only, so never part of a cycle: ``gc=False`` keeps a read's hundreds of them out of
+    the collector's young generation (issue 34)."""
 
     threadId: str
     turnId: str
@@ -272,7 +274,7 @@ class DeltaParams(msgspec.Struct, forbid_unknown_fields=True):
     delta: str
 
 
-class _DeltaLine(msgspec.Struct, forbid_unknown_fields=True):
+class _DeltaLine(msgspec.Struct, forbid_unknown_fields=True, gc=False):  # (no cycle: str, DeltaParams, number)
     method: str
     params: DeltaParams
     emittedAtMs: Union[int, float, None] = None

@@ -162,3 +162,66 @@ async def test_receive_nowait_reads_without_a_schedule_point() -> None:
         reader.receive_nowait()
     _send, receive = trio.testing.memory_stream_one_way_pair()
     assert ChunkReader(receive).receive_nowait() is None  # not a pipe: receive() reads it
+
+
+async def test_burst_bytes_are_asked_for_only_while_reads_come_back_full() -> None:
+    """Issue 34: ``burst_bytes`` is asked for after a read that returned at least ``max_bytes``
+    (the peer writes faster than it is read), and the small request comes back after the first
+    read under ``max_bytes``, an empty pipe or EOF — a quiet turn's short lines never ask for
+    the big buffer (a request past glibc's mmap threshold costs a fresh mapping per read)."""
+    stream, w = _pipe()
+    reader = ChunkReader(stream, max_bytes=100, burst_bytes=1000)
+    asked: list[int] = []
+    real_read = os.read
+
+    def spy(fd: int, n: int) -> bytes:
+        asked.append(n)
+        return real_read(fd, n)
+
+    try:
+        import codexrt._io._chunks as chunks
+
+        chunks.os.read = spy  # type: ignore[assignment]
+        try:
+            os.write(w, b"a" * 3000)
+            sizes = [len(await reader.receive()) for _ in range(4)]
+            assert sizes == [100, 1000, 1000, 900]
+            assert asked == [100, 1000, 1000, 1000]
+            os.write(w, b"b" * 50)  # the last read was big (900): still asks for 1000, gets 50
+            assert await reader.receive() == b"b" * 50
+            os.write(w, b"c" * 150)
+            assert len(await reader.receive()) == 100
+            assert reader.receive_nowait() == b"c" * 50  # asked for 1000: the pipe held 50
+            assert reader.receive_nowait() is None  # empty: the next read asks for 100 again
+            os.write(w, b"d" * 2000)
+            assert len(await reader.receive()) == 100
+            assert asked[4:] == [1000, 100, 1000, 100, 100]
+        finally:
+            chunks.os.read = real_read  # type: ignore[assignment]
+        plain = ChunkReader(stream, max_bytes=100)  # no burst_bytes: never more than max_bytes
+        assert [len(await plain.receive()) for _ in range(3)] == [100, 100, 100]
+    finally:
+        os.close(w)
+        await stream.aclose()
+
+
+async def test_a_connection_widens_its_childs_stdout_pipe() -> None:
+    """Issue 34: the connection asks for a 256 KiB stdout pipe (Linux), so a flood is read in
+    bursts of ``STDOUT_BURST_BYTES``; elsewhere the pipe stays as the OS made it."""
+    import fcntl
+    import sys
+
+    from codexrt._connection import Connection
+
+    assert 65536 < Connection.STDOUT_BURST_BYTES < (1 << 17) <= Connection.STDOUT_PIPE_BYTES
+    if sys.platform != "linux":
+        pytest.skip("F_GETPIPE_SZ is Linux only")
+    from codexrt._io._chunks import widen_pipe
+
+    stream, w = _pipe()
+    try:
+        widen_pipe(stream, Connection.STDOUT_PIPE_BYTES)
+        assert fcntl.fcntl(stream.fileno(), getattr(fcntl, "F_GETPIPE_SZ", 1032)) == Connection.STDOUT_PIPE_BYTES
+    finally:
+        os.close(w)
+        await stream.aclose()
