@@ -12,6 +12,8 @@ passed a schedule point of its own (``write(obj, parked=True)``: serve's event f
 it waited for the event) writes a line of at most ``PIPE_BUF`` bytes to a pipe with one
 whole-or-nothing ``os.write`` and no further scheduler pass when nobody holds the lock (issue 34:
 an event line cost the forwarder's wake-up and ``send_all``'s checkpoint, two passes).
+:meth:`LineWriter.write_now` is that write for a caller that must not wait at all (the reader
+handing serve an event): the line is written whole at once, or not at all and False.
 """
 
 from __future__ import annotations
@@ -110,6 +112,18 @@ class LineWriter:
                 self._on_broken()
         finally:
             self._lock.release()
+
+    def write_now(self, obj: Any) -> bool:
+        """Write ``obj``'s line at once, without a schedule point, when that can be done whole
+        here: nobody holds the lock and the line goes to a pipe with one whole-or-nothing
+        ``os.write`` (at most ``PIPE_BUF`` bytes). False: nothing was written."""
+        if self.broken or self._lock.locked() or not self._pipe:
+            return False
+        data = self._encode(obj)
+        if len(data) > _PIPE_BUF or self._write_now(data) != len(data):
+            return False
+        self.lines_written += 1
+        return True
 
     def _write_now(self, data: bytes) -> int:
         """Bytes of ``data`` written by one ``os.write`` (the lock held, nothing queued ahead:

@@ -17,7 +17,8 @@ append; the :class:`CodexEvent` is built when the consumer takes it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, Union
+import logging
+from typing import TYPE_CHECKING, Any, Callable, Literal, Union
 
 import attrs
 import trio
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
                                                RuntimeStateChanged, ThreadStarted, TurnStarted)
 
 __all__ = ["CodexEvent", "Event", "EventStream", "DELTA_METHODS", "DROPPABLE_KINDS", "delta_key"]
+
+log = logging.getLogger("codexrt.events")
 
 #: Native notifications whose ``delta`` text becomes ``itemUpdated``.
 DELTA_METHODS = frozenset(
@@ -208,7 +211,13 @@ def _marker(n: int) -> CodexEvent:
 class EventStream:
     """One consumer's view: a bounded, coalescing buffer plus a wakeup. ``put`` never blocks
     (it runs on the reader). Iterate with ``async for``; iteration ends after ``close()`` once
-    the buffer is drained. Only one task may iterate at a time."""
+    the buffer is drained. Only one task may iterate at a time.
+
+    A consumer that can take an event without waiting may say so with
+    :meth:`take_directly`: while nothing is queued, ``put`` hands the event to it on the
+    producer's task instead of queueing it and waking the consumer's (issue 34: ``codexrt
+    serve`` writes an event line at once when its stdout pipe takes it whole — a task wake-up
+    and a scheduler pass less per event)."""
 
     def __init__(self, *, max_droppable: int = 1000) -> None:
         self._buf: EventBuffer[CodexEvent] = EventBuffer(
@@ -217,13 +226,39 @@ class EventStream:
         )
         self._wakeup = trio.Event()
         self._iterating = False
+        self._direct: Callable[[CodexEvent], bool] | None = None
+
+    def take_directly(self, take: Callable[[CodexEvent], bool] | None) -> None:
+        """From now on, an event put while the buffer is empty (so nothing is ahead of it)
+        goes to ``take(ev)`` first, on the producer's task: ``True`` — it was consumed, is not
+        queued and the iterator never sees it; ``False`` — it is queued as usual, and so is
+        every event after it until the consumer has emptied the buffer (the order of events
+        is kept). Text is handed over as the ``itemUpdated`` event the iterator would have
+        made of it. ``take`` runs on the reader: it must not wait; if it raises, the event is
+        queued, the error logged and ``take`` not called again. None: back to queueing all."""
+        self._direct = take
+
+    def _taken(self, ev: CodexEvent) -> bool:
+        take = self._direct
+        assert take is not None
+        try:
+            return take(ev)
+        except Exception:
+            self._direct = None
+            log.exception("an event stream's direct consumer raised; queueing its events from now on")
+            return False
 
     def put(self, ev: CodexEvent) -> None:
+        if self._direct is not None and not self._buf and not self._buf.closed and self._taken(ev):
+            return
         self._buf.put(ev)
         self._wakeup.set()
 
     def put_text(self, key: tuple[Any, ...], text: str, count: int = 1) -> None:
         """Text of ``count`` native deltas for run ``key`` (see :func:`delta_key`); never blocks."""
+        if (self._direct is not None and not self._buf and not self._buf.closed
+                and self._taken(_materialize(key, text, count))):
+            return
         self._buf.put_text(key, text, count)
         self._wakeup.set()
 

@@ -7,6 +7,7 @@ command loop and dispatch are :mod:`codexrt._serve._daemon`; the handlers are
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import logging
 import os
@@ -218,7 +219,10 @@ class DaemonCore:
         """The command with ``rid`` gets its one reply now: its id is free again."""
         self.pending_ids.discard((type(rid), rid))
 
-    async def reply(self, rid: RequestId | None, result: Any = None, *, error: CodexError | None = None) -> None:
+    async def reply(self, rid: RequestId | None, result: Any = None, *, error: CodexError | None = None,
+                    parked: bool = False) -> None:
+        """Write ``rid``'s one reply. ``parked=True``: the caller has just passed a schedule
+        point of its own (``LineWriter.write``)."""
         self._replying(rid)
         answer = answering.get()
         if answer is not None and type(answer.rid) is type(rid) and answer.rid == rid:
@@ -226,7 +230,8 @@ class DaemonCore:
             hook, answer.before_reply = answer.before_reply, None
             if hook is not None:
                 hook()
-        await self.write(error_reply(rid, error) if error is not None else response_ok(rid, result))  # type: ignore[arg-type]
+        await self._out.write(error_reply(rid, error) if error is not None else response_ok(rid, result),  # type: ignore[arg-type]
+                              parked=parked)
 
     # -- the fault barrier -----------------------------------------------------------------
 
@@ -380,7 +385,41 @@ class DaemonCore:
         finally:
             self._markers.pop(token, None)
 
+    def _forward_now(self, ch: Channel, ev: CodexEvent) -> bool:
+        """The forwarder's work for one event, done at once on the task that published it
+        when the line can be written whole without waiting (``EventStream.take_directly``,
+        issue 34: the reader writes the event line itself, so the forwarder is not woken and
+        a scheduler pass less stands between the app-server's line and the host's). False:
+        the forwarder writes it. An ``operationQueued`` is published while its command's op
+        is being created, before :meth:`Channel.track` maps its request id: it always goes
+        to the forwarder, which runs after the reader has mapped it (module doc of
+        :mod:`codexrt._serve._daemon`)."""
+        if self._marker_passed(ev):  # every event before it is written: nothing was queued
+            return True
+        if ev.kind == "operationQueued" or not self._out.write_now(self._event_line(ch, ev)):
+            return False
+        self._event_written(ch, ev)
+        return True
+
+    def _marker_passed(self, ev: CodexEvent) -> bool:
+        """Whether ``ev`` is serve's own marker (:meth:`events_written`), never a line; its
+        wait is over."""
+        if ev.kind != _EVENTS_WRITTEN:
+            return False
+        marker = self._markers.get(ev.payload.get("token"))
+        if marker is not None:
+            marker.set()
+        return True
+
+    def _event_written(self, ch: Channel, ev: CodexEvent) -> None:
+        if ev.kind == "operationDone" and ev.client_operation_id:
+            done = ch.done_forwarded.pop(ev.client_operation_id, None)
+            ch.request_ids.pop(ev.client_operation_id, None)
+            if done is not None:
+                done.set()
+
     async def _forward(self, ch: Channel, events: EventStream) -> None:
+        events.take_directly(functools.partial(self._forward_now, ch))
         while True:
             # An event that had to be waited for was this step's schedule point: its line is
             # written without another when it can be (``LineWriter.write(parked=True)``, issue
@@ -392,17 +431,10 @@ class DaemonCore:
                 ev = await events.get()
                 if ev is None:
                     return
-            if ev.kind == _EVENTS_WRITTEN:  # serve's own marker (events_written), never a line
-                marker = self._markers.get(ev.payload.get("token"))
-                if marker is not None:
-                    marker.set()
+            if self._marker_passed(ev):
                 continue
             await self._out.write(self._event_line(ch, ev), parked=parked)
-            if ev.kind == "operationDone" and ev.client_operation_id:
-                done = ch.done_forwarded.pop(ev.client_operation_id, None)
-                ch.request_ids.pop(ev.client_operation_id, None)
-                if done is not None:
-                    done.set()
+            self._event_written(ch, ev)
 
     def _event_line(self, ch: Channel, ev: CodexEvent) -> dict[str, Any]:
         wire = ev.to_wire()

@@ -53,9 +53,13 @@ goes to the stderr log) and the loop goes on. No handler's failure reaches the d
 * an **idle reaper** retires a channel's child when it has no session, no work and no pending
   interaction for ``idle_timeout`` seconds (R-RT-6).
 
-*Writing.* Every line goes through :meth:`DaemonCore.write`: encoded once with msgspec, then
-written with one ``send_all`` under a FIFO lock, so lines never interleave and each is flushed
-whole (the stream is unbuffered). stdout carries protocol lines only; logs go to stderr.
+*Writing.* Every line goes through one :class:`~codexrt._io._lines.LineWriter`: encoded once
+with msgspec, then written with one ``send_all`` under a FIFO lock, so lines never interleave
+and each is flushed whole (the stream is unbuffered). stdout carries protocol lines only; logs
+go to stderr. An event line is written by the task that published the event — most often the
+connection's reader — when nothing is queued for the forwarder, nobody holds the lock and the
+pipe takes the line whole at once (``EventStream.take_directly``, ``LineWriter.write_now``;
+issue 34: no forwarder wake-up per event); otherwise the forwarder writes it, in order.
 
 *Ordering promises.* A long command's reply is written after its ``operationDone`` event (the
 waiter waits for the forwarder to pass that event, bounded by :data:`~codexrt._serve._core.DONE_EVENT_GRACE`). Its

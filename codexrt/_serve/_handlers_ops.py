@@ -54,10 +54,14 @@ def create_op(ch: Channel, cmd: Command) -> Operation:
 async def await_op(d: DaemonCore, cmd: Command, ch: Channel, op: Operation, done: trio.Event) -> None:
     try:
         result = await op.wait()
-        with trio.move_on_after(DONE_EVENT_GRACE):
-            await done.wait()
+        if not done.is_set():  # the forwarder has not passed its operationDone yet
+            with trio.move_on_after(DONE_EVENT_GRACE):
+                await done.wait()
         ch.touch()
-        await d.reply(cmd.id, {"kind": op.kind, **result.to_wire(), "clientMessageId": op.client_message_id})
+        # one of the two waits above was this step's schedule point: the reply goes out without
+        # another when the pipe takes it whole (issue 34: two scheduler passes less a turn)
+        await d.reply(cmd.id, {"kind": op.kind, **result.to_wire(), "clientMessageId": op.client_message_id},
+                      parked=True)
     finally:
         ch.forget(op.id)  # replied: a terminal operation leaves the daemon's tables
 
