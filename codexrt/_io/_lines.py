@@ -70,6 +70,9 @@ def _is_pipe(stream: trio.abc.SendStream) -> bool:
 class LineWriter:
     """Whole lines to ``send`` in FIFO order (module doc)."""
 
+    #: The longest line :meth:`write_now` (and a parked :meth:`write`) writes at once.
+    MOST_NOW = _PIPE_BUF
+
     def __init__(self, send: trio.abc.SendStream, encode: Callable[[Any], bytes],
                  on_broken: Callable[[], None]) -> None:
         self._send = send
@@ -113,11 +116,17 @@ class LineWriter:
         finally:
             self._lock.release()
 
+    @property
+    def ready_now(self) -> bool:
+        """Whether :meth:`write_now` may write at all now (a pipe, not broken, the lock free):
+        a caller can skip building a line that would not be written."""
+        return self._pipe and not self.broken and not self._lock.locked()
+
     def write_now(self, obj: Any) -> bool:
         """Write ``obj``'s line at once, without a schedule point, when that can be done whole
         here: nobody holds the lock and the line goes to a pipe with one whole-or-nothing
         ``os.write`` (at most ``PIPE_BUF`` bytes). False: nothing was written."""
-        if self.broken or self._lock.locked() or not self._pipe:
+        if not self.ready_now:
             return False
         data = self._encode(obj)
         if len(data) > _PIPE_BUF or self._write_now(data) != len(data):
@@ -126,8 +135,8 @@ class LineWriter:
         return True
 
     def _write_now(self, data: bytes) -> int:
-        """Bytes of ``data`` written by one ``os.write`` (the lock held, nothing queued ahead:
-        the lock was free); 0 when nothing was tried or written: not a pipe, closed, longer
+        """Bytes of ``data`` written by one ``os.write`` (the lock free or held by the caller,
+        nothing queued ahead); 0 when nothing was tried or written: not a pipe, closed, longer
         than ``PIPE_BUF``, a full pipe, a failed write (``send_all`` then meets it and reports
         it), or a caller already cancelled (it writes nothing, as through ``send_all``). A
         non-blocking pipe takes a write of at most ``PIPE_BUF`` bytes whole or not at all

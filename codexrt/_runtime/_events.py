@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CodexEvent", "Event", "EventStream", "DELTA_METHODS", "DROPPABLE_KINDS", "delta_key"]
 
-log = logging.getLogger("codexrt.events")
+log = logging.getLogger("codexrt.runtime")
 
 #: Native notifications whose ``delta`` text becomes ``itemUpdated``.
 DELTA_METHODS = frozenset(
@@ -234,7 +234,8 @@ class EventStream:
         queued and the iterator never sees it; ``False`` — it is queued as usual, and so is
         every event after it until the consumer has emptied the buffer (the order of events
         is kept). Text is handed over as the ``itemUpdated`` event the iterator would have
-        made of it. ``take`` runs on the reader: it must not wait; if it raises, the event is
+        made of it. ``take`` runs on the task that puts the event (most often the connection's
+        reader, or a task publishing an event of its own): it must not wait; if it raises, the event is
         queued, the error logged and ``take`` not called again. None: back to queueing all."""
         self._direct = take
 

@@ -230,8 +230,8 @@ class DaemonCore:
             hook, answer.before_reply = answer.before_reply, None
             if hook is not None:
                 hook()
-        await self._out.write(error_reply(rid, error) if error is not None else response_ok(rid, result),  # type: ignore[arg-type]
-                              parked=parked)
+        line = error_reply(rid, error) if error is not None else response_ok(rid, result)  # type: ignore[arg-type]
+        await self._out.write(line, parked=parked)
 
     # -- the fault barrier -----------------------------------------------------------------
 
@@ -396,7 +396,11 @@ class DaemonCore:
         :mod:`codexrt._serve._daemon`)."""
         if self._marker_passed(ev):  # every event before it is written: nothing was queued
             return True
-        if ev.kind == "operationQueued" or not self._out.write_now(self._event_line(ch, ev)):
+        if ev.kind == "operationQueued" or not self._out.ready_now:
+            return False
+        if ev.kind == "itemUpdated" and len(ev.payload.get("delta", "")) >= LineWriter.MOST_NOW:
+            return False  # (a flood's merged text: a line too long to write at once, not built twice)
+        if not self._out.write_now(self._event_line(ch, ev)):
             return False
         self._event_written(ch, ev)
         return True
@@ -406,7 +410,8 @@ class DaemonCore:
         wait is over."""
         if ev.kind != _EVENTS_WRITTEN:
             return False
-        marker = self._markers.get(ev.payload.get("token"))
+        token = ev.payload.get("token")
+        marker = self._markers.get(token) if isinstance(token, int) else None
         if marker is not None:
             marker.set()
         return True

@@ -3,6 +3,8 @@ the tests that start processes."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import trio
 
@@ -76,3 +78,29 @@ async def test_cancelled_owner_scope_closes_without_waiting():
                 await trio.sleep_forever()
     assert trio.current_time() - t0 < 5
     assert transport.process.returncode is not None
+
+
+async def test_a_connection_widens_its_childs_stdout_pipe() -> None:
+    """Issue 34: the connection to a real child asks for a 256 KiB stdout pipe (Linux), which
+    a flood is read from in bursts of ``STDOUT_BURST_BYTES``."""
+    import fcntl
+    import sys
+
+    from codexrt import RuntimeConfig, open_runtime
+    from codexrt._connection import Connection
+    from codexrt._io._transport import spawn_process_transport
+    from peer_fixtures.flood_peer import argv
+    from tests._support import ROOT
+
+    assert 65536 < Connection.STDOUT_BURST_BYTES < (1 << 17) <= Connection.STDOUT_PIPE_BYTES
+    if sys.platform != "linux":
+        pytest.skip("F_GETPIPE_SZ is Linux only")
+
+    async def make() -> Any:
+        return await spawn_process_transport(argv(), cwd=str(ROOT))
+
+    async with open_runtime(RuntimeConfig(transports=[make])) as rt:
+        op = rt.send("[[flood:10]]")
+        await op.wait()
+        stream = rt.conn.transport.receive_stream  # type: ignore[union-attr]
+        assert fcntl.fcntl(stream.fileno(), getattr(fcntl, "F_GETPIPE_SZ", 1032)) == Connection.STDOUT_PIPE_BYTES

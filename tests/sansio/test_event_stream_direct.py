@@ -75,7 +75,7 @@ def test_r_d_2_a_direct_consumer_that_raises_is_dropped_and_nothing_is_lost(capl
     s, take = EventStream(), Taker()
     s.take_directly(take)
     take.raise_next = True
-    with caplog.at_level(logging.ERROR, logger="codexrt.events"):
+    with caplog.at_level(logging.ERROR, logger="codexrt.runtime"):
         s.put(essential(1))
     assert "direct consumer raised" in caplog.text
     s.get_nowait()  # (queued: the iterator gets it)
@@ -101,6 +101,7 @@ _steps = st.lists(st.one_of(
     st.tuples(st.just("text"), st.sampled_from(["a", "b"]), st.text(max_size=4), st.booleans()),
     st.tuples(st.just("drain"), st.integers(0, 4)),
     st.tuples(st.just("raise"), st.just(0)),
+    st.tuples(st.just("chatter"), st.booleans()),
 ), max_size=60)
 
 
@@ -110,8 +111,10 @@ def test_r_d_2_what_a_direct_consumer_and_the_iterator_get_is_what_was_put_in_or
     """Any mix of puts (each accepted or refused by the direct consumer, or raised on), text
     of two runs and partial drains by the iterator: the events the consumer got, both ways,
     in the order it got them, are every essential event in put order with each run's text
-    exact and in order between them."""
-    s, take = EventStream(), Taker()
+    exact and in order between them; status chatter past the bound is dropped only from the
+    queue, counted in an ``eventsDropped`` marker that comes before the next event (a
+    pending marker is something queued: nothing is handed over ahead of it)."""
+    s, take = EventStream(max_droppable=2), Taker()
     s.take_directly(take)
     seen: list[CodexEvent] = []
     put: list[tuple[str, str]] = []  # ("x", id) or (item, text), in put order
@@ -139,6 +142,11 @@ def test_r_d_2_what_a_direct_consumer_and_the_iterator_get_is_what_was_put_in_or
                 if ev is None:
                     break
                 seen.append(ev)
+        elif step[0] == "chatter":
+            take.accept = step[1]
+            n += 1
+            put.append(("chatter", f"c{n}"))
+            s.put(CodexEvent("nativeNotification", {"method": "thread/tokenUsage/updated", "params": {"n": n}}))
         else:
             take.raise_next = True
         collect()
@@ -156,9 +164,25 @@ def test_r_d_2_what_a_direct_consumer_and_the_iterator_get_is_what_was_put_in_or
                 out.append((kind, value))
         return [(k, v) for k, v in out if k == "x" or v]
 
-    got = [("x", ev.payload["item"]["id"]) if ev.kind == "itemCompleted" else (ev.item_id, ev.payload["delta"])
-           for ev in seen]
-    assert pieces(got) == pieces(put)  # type: ignore[arg-type]
+    def label(ev: CodexEvent) -> tuple[str, str]:
+        if ev.kind == "itemCompleted":
+            return ("x", ev.payload["item"]["id"])
+        if ev.kind == "nativeNotification":
+            return ("chatter", f"c{ev.payload['params']['n']}")
+        if ev.kind == "eventsDropped":
+            return ("dropped", str(ev.payload["count"]))
+        return (ev.item_id or "", ev.payload["delta"])
+
+    got = [label(ev) for ev in seen]
+    dropped = sum(int(v) for k, v in got if k == "dropped")
+    chatter_got = [v for k, v in got if k == "chatter"]
+    chatter_put = [v for k, v in put if k == "chatter"]
+    assert len(chatter_got) + dropped == len(chatter_put)
+    assert chatter_got == [v for v in chatter_put if v in chatter_got]  # in order, none twice
+    if got and got[-1][0] == "dropped":
+        raise AssertionError("a marker is always followed by the event it was reported before")
+    kept = [(k, v) for k, v in got if k not in ("chatter", "dropped")]
+    assert pieces(kept) == pieces([(k, v) for k, v in put if k != "chatter"])  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("first", ["event", "text"])

@@ -204,24 +204,3 @@ async def test_burst_bytes_are_asked_for_only_while_reads_come_back_full() -> No
         os.close(w)
         await stream.aclose()
 
-
-async def test_a_connection_widens_its_childs_stdout_pipe() -> None:
-    """Issue 34: the connection asks for a 256 KiB stdout pipe (Linux), so a flood is read in
-    bursts of ``STDOUT_BURST_BYTES``; elsewhere the pipe stays as the OS made it."""
-    import fcntl
-    import sys
-
-    from codexrt._connection import Connection
-
-    assert 65536 < Connection.STDOUT_BURST_BYTES < (1 << 17) <= Connection.STDOUT_PIPE_BYTES
-    if sys.platform != "linux":
-        pytest.skip("F_GETPIPE_SZ is Linux only")
-    from codexrt._io._chunks import widen_pipe
-
-    stream, w = _pipe()
-    try:
-        widen_pipe(stream, Connection.STDOUT_PIPE_BYTES)
-        assert fcntl.fcntl(stream.fileno(), getattr(fcntl, "F_GETPIPE_SZ", 1032)) == Connection.STDOUT_PIPE_BYTES
-    finally:
-        os.close(w)
-        await stream.aclose()
