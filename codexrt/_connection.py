@@ -568,14 +568,16 @@ class Connection:
     #: :data:`STDOUT_BURST_BYTES` at a time instead of 64 KiB
     #: (:class:`~codexrt._io._chunks.ChunkReader`'s ``burst_bytes``): half the reads and
     #: scheduler passes of a flood, and the child blocks on a full pipe less often (issue 34,
-    #: bench/RESULTS.md, sixteenth round: ≈ 10 % more deltas a second through ``codexrt
-    #: serve``). 256 KiB for the budget reason above: with the stderr pipe, 512 KiB of
-    #: ``pipe-user-pages-soft`` per child.
-    STDOUT_PIPE_BYTES = 1 << 18
+    #: bench/RESULTS.md, sixteenth round: ≈ 10–25 % more deltas a second through ``codexrt
+    #: serve``). 128 KiB, not more: when the reader is the slower side, every byte the pipe
+    #: holds is latency — with 256 KiB a flood's text reached the consumer ≈ 2.2× later than
+    #: with 64 KiB, with 128 KiB ≈ 1.4× (an idle stream's latency does not change). With the
+    #: stderr pipe, 384 KiB of ``pipe-user-pages-soft`` per child.
+    STDOUT_PIPE_BYTES = 1 << 17
     #: Just under glibc's default mmap threshold (128 KiB): ``os.read`` allocates what it asks
-    #: for, and a larger request is a fresh ``mmap`` whose pages fault in on every read (≈ 64
-    #: faults and an ``munmap`` per 256 KiB read) — 256 KiB reads were no faster than 64 KiB
-    #: ones, 124 KiB reads were.
+    #: for, and a larger request is a fresh ``mmap`` whose pages fault in on every read (a
+    #: short line's read asking for 256 KiB cost ≈ 18 µs more) — 256 KiB reads were no faster
+    #: than 64 KiB ones, 124 KiB reads were.
     STDOUT_BURST_BYTES = (1 << 17) - 4096
 
     async def _stderr_drain(self) -> None:

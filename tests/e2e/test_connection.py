@@ -81,7 +81,7 @@ async def test_cancelled_owner_scope_closes_without_waiting():
 
 
 async def test_a_connection_widens_its_childs_stdout_pipe() -> None:
-    """Issue 34: the connection to a real child asks for a 256 KiB stdout pipe (Linux), which
+    """Issue 34: the connection to a real child asks for a 128 KiB stdout pipe (Linux), which
     a flood is read from in bursts of ``STDOUT_BURST_BYTES``."""
     import fcntl
     import sys
