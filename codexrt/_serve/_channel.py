@@ -76,8 +76,9 @@ class Channel:
     def track(self, op: Operation, request_id: RequestId) -> trio.Event:
         """Hold a just-queued long operation until its reply: its request id (for its
         ``operationQueued`` event), the event set when its ``operationDone`` line is written
-        (by the forwarder, or by the publishing task: ``DaemonCore._forward_now``). Called with no checkpoint since the op was created, so the forwarder
-        always finds it. serve forwards from the runtime subscription: no per-op buffer."""
+        (by the forwarder, or by the publishing task: ``DaemonCore._forward_now``). Called
+        with no checkpoint since the op was created, so the forwarder always finds it. serve
+        forwards from the runtime subscription: no per-op buffer."""
         self.request_ids[op.id] = request_id
         done = self.done_forwarded[op.id] = trio.Event()
         self.ops[op.id] = op

@@ -62,10 +62,11 @@ pipe takes the line whole at once (``EventStream.take_directly``, ``LineWriter.w
 issue 34: no forwarder wake-up per event); otherwise the forwarder writes it, in order.
 
 *Ordering promises.* A long command's reply is written after its ``operationDone`` event (the
-waiter waits until that event's line is written — by the forwarder or the reader — bounded by :data:`~codexrt._serve._core.DONE_EVENT_GRACE`). Its
-``operationQueued`` event carries the command's request id as ``payload.requestId``: the op is
-created synchronously in the reader and its id is mapped to the request id before the reader
-can yield, so the forwarder always finds it.
+waiter waits until that event's line is written — by the forwarder or the reader — bounded by
+:data:`~codexrt._serve._core.DONE_EVENT_GRACE`). Its ``operationQueued`` event carries the
+command's request id as ``payload.requestId``: the op is created synchronously in the reader
+and its id is mapped to the request id before the reader can yield, so the forwarder (which
+always writes that event) finds it.
 
 *Drain.* stdin EOF (:meth:`Daemon.stop_reading`) stops reading and first lets the commands
 already accepted finish — every command task is counted by :meth:`DaemonCore.spawn` until its
