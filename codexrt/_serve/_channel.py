@@ -52,6 +52,9 @@ class Channel:
         self.ops: dict[str, Operation] = {}
         self.request_ids: dict[str, RequestId] = {}
         self.done_forwarded: dict[str, trio.Event] = {}
+        # op id -> the parked waiter's Answer: its reply may be written by the task that writes
+        # its operationDone line (``DaemonCore._reply_now``)
+        self.awaiting: dict[str, Answer] = {}
         self.last_activity = trio.current_time()
         self.inflight = 0
         self.edits: LiveEdits | None = None  # the edit ledgers, on the first edit command
@@ -72,6 +75,7 @@ class Channel:
         self.ops.pop(op_id, None)
         self.request_ids.pop(op_id, None)
         self.done_forwarded.pop(op_id, None)
+        self.awaiting.pop(op_id, None)
 
     def track(self, op: Operation, request_id: RequestId) -> trio.Event:
         """Hold a just-queued long operation until its reply: its request id (for its

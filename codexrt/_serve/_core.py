@@ -418,10 +418,34 @@ class DaemonCore:
 
     def _event_written(self, ch: Channel, ev: CodexEvent) -> None:
         if ev.kind == "operationDone" and ev.client_operation_id:
-            done = ch.done_forwarded.pop(ev.client_operation_id, None)
-            ch.request_ids.pop(ev.client_operation_id, None)
+            op_id = ev.client_operation_id
+            done = ch.done_forwarded.pop(op_id, None)
+            ch.request_ids.pop(op_id, None)
             if done is not None:
                 done.set()
+            answer = ch.awaiting.pop(op_id, None)
+            if answer is not None:
+                try:
+                    self._reply_now(ch, answer, ev.payload)
+                except Exception:  # the event line is out: this must not fail it; the waiter replies
+                    log.exception("writing a reply after its operationDone line failed")
+
+    def _reply_now(self, ch: Channel, answer: Answer, result: dict[str, Any]) -> None:
+        """A long command's reply, written by the task that has just written its
+        ``operationDone`` line — whose payload is the reply's result (``Operation._settle``) —
+        when the line goes out whole at once (``LineWriter.write_now``): the host gets the
+        reply in the same step as the app-server's last line, without a wake-up of the
+        command's waiter (issue 34). Otherwise nothing is written here and the waiter replies.
+        Exactly once: ``answer.done`` tells the waiter and the fault barrier it was answered."""
+        if answer.done or answer.before_reply is not None or not self._out.ready_now:
+            return
+        text = result.get("finalText")
+        if isinstance(text, str) and len(text) >= LineWriter.MOST_NOW:
+            return  # a line too long to write at once: not built for nothing
+        if self._out.write_now(response_ok(answer.rid, result)):
+            answer.done = True  # first: whatever happens next, nobody replies again
+            self._replying(answer.rid)
+            ch.touch()
 
     async def _forward(self, ch: Channel, events: EventStream) -> None:
         events.take_directly(functools.partial(self._forward_now, ch))
@@ -438,6 +462,12 @@ class DaemonCore:
                     return
             if self._marker_passed(ev):
                 continue
+            if parked and ev.kind == "operationQueued":
+                # put as its command is accepted, it woke this task together with the runtime's
+                # FIFO worker, which writes the operation's turn/start: that goes first, before
+                # this line is built or the host is woken (issue 34); lines put meanwhile queue
+                # behind this one
+                await self._out.pause()
             await self._out.write(self._event_line(ch, ev), parked=parked)
             self._event_written(ch, ev)
 

@@ -45,7 +45,8 @@ goes to the stderr log) and the loop goes on. No handler's failure reaches the d
   bypass every queue (R-OP-1); long commands (``codex.send``/``compact``/``review``/
   ``preconnect``) are queued on their channel's runtime FIFO right there, so submission order is
   line order;
-* one **waiter task per long command** awaits the operation's terminal and writes its reply;
+* one **waiter task per long command** awaits the operation's terminal and writes its reply
+  (unless the task that wrote its ``operationDone`` line wrote the reply behind it);
 * one **task per read-only / lifecycle command** (``codex.listThreads`` …, ``releaseThread``,
   ``resetRuntime``): they never take the send FIFO and never resume a thread (R-D-1);
 * one **channel task per channelId** holds ``open_runtime(...)`` (created on first use) and a
@@ -61,9 +62,11 @@ connection's reader — when nothing is queued for the forwarder, nobody holds t
 pipe takes the line whole at once (``EventStream.take_directly``, ``LineWriter.write_now``;
 issue 34: no forwarder wake-up per event); otherwise the forwarder writes it, in order.
 
-*Ordering promises.* A long command's reply is written after its ``operationDone`` event (the
-waiter waits until that event's line is written — by the forwarder or the reader — bounded by
-:data:`~codexrt._serve._core.DONE_EVENT_GRACE`). Its ``operationQueued`` event carries the
+*Ordering promises.* A long command's reply is written after its ``operationDone`` event:
+whichever task writes that event's line (the forwarder or the reader) writes the reply right
+behind it when it goes out whole at once (``DaemonCore._reply_now``, issue 34); otherwise the
+waiter, which waits until the event's line is written (bounded by
+:data:`~codexrt._serve._core.DONE_EVENT_GRACE`), writes it. Its ``operationQueued`` event carries the
 command's request id as ``payload.requestId``: the op is created synchronously in the reader
 and its id is mapped to the request id before the reader can yield, so the forwarder (which
 always writes that event) finds it.

@@ -1,7 +1,8 @@
 """``codexrt serve`` long commands (``codex.send``/``compact``/``review``/``preconnect``) and
 plans (``codex.replayInteractions``, ``codex.executePlan``): the reader queues the operation on
-its channel's runtime FIFO at once (submission order is line order); a waiter task replies at
-its terminal, after its ``operationDone`` event (module doc of :mod:`codexrt._serve._daemon`)."""
+its channel's runtime FIFO at once (submission order is line order); the reply comes at its
+terminal, after its ``operationDone`` event — written right behind that event's line, or by a
+waiter task (module doc of :mod:`codexrt._serve._daemon`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import trio
 from codexrt._runtime._runtime import Operation
 from codexrt._sansio._editor_wire import editor_state_from_wire, is_fragment_map
 from codexrt._sansio._settings import Settings
-from codexrt._serve._channel import Channel
+from codexrt._serve._channel import Channel, answering
 from codexrt._serve._codec import Command
 from codexrt._serve._core import DONE_EVENT_GRACE, DaemonCore
 
@@ -52,11 +53,20 @@ def create_op(ch: Channel, cmd: Command) -> Operation:
 
 
 async def await_op(d: DaemonCore, cmd: Command, ch: Channel, op: Operation, done: trio.Event) -> None:
+    answer = answering.get()
+    if answer is not None and not op.terminal:
+        # parked from here on: the task that writes the operationDone line writes the reply
+        # right after it when it can (``DaemonCore._reply_now``, issue 34: no wake-up of this
+        # task between the app-server's last line and the host's reply)
+        ch.awaiting[op.id] = answer
     try:
         result = await op.wait()
         if not done.is_set():  # the forwarder has not passed its operationDone yet
             with trio.move_on_after(DONE_EVENT_GRACE):
                 await done.wait()
+        ch.awaiting.pop(op.id, None)  # from here on only this task replies
+        if answer is not None and answer.done:
+            return  # replied already, right after its operationDone line
         ch.touch()
         # one of the two waits above was this step's schedule point: the reply goes out without
         # another when the pipe takes it whole (issue 34: two scheduler passes less a turn)

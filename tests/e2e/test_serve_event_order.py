@@ -3,7 +3,8 @@ writes an event line itself while nothing is queued and the pipe takes it whole
 (``EventStream.take_directly``), the forwarder writes the rest. Whichever writes them, a host
 that reads at once and a host that stops reading until serve's stdout pipe is full get the same
 promises: every line whole, each turn's events in order from its ``operationQueued`` (carrying
-the command's id) to its ``operationDone``, the reply after that, and the streamed text exact."""
+the command's id) to its ``operationDone``, the reply after that — once, whichever task writes
+it — and the streamed text exact."""
 
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ def _turn(proc: subprocess.Popen[bytes], rid: str, n: int, stall: float) -> tupl
     deadline = time.monotonic() + 60
     for line in proc.stdout:
         msg = json.loads(line)  # every line whole
-        if msg.get("type") == "response" and msg.get("id") == rid:
+        if msg.get("type") == "response":
+            assert msg.get("id") == rid, msg  # one reply per command: never an earlier one's again
             return events, msg
         if msg.get("type") == "daemon":
             events.append(msg)
@@ -71,6 +73,11 @@ def test_r_d_2_event_lines_keep_their_order_whoever_writes_them(tmp_path: Path) 
             rid = f"r{k}"
             events, reply = _turn(proc, rid, n, stall)
             _check(events, reply, rid, n)
+        assert proc.stdin and proc.stdout
+        proc.stdin.write(b'{"id": "s", "command": "status"}\n')
+        proc.stdin.flush()
+        first_reply = next(m for m in map(json.loads, proc.stdout) if m.get("type") == "response")
+        assert first_reply["id"] == "s"  # no second reply to a codex.send came before it
     finally:
         assert proc.stdin
         proc.stdin.close()

@@ -118,7 +118,7 @@ async def test_r_d_1_serve_tables_stay_bounded_over_many_sends(nursery: Any) -> 
             counts[i] = live("CodexEvent")
     ch = wire.daemon.channels["c"]
     rt: Runtime = ch.rt
-    assert ch.ops == {} and ch.request_ids == {} and ch.done_forwarded == {}
+    assert ch.ops == {} and ch.request_ids == {} and ch.done_forwarded == {} and ch.awaiting == {}
     assert rt._ops == {} and len(rt._recent_ops) <= Runtime.MAX_RECENT_OPS
     assert all(len(op.stream._buf) == 0 for op in rt._recent_ops.values())  # nothing buffered per op
     assert len(rt.threads) <= Runtime.MAX_THREADS

@@ -35,7 +35,7 @@ async def test_r_d_2_the_forwarder_hands_serve_events_to_put_over_a_pipe() -> No
     core = DaemonCore(recv, trio.lowlevel.FdStream(w), DaemonConfig())
     done = trio.Event()
     ch: Any = types.SimpleNamespace(rt=types.SimpleNamespace(session_epoch="e1"), request_ids={"op-1": "r1"},
-                                    done_forwarded={"op-1": done}, id="c")
+                                    done_forwarded={"op-1": done}, awaiting={}, id="c")
     events = EventStream()
     out = core._out._send
     try:
@@ -81,3 +81,111 @@ async def test_r_d_2_the_forwarder_hands_serve_events_to_put_over_a_pipe() -> No
         os.close(r)
         await out.aclose()
 
+
+
+def _channel(**ops: trio.Event) -> Any:
+    return types.SimpleNamespace(rt=types.SimpleNamespace(session_epoch="e1"), request_ids={k: f"r-{k}" for k in ops},
+                                 done_forwarded=dict(ops), awaiting={}, id="c", touch=lambda: None)
+
+
+def _done(op_id: str, text: str = "hi") -> CodexEvent:
+    payload = {"kind": "send", "status": "completed", "clientOperationId": op_id, "threadId": "t", "turnId": "u",
+               "finalText": text, "clientMessageId": "cm"}
+    return CodexEvent("operationDone", payload, channel_id="c", client_operation_id=op_id)
+
+
+async def test_issue_34_a_long_commands_reply_follows_its_operation_done_line_at_once() -> None:
+    """The waiter of a long command parks (``Channel.awaiting``); the task that writes the
+    ``operationDone`` line writes the reply right after it — its result is that event's
+    payload — when the reply goes out whole at once. Exactly once: ``Answer.done`` is set, the
+    request id is free again. A reply too long for one write, a held lock, or an answer already
+    given are left to the waiter: nothing is written for them here."""
+    from codexrt._serve._channel import Answer
+
+    r, w = os.pipe()
+    _recv_send, recv = trio.testing.memory_stream_one_way_pair()
+    core = DaemonCore(recv, trio.lowlevel.FdStream(w), DaemonConfig())
+    ops = {k: trio.Event() for k in ("op-1", "op-2", "op-3", "op-4")}
+    ch = _channel(**ops)
+    answers = {k: Answer(f"r-{k}") for k in ops}
+    ch.awaiting.update(answers)
+    for a in answers.values():
+        core.pending_ids.add((str, a.rid))
+    events = EventStream()
+    out = core._out._send
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(core._forward, ch, events)
+            await trio.testing.wait_all_tasks_blocked()
+
+            # written by put itself, the reply right behind its event: no task has run since
+            events.put(_done("op-1"))
+            got = _read_lines(r)
+            assert [(line["type"], line.get("kind"), line.get("id")) for line in got] == [
+                ("daemon", "operationDone", None), ("response", None, "r-op-1")]
+            assert got[1]["ok"] and got[1]["result"] == got[0]["payload"]
+            assert answers["op-1"].done and (str, "r-op-1") not in core.pending_ids and "op-1" not in ch.awaiting
+
+            # a final text too long for one whole write: the waiter's reply (nothing here)
+            events.put(_done("op-2", "x" * LineWriter.MOST_NOW))
+            await trio.testing.wait_all_tasks_blocked()
+            assert [line["kind"] for line in _read_lines(r)] == ["operationDone"]
+            assert not answers["op-2"].done and (str, "r-op-2") in core.pending_ids and ops["op-2"].is_set()
+
+            # another line holds the lock: the forwarder writes the event, then the reply
+            async with core._out._lock:
+                events.put(_done("op-3"))
+                assert _read_lines(r) == []
+            await trio.testing.wait_all_tasks_blocked()
+            assert [(line["type"], line.get("id")) for line in _read_lines(r)] == [("daemon", None),
+                                                                                 ("response", "r-op-3")]
+            assert answers["op-3"].done
+
+            # answered already (the waiter gave up waiting for the event): never a second reply
+            answers["op-4"].done = True
+            events.put(_done("op-4"))
+            await trio.testing.wait_all_tasks_blocked()
+            assert [line["type"] for line in _read_lines(r)] == ["daemon"]
+            events.close()
+    finally:
+        os.close(r)
+        await out.aclose()
+
+
+async def test_issue_34_operation_queued_lets_the_fifo_worker_woken_with_it_write_first() -> None:
+    """An ``operationQueued`` wakes the forwarder together with the runtime's FIFO worker (which
+    writes ``turn/start``): the forwarder's line waits one schedule point, so a task woken with
+    it always runs first — in either order of trio's shuffled batch (20 rounds) — while an
+    event put meanwhile still comes after it, never before."""
+    r, w = os.pipe()
+    _recv_send, recv = trio.testing.memory_stream_one_way_pair()
+    core = DaemonCore(recv, trio.lowlevel.FdStream(w), DaemonConfig())
+    ch = _channel()
+    events = EventStream()
+    out = core._out._send
+    seen: list[list[str]] = []
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(core._forward, ch, events)
+            for k in range(20):
+                await trio.testing.wait_all_tasks_blocked()
+                woken = trio.Event()
+
+                async def worker() -> None:
+                    await woken.wait()
+                    seen.append([line["kind"] for line in _read_lines(r)])  # what the host has so far
+                    events.put(CodexEvent("turnStarted", {}, channel_id="c"))  # behind the queued line
+
+                nursery.start_soon(worker)
+                await trio.testing.wait_all_tasks_blocked()
+                ch.request_ids[f"op-{k}"] = f"r{k}"
+                events.put(CodexEvent("operationQueued", {"kind": "send"}, channel_id="c",
+                                      client_operation_id=f"op-{k}"))
+                woken.set()
+                await trio.testing.wait_all_tasks_blocked()
+                assert [line["kind"] for line in _read_lines(r)] == ["operationQueued", "turnStarted"]
+            events.close()
+    finally:
+        os.close(r)
+        await out.aclose()
+    assert seen == [[]] * 20
