@@ -63,6 +63,28 @@ def _pct(values: list[float], q: float) -> float:
     return v[min(len(v) - 1, int(q * len(v)))]
 
 
+def _overhead_ci(side: list[float], raw: list[float], rounds: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """A 95% bootstrap interval of ``median(side) - median(raw)`` (ms): turns resampled with
+    replacement — jointly by index when both lists are alternated turn by turn (equal length),
+    each on its own otherwise. A turn's time varies by tens of ms with the app-server, so the
+    difference of two medians of a few hundred turns moves by ±1–2 ms from run to run; the
+    interval says how far this run's figure can be trusted (issue 34)."""
+    import random
+
+    rnd = random.Random(seed)
+    n, m = len(side), len(raw)
+    med = statistics.median
+    diffs = []
+    for _ in range(rounds):
+        if n == m:
+            idx = [rnd.randrange(n) for _ in range(n)]
+            diffs.append(med([side[i] for i in idx]) - med([raw[i] for i in idx]))
+        else:
+            diffs.append(med(rnd.choices(side, k=n)) - med(rnd.choices(raw, k=m)))
+    diffs.sort()
+    return diffs[int(0.025 * rounds)], diffs[int(0.975 * rounds) - 1]
+
+
 def _stats(ms: list[float]) -> dict[str, float]:
     return {"n": len(ms), "p50_ms": statistics.median(ms), "p95_ms": _pct(ms, 0.95), "p99_ms": _pct(ms, 0.99),
             "mean_ms": statistics.fmean(ms)}
@@ -309,6 +331,7 @@ class Tally:
         raw = out["raw"]
         for side in ("lib", "serve"):
             out[side]["overhead_p50_ms"] = out[side]["p50_ms"] - raw["p50_ms"]
+            out[side]["overhead_p50_ci95_ms"] = _overhead_ci(self.ms[side], self.ms["raw"])
             out[side]["ratio_p50"] = out[side]["p50_ms"] / raw["p50_ms"]
             out[side]["ratio_p95"] = out[side]["p95_ms"] / raw["p95_ms"]
             out[side]["ratio_p99"] = out[side]["p99_ms"] / raw["p99_ms"]
