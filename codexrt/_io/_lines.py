@@ -116,19 +116,6 @@ class LineWriter:
         finally:
             self._lock.release()
 
-    async def pause(self) -> None:
-        """One schedule point, the lock held through it, before the caller's next line: the
-        tasks woken together with the caller run first, and a line offered to
-        :meth:`write_now` meanwhile is refused (``ready_now`` is False), so it queues behind
-        the caller's (serve's forwarder before an ``operationQueued`` line, issue 34)."""
-        try:
-            self._lock.acquire_nowait()
-        except trio.WouldBlock:
-            await self._lock.acquire()  # behind the lines already waiting: that wait was the schedule point
-        else:
-            await trio.lowlevel.cancel_shielded_checkpoint()
-        self._lock.release()
-
     @property
     def ready_now(self) -> bool:
         """Whether :meth:`write_now` may write at all now (a pipe, not broken, the lock free):

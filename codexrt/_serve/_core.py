@@ -462,12 +462,6 @@ class DaemonCore:
                     return
             if self._marker_passed(ev):
                 continue
-            if parked and ev.kind == "operationQueued":
-                # put as its command is accepted, it woke this task together with the runtime's
-                # FIFO worker, which writes the operation's turn/start: that goes first, before
-                # this line is built or the host is woken (issue 34); lines put meanwhile queue
-                # behind this one
-                await self._out.pause()
             await self._out.write(self._event_line(ch, ev), parked=parked)
             self._event_written(ch, ev)
 

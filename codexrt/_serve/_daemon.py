@@ -62,11 +62,14 @@ connection's reader — when nothing is queued for the forwarder, nobody holds t
 pipe takes the line whole at once (``EventStream.take_directly``, ``LineWriter.write_now``;
 issue 34: no forwarder wake-up per event); otherwise the forwarder writes it, in order.
 
-*Ordering promises.* A long command's reply is written after its ``operationDone`` event:
-whichever task writes that event's line (the forwarder or the reader) writes the reply right
-behind it when it goes out whole at once (``DaemonCore._reply_now``, issue 34); otherwise the
-waiter, which waits until the event's line is written (bounded by
-:data:`~codexrt._serve._core.DONE_EVENT_GRACE`), writes it. Its ``operationQueued`` event carries the
+*Ordering promises.* A long command's reply is written after its ``operationDone`` event. The
+task that writes that event's line — the forwarder, or the task that published the event when
+it wrote the line directly (most often the connection's reader) — writes the reply right behind
+it when stdout is a pipe, nobody holds the writer's lock and the reply goes out whole at once
+(``DaemonCore._reply_now``, issue 34). Otherwise the command's waiter writes it, after waiting
+until the event's line is written; that wait is bounded by
+:data:`~codexrt._serve._core.DONE_EVENT_GRACE`, so only a stdout stuck longer than that lets a
+reply go before its event. Its ``operationQueued`` event carries the
 command's request id as ``payload.requestId``: the op is created synchronously in the reader
 and its id is mapped to the request id before the reader can yield, so the forwarder (which
 always writes that event) finds it.
@@ -80,8 +83,9 @@ within the stop budget (R-OP-5), the child is retired and reaped; the waiters th
 (``cancelled``/``interrupted``/``failed``) replies, the forwarders flush the last events, and
 :func:`serve_daemon` returns.
 
-*Bounds.* A channel's ``ops``/``request_ids``/``done_forwarded`` hold unreplied long commands
-only (:meth:`Channel.forget` after the reply); serve never reads ``op.events()`` and calls
+*Bounds.* A channel's ``ops``/``request_ids``/``done_forwarded``/``awaiting`` hold unreplied
+long commands only (:meth:`Channel.forget` when the waiter ends, one scheduler pass after a
+reply written behind ``operationDone`` at most); serve never reads ``op.events()`` and calls
 ``op.discard_events()`` (it forwards from the runtime subscription); channels are capped by
 ``DaemonConfig.max_channels`` (an idle, childless one is evicted, else ``TOO_MANY_CHANNELS``).
 Every bound: ``docs/runtime.md``.
