@@ -30,7 +30,7 @@ import trio
 from codexrt._io._chunks import ChunkReader
 from codexrt._sansio._framing import Frame, LineBuffer
 
-__all__ = ["LineWriter", "read_frames"]
+__all__ = ["LineWriter", "UnencodableLine", "read_frames"]
 
 log = logging.getLogger("codexrt.lines")
 
@@ -67,6 +67,11 @@ def _is_pipe(stream: trio.abc.SendStream) -> bool:
         return False
 
 
+class UnencodableLine(Exception):
+    """:meth:`LineWriter.write` could not encode the object it was given (a bug upstream):
+    nothing was written, so the caller can still write another line in its place."""
+
+
 class LineWriter:
     """Whole lines to ``send`` in FIFO order (module doc)."""
 
@@ -85,8 +90,12 @@ class LineWriter:
 
     async def write(self, obj: Any, *, parked: bool = False) -> None:
         """Write ``obj``'s line. ``parked=True``: the caller has just passed a schedule point of
-        its own (module doc) — a short line to a pipe then goes out at once, without one more."""
-        data = self._encode(obj)
+        its own (module doc) — a short line to a pipe then goes out at once, without one more.
+        Raises :class:`UnencodableLine`, having written nothing, when ``obj`` cannot be encoded."""
+        try:
+            data = self._encode(obj)
+        except Exception as exc:
+            raise UnencodableLine(f"{type(exc).__name__}: {exc}"[:300]) from exc
         cut = False
         try:
             self._lock.acquire_nowait()  # free: no scheduler pass for it (``send_all`` has one)

@@ -20,7 +20,7 @@ import trio
 
 from codexrt._features._history_ahead import PageReadAhead
 from codexrt._features._history_pages import PageRecordsCache
-from codexrt._io._lines import LineWriter
+from codexrt._io._lines import LineWriter, UnencodableLine
 from codexrt._io._work import OpenRequests, sweep_idle
 from codexrt._runtime._config import RuntimeConfig
 from codexrt._sansio._errors import ClosedError, CodexError, TooManyChannels
@@ -225,13 +225,20 @@ class DaemonCore:
         point of its own (``LineWriter.write``)."""
         self._replying(rid)
         answer = answering.get()
-        if answer is not None and type(answer.rid) is type(rid) and answer.rid == rid:
+        if answer is not None and not (type(answer.rid) is type(rid) and answer.rid == rid):
+            answer = None  # this task answers another command: not that one's reply
+        if answer is not None:
             answer.done = True
             hook, answer.before_reply = answer.before_reply, None
             if hook is not None:
                 hook()
         line = error_reply(rid, error) if error is not None else response_ok(rid, result)  # type: ignore[arg-type]
-        await self._out.write(line, parked=parked)
+        try:
+            await self._out.write(line, parked=parked)
+        except UnencodableLine:
+            if answer is not None:
+                answer.done = False  # nothing went out: the fault barrier answers in its place
+            raise
 
     # -- the fault barrier -----------------------------------------------------------------
 

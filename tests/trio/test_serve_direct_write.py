@@ -149,3 +149,27 @@ async def test_issue_34_a_long_commands_reply_follows_its_operation_done_line_at
     finally:
         os.close(r)
         await out.aclose()
+
+
+async def test_a_reply_that_cannot_be_encoded_is_answered_once_by_the_fault_barrier() -> None:
+    """Every command is answered exactly once: a handler's reply whose result cannot be encoded
+    at all (here a dict keyed by a tuple; ``encode_line`` stringifies other odd values) writes
+    nothing, so the fault barrier answers ``INTERNAL_ERROR`` with the command's id instead of
+    taking that reply as given."""
+    from codexrt._serve._codec import Command
+
+    r, w = os.pipe()
+    _recv_send, recv = trio.testing.memory_stream_one_way_pair()
+    core = DaemonCore(recv, trio.lowlevel.FdStream(w), DaemonConfig())
+    out = core._out._send
+
+    async def handler(d: DaemonCore, cmd: Command) -> None:
+        await d.reply(cmd.id, {"odd": {(1, 2): "a tuple key"}})
+
+    try:
+        await core._guarded(handler, Command("r1", "codex.listThreads", {}))
+        got = _read_lines(r)
+        assert [(line["id"], line["ok"], line["error"]["code"]) for line in got] == [("r1", False, "INTERNAL_ERROR")]
+    finally:
+        os.close(r)
+        await out.aclose()
