@@ -7,9 +7,11 @@ yet. No timing: the lines are read back from the pipe without letting any task r
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import types
+from collections.abc import AsyncIterator
 from typing import Any
 
 import trio
@@ -29,16 +31,25 @@ def _read_lines(fd: int) -> list[dict[str, Any]]:
     return [json.loads(line) for line in data.splitlines()]
 
 
-async def test_r_d_2_the_forwarder_hands_serve_events_to_put_over_a_pipe() -> None:
+@contextlib.asynccontextmanager
+async def _core_over_pipe() -> AsyncIterator[tuple[DaemonCore, int]]:
+    """A ``DaemonCore`` whose stdout is a real pipe, and the pipe's read end (closed after)."""
     r, w = os.pipe()
     _recv_send, recv = trio.testing.memory_stream_one_way_pair()
     core = DaemonCore(recv, trio.lowlevel.FdStream(w), DaemonConfig())
+    try:
+        yield core, r
+    finally:
+        os.close(r)
+        await core._out._send.aclose()
+
+
+async def test_r_d_2_the_forwarder_hands_serve_events_to_put_over_a_pipe() -> None:
     done = trio.Event()
     ch: Any = types.SimpleNamespace(rt=types.SimpleNamespace(session_epoch="e1"), request_ids={"op-1": "r1"},
                                     done_forwarded={"op-1": done}, awaiting={}, id="c")
     events = EventStream()
-    out = core._out._send
-    try:
+    async with _core_over_pipe() as (core, r):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(core._forward, ch, events)
             await trio.testing.wait_all_tasks_blocked()  # the forwarder waits for an event
@@ -77,9 +88,6 @@ async def test_r_d_2_the_forwarder_hands_serve_events_to_put_over_a_pipe() -> No
             await trio.testing.wait_all_tasks_blocked()
             assert [line["kind"] for line in _read_lines(r)] == ["turnStarted"]
             events.close()
-    finally:
-        os.close(r)
-        await out.aclose()
 
 
 def _channel(**ops: trio.Event) -> Any:
@@ -101,18 +109,14 @@ async def test_issue_34_a_long_commands_reply_follows_its_operation_done_line_at
     given are left to the waiter: nothing is written for them here."""
     from codexrt._serve._channel import Answer
 
-    r, w = os.pipe()
-    _recv_send, recv = trio.testing.memory_stream_one_way_pair()
-    core = DaemonCore(recv, trio.lowlevel.FdStream(w), DaemonConfig())
     ops = {k: trio.Event() for k in ("op-1", "op-2", "op-3", "op-4")}
     ch = _channel(**ops)
     answers = {k: Answer(f"r-{k}") for k in ops}
     ch.awaiting.update(answers)
-    for a in answers.values():
-        core.pending_ids.add((str, a.rid))
     events = EventStream()
-    out = core._out._send
-    try:
+    async with _core_over_pipe() as (core, r):
+        for a in answers.values():
+            core.pending_ids.add((str, a.rid))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(core._forward, ch, events)
             await trio.testing.wait_all_tasks_blocked()
@@ -146,9 +150,6 @@ async def test_issue_34_a_long_commands_reply_follows_its_operation_done_line_at
             await trio.testing.wait_all_tasks_blocked()
             assert [line["type"] for line in _read_lines(r)] == ["daemon"]
             events.close()
-    finally:
-        os.close(r)
-        await out.aclose()
 
 
 async def test_a_reply_that_cannot_be_encoded_is_answered_once_by_the_fault_barrier() -> None:
@@ -158,18 +159,10 @@ async def test_a_reply_that_cannot_be_encoded_is_answered_once_by_the_fault_barr
     taking that reply as given."""
     from codexrt._serve._codec import Command
 
-    r, w = os.pipe()
-    _recv_send, recv = trio.testing.memory_stream_one_way_pair()
-    core = DaemonCore(recv, trio.lowlevel.FdStream(w), DaemonConfig())
-    out = core._out._send
-
     async def handler(d: DaemonCore, cmd: Command) -> None:
         await d.reply(cmd.id, {"odd": {(1, 2): "a tuple key"}})
 
-    try:
+    async with _core_over_pipe() as (core, r):
         await core._guarded(handler, Command("r1", "codex.listThreads", {}))
         got = _read_lines(r)
         assert [(line["id"], line["ok"], line["error"]["code"]) for line in got] == [("r1", False, "INTERNAL_ERROR")]
-    finally:
-        os.close(r)
-        await out.aclose()

@@ -196,7 +196,7 @@ async def test_issue_34_a_stdout_stuck_past_the_grace_brings_no_second_reply(
     assert ch.awaiting == {}
     released.set()
     await wire.wait_replies([1])
-    await trio.sleep(1)
+    await trio.testing.wait_all_tasks_blocked()  # the late operationDone, and anything behind it, is out
     assert collections.Counter(ln["id"] for ln in wire.lines if ln.get("type") == "response") == {0: 1, 1: 1}
     await wire.to_send.aclose()
 
@@ -205,9 +205,8 @@ async def test_issue_34_an_eof_drain_while_operations_are_parked_replies_once_ea
         nursery: trio.Nursery, replied_now: collections.Counter[str]) -> None:
     wire = await _warm(nursery, drain_timeout=0)
     await wire.send_lines(_sends(range(1, 16)) + _sends(range(16, 24), channel="d"))
-    await trio.sleep(0)
     await wire.to_send.aclose()
     with trio.fail_after(60):
         await wire.daemon.finished.wait()
-    await trio.sleep(0.2)
+    await trio.testing.wait_all_tasks_blocked()  # the pipe's reader has every line serve wrote
     check(wire.lines, range(24))
