@@ -4,7 +4,9 @@ whether the command a task handles has been answered (the fault barrier's, see
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Callable
 
 import trio
@@ -55,6 +57,9 @@ class Channel:
         # op id -> the parked waiter's Answer: its reply may be written by the task that writes
         # its operationDone line (``DaemonCore._reply_now``)
         self.awaiting: dict[str, Answer] = {}
+        # host answers to interactions whose reply is not written yet (``answering_host``)
+        self.answers_open = 0
+        self._answers_idle: trio.Event | None = None
         self.last_activity = trio.current_time()
         self.inflight = 0
         self.edits: LiveEdits | None = None  # the edit ledgers, on the first edit command
@@ -69,6 +74,29 @@ class Channel:
 
     def touch(self) -> None:
         self.last_activity = trio.current_time()
+
+    @contextlib.contextmanager
+    def answering_host(self) -> Iterator[None]:
+        """Around a ``codex.respondInteraction[Error]`` from the answer's write to the app-server
+        to its reply: a long command's reply waits (:meth:`answers_replied`), so the reply to an
+        answer always comes before the reply to the turn it unblocked (R-OP-1: answered while
+        the send is still pending) — the app-server may end that turn at once."""
+        self.answers_open += 1
+        try:
+            yield
+        finally:
+            self.answers_open -= 1
+            if not self.answers_open and self._answers_idle is not None:
+                self._answers_idle.set()
+                self._answers_idle = None
+
+    async def answers_replied(self) -> None:
+        """Wait until no host answer's reply is pending on this channel (:meth:`answering_host`;
+        bounded by it: the answer's write and its reply)."""
+        if self.answers_open:
+            if self._answers_idle is None:
+                self._answers_idle = trio.Event()
+            await self._answers_idle.wait()
 
     def forget(self, op_id: str) -> None:
         """Drop a replied operation from the channel's tables (they hold only unreplied ones)."""

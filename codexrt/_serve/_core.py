@@ -444,8 +444,8 @@ class DaemonCore:
         reply in the same step as the app-server's last line, without a wake-up of the
         command's waiter (issue 34). Otherwise nothing is written here and the waiter replies.
         Exactly once: ``answer.done`` tells the waiter and the fault barrier it was answered."""
-        if answer.done or answer.before_reply is not None or not self._out.ready_now:
-            return
+        if answer.done or answer.before_reply is not None or ch.answers_open or not self._out.ready_now:
+            return  # (an answer's reply pending: it goes first, Channel.answering_host)
         text = result.get("finalText")
         if isinstance(text, str) and len(text) >= LineWriter.MOST_NOW:
             return  # a line too long to write at once: not built for nothing

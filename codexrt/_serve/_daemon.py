@@ -69,7 +69,11 @@ it when stdout is a pipe, nobody holds the writer's lock and the reply goes out 
 (``DaemonCore._reply_now``, issue 34). Otherwise the command's waiter writes it, after waiting
 until the event's line is written; that wait is bounded by
 :data:`~codexrt._serve._core.DONE_EVENT_GRACE`, so only a stdout stuck longer than that lets a
-reply go before its event. Its ``operationQueued`` event carries the
+reply go before its event. The reply to a ``codex.respondInteraction[Error]`` goes before the
+reply to the command whose turn it unblocked, though the app-server may end that turn as soon as
+it reads the answer: while such a reply is pending on a channel
+(``Channel.answering_host``), a long command's reply there is left to its waiter, which waits
+for it within the same grace. Its ``operationQueued`` event carries the
 command's request id as ``payload.requestId``: the op is created synchronously in the reader
 and its id is mapped to the request id before the reader can yield, so the forwarder (which
 always writes that event) finds it.

@@ -22,7 +22,7 @@ from codexrt._serve._channel import Channel
 from codexrt._serve._codec import Command
 from codexrt._serve._commands import (AbortTurnParams, RespondInteractionErrorParams, RespondInteractionParams,
                                       UpdateSettingsParams)
-from codexrt._serve._core import DaemonCore
+from codexrt._serve._core import DaemonCore, log
 
 __all__ = ["control", "configure_launch", "lifecycle"]
 
@@ -47,17 +47,24 @@ async def control(d: DaemonCore, cmd: Command) -> None:
             target = queued[0].id if queued else None
         path = rt.abort(target) if target is not None else "noOperation"
         await d.reply(cmd.id, {"stopPath": path, "clientOperationId": target})
-    elif isinstance(a, RespondInteractionParams):
-        ch = find_interaction_channel(d, a.interaction_key, a.channel_id)
-        await ch.rt.respond_interaction(a.interaction_key, a.dialog_token, a.result)
-        ch.touch()
-        await d.reply(cmd.id, {"interactionKey": a.interaction_key, "answered": True})
     else:
-        assert isinstance(a, RespondInteractionErrorParams)
+        assert isinstance(a, (RespondInteractionParams, RespondInteractionErrorParams))
         ch = find_interaction_channel(d, a.interaction_key, a.channel_id)
-        await ch.rt.respond_interaction_error(a.interaction_key, a.dialog_token, a.error.code, a.error.message)
-        ch.touch()
-        await d.reply(cmd.id, {"interactionKey": a.interaction_key, "answered": True})
+        # The app-server may end the turn as soon as it reads the answer: this command's reply
+        # (or its refusal) goes out before the reply to the send it unblocked (R-OP-1).
+        with ch.answering_host():
+            try:
+                if isinstance(a, RespondInteractionParams):
+                    await ch.rt.respond_interaction(a.interaction_key, a.dialog_token, a.result)
+                else:
+                    await ch.rt.respond_interaction_error(a.interaction_key, a.dialog_token, a.error.code,
+                                                          a.error.message)
+            except CodexError as exc:
+                log.info("%s (id %r) failed: %s", cmd.name, cmd.id, exc.code)
+                await d.reply(cmd.id, error=exc)
+                return
+            ch.touch()
+            await d.reply(cmd.id, {"interactionKey": a.interaction_key, "answered": True})
 
 
 def find_interaction_channel(d: DaemonCore, key: str, channel_id: str | UnsetType) -> Channel:

@@ -61,9 +61,10 @@ async def await_op(d: DaemonCore, cmd: Command, ch: Channel, op: Operation, done
         ch.awaiting[op.id] = answer
     try:
         result = await op.wait()
-        if not done.is_set():  # the forwarder has not passed its operationDone yet
-            with trio.move_on_after(DONE_EVENT_GRACE):
+        with trio.move_on_after(DONE_EVENT_GRACE):
+            if not done.is_set():  # the forwarder has not passed its operationDone yet
                 await done.wait()
+            await ch.answers_replied()  # the reply to an answer that ended the turn goes first
         ch.awaiting.pop(op.id, None)  # from here on only this task replies
         if answer is not None and answer.done:
             return  # replied already, right after its operationDone line
@@ -100,9 +101,10 @@ async def await_plan(d: DaemonCore, cmd: Command, ch: Channel, ex: Any, done: tr
     op = ex.operation
     try:
         result = await ex.wait()
-        if done is not None:
-            with trio.move_on_after(DONE_EVENT_GRACE):
+        with trio.move_on_after(DONE_EVENT_GRACE):
+            if done is not None:
                 await done.wait()
+            await ch.answers_replied()
         ch.touch()
         await d.reply(cmd.id, result)
     finally:

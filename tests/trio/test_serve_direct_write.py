@@ -92,7 +92,8 @@ async def test_r_d_2_the_forwarder_hands_serve_events_to_put_over_a_pipe() -> No
 
 def _channel(**ops: trio.Event) -> Any:
     return types.SimpleNamespace(rt=types.SimpleNamespace(session_epoch="e1"), request_ids={k: f"r-{k}" for k in ops},
-                                 done_forwarded=dict(ops), awaiting={}, id="c", touch=lambda: None)
+                                 done_forwarded=dict(ops), awaiting={}, answers_open=0, id="c",
+                                 touch=lambda: None)
 
 
 def _done(op_id: str, text: str = "hi") -> CodexEvent:

@@ -103,9 +103,9 @@ def check(lines: list[dict[str, Any]], ids: Iterable[Any]) -> None:
         assert kinds.count("operationDone") <= 1
 
 
-async def _start(nursery: trio.Nursery, **kw: Any) -> PipeWire:
+async def _start(nursery: trio.Nursery, scenario: str = "handshake-ok", **kw: Any) -> PipeWire:
     wire = PipeWire()
-    cfg = DaemonConfig(runtime=RuntimeConfig(transports=[MemoryPeers(nursery).factory("handshake-ok")]),
+    cfg = DaemonConfig(runtime=RuntimeConfig(transports=[MemoryPeers(nursery).factory(scenario)]),
                        idle_timeout=None, **kw)
     wire.daemon = await nursery.start(serve_daemon, wire.to_recv, wire.w, cfg)
     nursery.start_soon(wire.reader)
@@ -210,3 +210,39 @@ async def test_issue_34_an_eof_drain_while_operations_are_parked_replies_once_ea
         await wire.daemon.finished.wait()
     await trio.testing.wait_all_tasks_blocked()  # the pipe's reader has every line serve wrote
     check(wire.lines, range(24))
+
+
+@pytest.mark.parametrize("command", ["codex.respondInteraction", "codex.respondInteractionError"])
+async def test_r_op_1_an_answer_is_replied_before_the_send_it_unblocks(
+        nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch, command: str) -> None:
+    """The app-server may end the turn as soon as it reads the answer; the answer's reply is
+    held here until the send's ``operationDone`` line is out. Neither the task that wrote that
+    line nor the send's waiter may reply first (docs/daemon-protocol.md: answered while the send
+    is still pending)."""
+    wire = await _start(nursery, "reverse-approval")
+    orig = DaemonCore.reply
+
+    async def late_answer_reply(self: DaemonCore, rid: Any, *args: Any, **kw: Any) -> None:
+        if rid == "ans":
+            with trio.fail_after(30):
+                while not any(ln.get("kind") == "operationDone" for ln in wire.lines):
+                    await trio.sleep(0.01)
+        await orig(self, rid, *args, **kw)
+
+    monkeypatch.setattr(DaemonCore, "reply", late_answer_reply)
+    await wire.send_lines([(1, "codex.send", {"channelId": "c", "message": "run it",
+                                              "settings": {"approvalPolicy": "untrusted"}})])
+    with trio.fail_after(30):
+        while not (asked := [ln for ln in wire.lines if ln.get("kind") == "interactionRequested"]):
+            await trio.sleep(0.01)
+    key, token = asked[0]["payload"]["interactionKey"], asked[0]["payload"]["dialogToken"]
+    answer = {"result": {"decision": "accept"}} if command == "codex.respondInteraction" else {
+        "error": {"code": -32000, "message": "no approvals here"}}
+    await wire.send_lines([("ans", command, {"interactionKey": key, "dialogToken": token, **answer})])
+    await wire.wait_replies(["ans", 1])
+    replies = [ln["id"] for ln in wire.lines if ln.get("type") == "response"]
+    assert replies == ["ans", 1]
+    assert wire.lines[[ln.get("id") for ln in wire.lines].index("ans")]["ok"] is True
+    check(wire.lines, [1])
+    assert wire.daemon.channels["c"].answers_open == 0
+    await wire.to_send.aclose()
