@@ -92,10 +92,7 @@ class LineWriter:
         """Write ``obj``'s line. ``parked=True``: the caller has just passed a schedule point of
         its own (module doc) — a short line to a pipe then goes out at once, without one more.
         Raises :class:`UnencodableLine`, having written nothing, when ``obj`` cannot be encoded."""
-        try:
-            data = self._encode(obj)
-        except Exception as exc:
-            raise UnencodableLine(f"{type(exc).__name__}: {exc}"[:300]) from exc
+        data = self._encoded(obj)
         cut = False
         try:
             self._lock.acquire_nowait()  # free: no scheduler pass for it (``send_all`` has one)
@@ -125,6 +122,12 @@ class LineWriter:
         finally:
             self._lock.release()
 
+    def _encoded(self, obj: Any) -> bytes:
+        try:
+            return self._encode(obj)
+        except Exception as exc:
+            raise UnencodableLine(f"{type(exc).__name__}: {exc}"[:300]) from exc
+
     @property
     def ready_now(self) -> bool:
         """Whether :meth:`write_now` may write at all now (a pipe, not broken, the lock free):
@@ -134,10 +137,11 @@ class LineWriter:
     def write_now(self, obj: Any) -> bool:
         """Write ``obj``'s line at once, without a schedule point, when that can be done whole
         here: nobody holds the lock and the line goes to a pipe with one whole-or-nothing
-        ``os.write`` (at most ``PIPE_BUF`` bytes). False: nothing was written."""
+        ``os.write`` (at most ``PIPE_BUF`` bytes). False: nothing was written. Raises
+        :class:`UnencodableLine`, having written nothing, when ``obj`` cannot be encoded."""
         if not self.ready_now:
             return False
-        data = self._encode(obj)
+        data = self._encoded(obj)
         if len(data) > _PIPE_BUF or self._write_now(data) != len(data):
             return False
         self.lines_written += 1

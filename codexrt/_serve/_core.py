@@ -407,8 +407,11 @@ class DaemonCore:
             return False
         if ev.kind == "itemUpdated" and len(ev.payload.get("delta", "")) >= LineWriter.MOST_NOW:
             return False  # (a flood's merged text: a line too long to write at once, not built twice)
-        if not self._out.write_now(self._event_line(ch, ev)):
-            return False
+        try:
+            if not self._out.write_now(self._event_line(ch, ev)):
+                return False
+        except UnencodableLine:
+            return False  # the forwarder writes a stand-in for it
         self._event_written(ch, ev)
         return True
 
@@ -469,7 +472,16 @@ class DaemonCore:
                     return
             if self._marker_passed(ev):
                 continue
-            await self._out.write(self._event_line(ch, ev), parked=parked)
+            try:
+                await self._out.write(self._event_line(ch, ev), parked=parked)
+            except UnencodableLine as exc:
+                # Events come from JSON, so this is a bug upstream; the host gets a
+                # protocolError in the event's place and the channel goes on (no data logged).
+                log.error("a %s event of channel %s could not be encoded (%s); a protocolError was written "
+                          "in its place", ev.kind, ch.id, type(exc.__cause__).__name__)
+                await self._out.write(self._event_line(ch, attrs.evolve(
+                    ev, kind="protocolError",
+                    payload={"reason": f"serve could not encode an event of kind {ev.kind}; it was dropped"})))
             self._event_written(ch, ev)
 
     def _event_line(self, ch: Channel, ev: CodexEvent) -> dict[str, Any]:

@@ -60,7 +60,9 @@ and each is flushed whole (the stream is unbuffered). stdout carries protocol li
 go to stderr. An event line is written by the task that published the event — most often the
 connection's reader — when nothing is queued for the forwarder, nobody holds the lock and the
 pipe takes the line whole at once (``EventStream.take_directly``, ``LineWriter.write_now``;
-issue 34: no forwarder wake-up per event); otherwise the forwarder writes it, in order.
+issue 34: no forwarder wake-up per event); otherwise the forwarder writes it, in order. An
+event that cannot be encoded (a bug upstream) is written as a ``protocolError`` in its place,
+and the channel goes on.
 
 *Ordering promises.* A long command's reply is written after its ``operationDone`` event. The
 task that writes that event's line — the forwarder, or the task that published the event when

@@ -167,3 +167,33 @@ async def test_a_reply_that_cannot_be_encoded_is_answered_once_by_the_fault_barr
         await core._guarded(handler, Command("r1", "codex.listThreads", {}))
         got = _read_lines(r)
         assert [(line["id"], line["ok"], line["error"]["code"]) for line in got] == [("r1", False, "INTERNAL_ERROR")]
+
+
+async def test_r_d_2_an_event_that_cannot_be_encoded_becomes_a_protocol_error_and_the_channel_goes_on() -> None:
+    """Serve never dies of an event it cannot write: an event whose payload cannot be encoded
+    (a bug upstream: events come from JSON; here a dict keyed by a tuple) is written as a
+    ``protocolError`` naming its kind, in its place and in order — also when the direct path
+    met it first — and an ``operationDone`` so replaced still releases its command's reply;
+    the events after it go out as before."""
+    done = trio.Event()
+    ch = _channel(**{"op-1": done})
+    events = EventStream()
+    async with _core_over_pipe() as (core, r):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(core._forward, ch, events)
+            await trio.testing.wait_all_tasks_blocked()
+            events.put(CodexEvent("itemStarted", {"item": {(1, 2): "odd"}}, channel_id="c"))
+            events.put(CodexEvent("operationDone", {"odd": {(3,): 1}}, channel_id="c", client_operation_id="op-1"))
+            events.put(CodexEvent("turnStarted", {}, channel_id="c"))
+            await trio.testing.wait_all_tasks_blocked()
+            got = _read_lines(r)
+            assert [(line["kind"], line["payload"]) for line in got] == [
+                ("protocolError", {"reason": "serve could not encode an event of kind itemStarted; it was dropped"}),
+                ("protocolError", {"reason": "serve could not encode an event of kind operationDone; it was dropped"}),
+                ("turnStarted", {})]
+            assert got[1]["clientOperationId"] == "op-1"
+            assert done.is_set() and "op-1" not in ch.done_forwarded
+            # the direct path is still on: the next event is written by put itself
+            events.put(CodexEvent("itemCompleted", {"item": {"id": "i1"}}, channel_id="c"))
+            assert [line["kind"] for line in _read_lines(r)] == ["itemCompleted"]
+            events.close()
