@@ -9,7 +9,8 @@ stream is treated as EOF; the last unterminated line is delivered at EOF.
 under a FIFO lock, so lines never interleave and each leaves whole. When the stream breaks (the
 host went away) ``on_broken`` runs once and later lines are dropped. A caller that has just
 passed a schedule point of its own (``write(obj, parked=True)``: serve's event forwarder after
-it waited for the event) writes a line of at most ``PIPE_BUF`` bytes to a pipe with one
+it waited for the event) writes a line of at most ``PIPE_BUF`` bytes to a pipe (or, on Linux, a
+Unix stream socket, which takes such a write whole too: ``_whole_or_nothing``) with one
 whole-or-nothing ``os.write`` and no further scheduler pass when nobody holds the lock (issue 34:
 an event line cost the forwarder's wake-up and ``send_all``'s checkpoint, two passes).
 :meth:`LineWriter.write_now` is that write for a caller that must not wait at all (the reader
@@ -21,7 +22,9 @@ from __future__ import annotations
 import logging
 import os
 import select
+import socket
 import stat
+import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -56,13 +59,29 @@ async def read_frames(receive: trio.abc.ReceiveStream, max_line: int) -> AsyncIt
             return
 
 
-def _is_pipe(stream: trio.abc.SendStream) -> bool:
-    """Whether ``stream`` is a trio ``FdStream`` (non-blocking) on a pipe — not a file, a
-    terminal, a socket or an in-memory stream (those are written with ``send_all`` only)."""
+def _whole_or_nothing(stream: trio.abc.SendStream) -> bool:
+    """Whether ``stream`` is a trio ``FdStream`` (non-blocking) that takes a write of at most
+    ``PIPE_BUF`` bytes whole or not at all: a pipe (POSIX), or on Linux a Unix stream socket
+    whose send buffer holds such a write in one piece — what Node's ``child_process`` (VS Code,
+    most editors' extension hosts) gives its children as stdio. Linux queues a Unix stream
+    write in pieces of at most half the send buffer less 64 bytes, each allocated whole or
+    not at all, so a write within one piece is never split. Not a file, a terminal, another
+    socket or an in-memory stream: those are written with ``send_all`` only."""
     if not isinstance(stream, trio.lowlevel.FdStream):
         return False
     try:
-        return stat.S_ISFIFO(os.fstat(stream.fileno()).st_mode)
+        fd = stream.fileno()
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISFIFO(mode):
+            return True
+        if not (stat.S_ISSOCK(mode) and sys.platform == "linux"):
+            return False
+        sock = socket.socket(fileno=os.dup(fd))
+        try:
+            return (sock.family == socket.AF_UNIX and sock.type == socket.SOCK_STREAM
+                    and (sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) >> 1) - 64 >= _PIPE_BUF)
+        finally:
+            sock.close()
     except (OSError, ValueError):
         return False
 
@@ -84,7 +103,7 @@ class LineWriter:
         self._encode = encode
         self._on_broken = on_broken
         self._lock = trio.Lock()
-        self._pipe = _is_pipe(send)
+        self._pipe = _whole_or_nothing(send)  # a pipe, or a Unix socket written like one
         self.broken = False
         self.lines_written = 0
 
@@ -130,15 +149,17 @@ class LineWriter:
 
     @property
     def ready_now(self) -> bool:
-        """Whether :meth:`write_now` may write at all now (a pipe, not broken, the lock free):
-        a caller can skip building a line that would not be written."""
+        """Whether :meth:`write_now` may write at all now (a pipe or a Unix socket written like
+        one, not broken, the lock free): a caller can skip building a line that would not be
+        written."""
         return self._pipe and not self.broken and not self._lock.locked()
 
     def write_now(self, obj: Any) -> bool:
         """Write ``obj``'s line at once, without a schedule point, when that can be done whole
-        here: nobody holds the lock and the line goes to a pipe with one whole-or-nothing
-        ``os.write`` (at most ``PIPE_BUF`` bytes). False: nothing was written. Raises
-        :class:`UnencodableLine`, having written nothing, when ``obj`` cannot be encoded."""
+        here: nobody holds the lock and the line goes to a pipe (or a Unix socket written like
+        one) with one whole-or-nothing ``os.write`` (at most ``PIPE_BUF`` bytes). False: nothing
+        was written. Raises :class:`UnencodableLine`, having written nothing, when ``obj``
+        cannot be encoded."""
         if not self.ready_now:
             return False
         data = self._encoded(obj)

@@ -67,8 +67,8 @@ and the channel goes on.
 *Ordering promises.* A long command's reply is written after its ``operationDone`` event. The
 task that writes that event's line — the forwarder, or the task that published the event when
 it wrote the line directly (most often the connection's reader) — writes the reply right behind
-it when stdout is a pipe, nobody holds the writer's lock and the reply goes out whole at once
-(``DaemonCore._reply_now``, issue 34). Otherwise the command's waiter writes it, after waiting
+it when stdout is a pipe (or a Linux Unix socket, as Node gives its children), nobody holds the
+writer's lock and the reply goes out whole at once (``DaemonCore._reply_now``, issue 34). Otherwise the command's waiter writes it, after waiting
 until the event's line is written; that wait is bounded by
 :data:`~codexrt._serve._core.DONE_EVENT_GRACE`, so only a stdout stuck longer than that lets a
 reply go before its event. The reply to a ``codex.respondInteraction[Error]`` goes before the

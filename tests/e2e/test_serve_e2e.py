@@ -273,6 +273,52 @@ async def test_r_d_1_one_runtime_per_channel(tmp_path):
     assert not pid_alive(snaps["left"]["pid"]) and not pid_alive(snaps["right"]["pid"])
 
 
+
+@pytest.mark.skipif(sys.platform != "linux", reason="Unix stream sockets are written like pipes on Linux only")
+def test_r_d_2_serve_on_unix_socket_stdio_answers_every_command_once(tmp_path: Path) -> None:
+    """As Node's ``child_process`` (VS Code's extension host, most editors' plugins) starts
+    serve: stdin and stdout are Unix socket pairs. serve writes to such a stdout directly, as to
+    a pipe (issue 34); pipelined sends on two channels each get exactly one reply, after their
+    ``operationDone``, every line valid, and stdin EOF ends serve with 0."""
+    import socket
+
+    in_ours, in_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    out_ours, out_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    argv = [sys.executable, "-m", "codexrt_cli", "serve", "--codex-bin", fake_cli(tmp_path, "handshake-ok")]
+    with open(tmp_path / "serve.stderr", "wb") as err:
+        proc = subprocess.Popen(argv, stdin=in_theirs.fileno(), stdout=out_theirs.fileno(), stderr=err, cwd=str(ROOT))
+    in_theirs.close()
+    out_theirs.close()
+    try:
+        cmds = [{"id": f"s{i}", "command": "codex.send", "params": {"channelId": f"c{i % 2}", "message": f"m{i}"}}
+                for i in range(30)]
+        in_ours.sendall(b"".join(json.dumps(c).encode() + b"\n" for c in cmds))
+        in_ours.shutdown(socket.SHUT_WR)  # EOF: serve finishes what it accepted, then exits
+        out_ours.settimeout(WAIT * 3)
+        data = b""
+        while chunk := out_ours.recv(65536):
+            data += chunk
+        assert proc.wait(timeout=WAIT) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        in_ours.close()
+        out_ours.close()
+    lines = [json.loads(x) for x in data.splitlines()]
+    done_ops: set[str] = set()
+    replies: dict[str, int] = {}
+    for line in lines:
+        assert schema_problem(line, "outputLine") is None, line
+        if line["type"] == "daemon" and line["kind"] == "operationDone":
+            done_ops.add(line["clientOperationId"])
+        elif line["type"] == "response":
+            replies[line["id"]] = replies.get(line["id"], 0) + 1
+            assert line["ok"] is True and line["result"]["status"] == "completed", line
+            assert line["result"]["clientOperationId"] in done_ops  # after its operationDone
+    assert replies == {f"s{i}": 1 for i in range(30)}
+
+
 # -- control commands bypass the FIFO (R-OP-1) -----------------------------------------------
 
 

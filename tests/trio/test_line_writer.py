@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import sys
+from typing import Any
 
 import pytest
 import trio
@@ -160,3 +163,64 @@ async def test_a_parked_caller_writes_a_short_line_without_another_pass() -> Non
     # its first step, then one per line: each wake-up writes at once (send_all's pass made it 41)
     assert counter.steps <= 21
 
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="Unix stream sockets are written like pipes on Linux only")
+async def test_issue_34_a_unix_socket_stdout_is_written_like_a_pipe(tmp_path: Any) -> None:
+    """Node's ``child_process`` (VS Code and most extension hosts) gives a child socket pairs
+    as stdio: on Linux a Unix stream socket takes a line of at most PIPE_BUF bytes whole or
+    not at all, so serve and acp write to it directly as to a pipe. A socket whose send buffer
+    could split such a line, another kind of socket, a file or an in-memory stream is not."""
+    def whole(stream: Any) -> bool:
+        return LineWriter(stream, _encode, lambda: None).ready_now
+
+    r, w = os.pipe()
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    small, small_peer = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    small.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)  # Linux doubles it: still < 2 × (4096 + 64)
+    packets, packets_peer = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    f = open(tmp_path / "out", "wb")
+    try:
+        assert whole(trio.lowlevel.FdStream(os.dup(w)))
+        assert whole(trio.lowlevel.FdStream(os.dup(a.fileno())))
+        assert not whole(trio.lowlevel.FdStream(os.dup(small.fileno())))
+        assert not whole(trio.lowlevel.FdStream(os.dup(packets.fileno())))
+        assert not whole(trio.lowlevel.FdStream(os.dup(f.fileno())))
+        assert not whole(trio.testing.memory_stream_one_way_pair()[0])
+    finally:
+        for s in (a, b, small, small_peer, packets, packets_peer, f):
+            s.close()
+        os.close(r)
+        os.close(w)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="Unix stream sockets are written like pipes on Linux only")
+async def test_issue_34_write_now_to_a_full_unix_socket_declines_and_never_cuts_a_line() -> None:
+    """``write_now`` over a Unix socket until the socket is full: every line it says it wrote
+    arrives whole, the one it declined arrives not at all, and ``write`` then finishes in order."""
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    send = trio.lowlevel.FdStream(os.dup(a.fileno()))
+    a.close()
+    writer = LineWriter(send, _encode, lambda: None)
+    n = 0
+    while writer.write_now({"n": n, "pad": "y" * (n * 37 % 3000)}):
+        n += 1
+    assert n > 10
+    got = bytearray()
+
+    async def drain() -> None:
+        b.setblocking(False)
+        while True:
+            await trio.lowlevel.wait_readable(b)
+            chunk = b.recv(4096)
+            if not chunk:
+                return
+            got.extend(chunk)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(drain)
+        await writer.write({"last": True})
+        await send.aclose()
+    b.close()
+    msgs = [json.loads(x) for x in bytes(got).splitlines()]
+    assert msgs == [{"n": i, "pad": "y" * (i * 37 % 3000)} for i in range(n)] + [{"last": True}]

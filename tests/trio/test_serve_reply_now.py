@@ -12,6 +12,8 @@ from __future__ import annotations
 import collections
 import json
 import os
+import socket
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -48,11 +50,16 @@ def replied_now(monkeypatch: pytest.MonkeyPatch) -> collections.Counter[str]:
 
 
 class PipeWire:
-    """serve's stdin (in memory) and stdout (a real pipe, read into ``lines``)."""
+    """serve's stdin (in memory) and stdout (a real pipe — or a Unix socket pair, as Node's
+    ``child_process`` gives one — read into ``lines``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, stdout: str = "pipe") -> None:
         self.to_send, self.to_recv = trio.testing.memory_stream_one_way_pair()
-        r, w = os.pipe()
+        if stdout == "pipe":
+            r, w = os.pipe()
+        else:
+            a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            r, w = b.detach(), a.detach()
         self.r, self.w = trio.lowlevel.FdStream(r), trio.lowlevel.FdStream(w)
         self.lines: list[dict[str, Any]] = []
         self.daemon: Any = None
@@ -103,8 +110,8 @@ def check(lines: list[dict[str, Any]], ids: Iterable[Any]) -> None:
         assert kinds.count("operationDone") <= 1
 
 
-async def _start(nursery: trio.Nursery, scenario: str = "handshake-ok", **kw: Any) -> PipeWire:
-    wire = PipeWire()
+async def _start(nursery: trio.Nursery, scenario: str = "handshake-ok", stdout: str = "pipe", **kw: Any) -> PipeWire:
+    wire = PipeWire(stdout)
     cfg = DaemonConfig(runtime=RuntimeConfig(transports=[MemoryPeers(nursery).factory(scenario)]),
                        idle_timeout=None, **kw)
     wire.daemon = await nursery.start(serve_daemon, wire.to_recv, wire.w, cfg)
@@ -125,9 +132,11 @@ def _tables_empty(wire: PipeWire) -> None:
     assert ch.awaiting == {} and ch.ops == {} and ch.request_ids == {} and ch.done_forwarded == {}
 
 
+@pytest.mark.parametrize("stdout", ["pipe", pytest.param("unix-socket", marks=pytest.mark.skipif(
+    sys.platform != "linux", reason="Unix stream sockets are written like pipes on Linux only"))])
 async def test_issue_34_sequential_sends_are_replied_behind_their_operation_done(
-        nursery: trio.Nursery, replied_now: collections.Counter[str]) -> None:
-    wire = await _start(nursery)
+        nursery: trio.Nursery, replied_now: collections.Counter[str], stdout: str) -> None:
+    wire = await _start(nursery, stdout=stdout)
     for i in range(1, 41):
         await wire.send_lines(_sends([i]))
         await wire.wait_replies([i])
