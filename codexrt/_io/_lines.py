@@ -96,6 +96,9 @@ class LineWriter:
 
     #: The longest line :meth:`write_now` (and a parked :meth:`write`) writes at once.
     MOST_NOW = _PIPE_BUF
+    #: How long the rest of a line already begun is still written after its caller was
+    #: cancelled (a host that stopped reading while serve stops): then the stream is broken.
+    FINISH_BOUND = 5.0
 
     def __init__(self, send: trio.abc.SendStream, encode: Callable[[Any], bytes],
                  on_broken: Callable[[], None]) -> None:
@@ -110,7 +113,9 @@ class LineWriter:
     async def write(self, obj: Any, *, parked: bool = False) -> None:
         """Write ``obj``'s line. ``parked=True``: the caller has just passed a schedule point of
         its own (module doc) — a short line to a pipe then goes out at once, without one more.
-        Raises :class:`UnencodableLine`, having written nothing, when ``obj`` cannot be encoded."""
+        Raises :class:`UnencodableLine`, having written nothing, when ``obj`` cannot be encoded,
+        and ``Cancelled`` only when nothing of the line was written (a line begun is finished
+        first: :meth:`_send_line`)."""
         data = self._encoded(obj)
         cut = False
         try:
@@ -129,17 +134,64 @@ class LineWriter:
             if self.broken:
                 return
             try:
-                # the rest of a line begun above is written even if the caller is cancelled:
-                # a line is never left cut
-                with trio.CancelScope(shield=cut):
-                    await self._send.send_all(data)
+                await self._send_line(data, begun=cut)
                 self.lines_written += 1
             except _GONE as exc:
                 log.warning("stdout is gone (%s); stopping", exc)
-                self.broken = True
-                self._on_broken()
+                self._broke()
         finally:
             self._lock.release()
+
+    def _broke(self) -> None:
+        if not self.broken:
+            self.broken = True
+            self._on_broken()
+
+    async def _send_line(self, data: bytes, *, begun: bool) -> None:
+        """``data`` written whole (``begun``: the line's first bytes are out already). A line is
+        never left cut: a caller cancelled once part of it is out still writes the rest, for at
+        most :attr:`FINISH_BOUND` seconds more (shielded), and returns — the line is out, and the
+        caller meets its cancellation at its next schedule point; a stream that does not take the
+        rest by then is broken — nothing could follow a cut line. Cancelled before any byte
+        went out, it raises ``Cancelled``: then nothing was written.
+        On a trio ``FdStream`` the writes are ``send_all``'s own (non-blocking ``os.write``,
+        waiting for room), so how much went out is known; another stream is written with
+        ``send_all``, shielded in the same bound when ``begun``."""
+        send = self._send
+        if not isinstance(send, trio.lowlevel.FdStream):
+            with trio.CancelScope(shield=begun) as scope:
+                if begun:
+                    scope.deadline = trio.current_time() + self.FINISH_BOUND
+                await send.send_all(data)
+            if scope.cancelled_caught:
+                log.warning("stdout took no more of a line for %gs; stopping", self.FINISH_BOUND)
+                self._broke()
+            return
+        fd = send.fileno()
+        view = memoryview(data)
+        sent = 0
+
+        async def rest() -> None:
+            nonlocal sent
+            while sent < len(view):
+                try:
+                    sent += os.write(fd, view[sent:])
+                except BlockingIOError:
+                    await trio.lowlevel.wait_writable(fd)
+
+        if not begun:
+            await trio.lowlevel.checkpoint()  # send_all's schedule point: nothing is out yet
+        try:
+            await rest()
+        except trio.Cancelled:
+            if not (sent or begun):
+                raise  # nothing is out
+            with trio.CancelScope(shield=True):
+                with trio.move_on_after(self.FINISH_BOUND):
+                    await rest()
+            if sent < len(view):
+                log.warning("stdout took no more of a line for %gs; stopping", self.FINISH_BOUND)
+                self._broke()
 
     def _encoded(self, obj: Any) -> bytes:
         try:

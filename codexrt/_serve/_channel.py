@@ -27,11 +27,13 @@ class Answer:
     """Whether the command being handled in this task has been answered (the fault barrier
     replies only for a command that was not)."""
 
-    __slots__ = ("rid", "done", "before_reply")
+    __slots__ = ("rid", "done", "before_reply", "handed_off")
 
     def __init__(self, rid: RequestId) -> None:
         self.rid = rid
         self.done = False
+        # the reader handed the command to a task of its own, which replies (DaemonCore.spawn)
+        self.handed_off = False
         # run once just before the reply is written (a read releases its channel's in-flight
         # count first, so a host acting on the reply never finds the channel still busy)
         self.before_reply: Callable[[], None] | None = None

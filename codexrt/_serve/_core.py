@@ -45,6 +45,9 @@ PROTOCOL_VERSION = 1
 #: How long a long command's waiter waits for the forwarder to pass ``operationDone`` before
 #: replying anyway (the event can only be late when stdout itself is stuck).
 DONE_EVENT_GRACE = 5.0
+#: How long a reply to a command interrupted by ``abort`` may wait for stdout
+#: (:meth:`DaemonCore.answer_interrupted`).
+INTERRUPTED_REPLY_BOUND = 1.0
 #: The kind of serve's own marker on a channel's subscription (:meth:`DaemonCore.events_written`).
 _EVENTS_WRITTEN = "_serve.eventsWritten"
 #: stdin EOF: the default bound on finishing the work already accepted (``--drain-timeout``).
@@ -235,14 +238,15 @@ class DaemonCore:
         line = error_reply(rid, error) if error is not None else response_ok(rid, result)  # type: ignore[arg-type]
         try:
             await self._out.write(line, parked=parked)
-        except UnencodableLine:
+        except (UnencodableLine, trio.Cancelled):
             if answer is not None:
-                answer.done = False  # nothing went out: the fault barrier answers in its place
+                # nothing went out: the fault barrier (or answer_interrupted) answers instead
+                answer.done = False
             raise
 
     # -- the fault barrier -----------------------------------------------------------------
 
-    async def _answer_failure(self, cmd: Command, answer: Answer, exc: Exception) -> None:
+    async def answer_failure(self, cmd: Command, answer: Answer, exc: Exception) -> None:
         """``exc`` escaped ``cmd``'s handler: reply once (``INTERNAL_ERROR``, or the
         CodexError itself) unless the handler already did; the traceback goes to the log,
         redacted — never to stdout."""
@@ -263,6 +267,21 @@ class DaemonCore:
                                             f"internal error in {cmd.name}: {type(exc).__name__}",
                                             {"command": cmd.name}))
 
+    async def answer_interrupted(self, cmd: Command, answer: Answer) -> None:
+        """The reader was stopped (``abort``: SIGTERM, SIGINT, stdout gone) while it handled
+        ``cmd`` itself and before its reply went out: the command still gets its one reply,
+        ``CLOSED``. Written shielded, for at most :data:`INTERRUPTED_REPLY_BOUND` seconds (a
+        host that reads nothing more does not hold serve's exit)."""
+        if answer.done or answer.handed_off:
+            return
+        answer.done = True
+        self._replying(cmd.id)
+        error = ClosedError(f"serve is stopping: {cmd.name} was interrupted; whether it took effect is unknown",
+                            details={"command": cmd.name})
+        with trio.CancelScope(shield=True):
+            with trio.move_on_after(INTERRUPTED_REPLY_BOUND):
+                await self.write(error_reply(cmd.id, error))
+
     async def _guarded(self, fn: Callable[..., Any], cmd: Command, *args: Any) -> None:
         """Run one command's handler task, ``fn(self, cmd, *args)``, behind the fault barrier
         (module doc of :mod:`codexrt._serve._daemon`)."""
@@ -271,7 +290,7 @@ class DaemonCore:
         try:
             await fn(self, cmd, *args)
         except Exception as exc:
-            await self._answer_failure(cmd, answer, exc)
+            await self.answer_failure(cmd, answer, exc)
 
     def stop_reading(self) -> None:
         """Stop reading commands and drain (what EOF does: accepted work may finish, bounded
@@ -292,6 +311,9 @@ class DaemonCore:
         accepted work is done."""
         assert self.nursery is not None
         self._open.opened()
+        handing = answering.get()
+        if handing is not None:
+            handing.handed_off = True  # the task replies: not the reader, even when it is stopped
 
         async def run() -> None:
             try:
@@ -452,7 +474,11 @@ class DaemonCore:
         text = result.get("finalText")
         if isinstance(text, str) and len(text) >= LineWriter.MOST_NOW:
             return  # a line too long to write at once: not built for nothing
-        if self._out.write_now(response_ok(answer.rid, result)):
+        try:
+            written = self._out.write_now(response_ok(answer.rid, result))
+        except UnencodableLine:
+            return  # the waiter's reply meets it too: the fault barrier answers
+        if written:
             answer.done = True  # first: whatever happens next, nobody replies again
             self._replying(answer.rid)
             ch.touch()

@@ -228,7 +228,10 @@ class Daemon(DaemonCore):
         try:
             await self._dispatch(cmd)
         except Exception as exc:
-            await self._answer_failure(cmd, answer, exc)
+            await self.answer_failure(cmd, answer, exc)
+        except trio.Cancelled:  # abort() stopped the reader mid-command: it still gets its reply
+            await self.answer_interrupted(cmd, answer)
+            raise
         finally:
             answering.reset(token)
 

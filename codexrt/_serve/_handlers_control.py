@@ -18,11 +18,11 @@ from codexrt._sansio._errors import CodexError, InteractionUnknown, InteractionW
 from codexrt._sansio._redact import hold_process_secrets
 from codexrt._sansio._settings import Settings
 from codexrt._sansio._states import RuntimeState
-from codexrt._serve._channel import Channel
+from codexrt._serve._channel import Channel, answering
 from codexrt._serve._codec import Command
 from codexrt._serve._commands import (AbortTurnParams, RespondInteractionErrorParams, RespondInteractionParams,
                                       UpdateSettingsParams)
-from codexrt._serve._core import DaemonCore, log
+from codexrt._serve._core import DaemonCore
 
 __all__ = ["control", "configure_launch", "lifecycle"]
 
@@ -59,9 +59,10 @@ async def control(d: DaemonCore, cmd: Command) -> None:
                 else:
                     await ch.rt.respond_interaction_error(a.interaction_key, a.dialog_token, a.error.code,
                                                           a.error.message)
-            except CodexError as exc:
-                log.info("%s (id %r) failed: %s", cmd.name, cmd.id, exc.code)
-                await d.reply(cmd.id, error=exc)
+            except Exception as exc:  # the fault barrier's answer, given inside the gate
+                answer = answering.get()
+                assert answer is not None
+                await d.answer_failure(cmd, answer, exc)
                 return
             ch.touch()
             await d.reply(cmd.id, {"interactionKey": a.interaction_key, "answered": True})

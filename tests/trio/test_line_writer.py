@@ -114,6 +114,51 @@ async def test_a_cancelled_caller_writes_nothing(parked: bool) -> None:
     assert scope.cancelled_caught
 
 
+async def test_a_caller_cancelled_mid_line_finishes_the_line_within_its_bound() -> None:
+    """serve stopping (SIGTERM) cancels a writer whose line is half out on a full pipe: the rest
+    is still written — the host never reads a cut line — and ``write`` returns, the caller
+    meeting the cancellation at its next schedule point; a host
+    that takes no more within ``FINISH_BOUND`` leaves the stream broken (reported once), since
+    nothing could follow a cut line."""
+    for drained in (True, False):
+        r, send = _pipe()
+        broken: list[int] = []
+        writer = LineWriter(send, _encode, lambda: broken.append(1))
+        writer.FINISH_BOUND = 0.5
+        big = {"pad": "z" * 300_000}  # several times a pipe's buffer
+        got = bytearray()
+        returned: list[bool] = []
+        async with trio.open_nursery() as nursery:
+            scope = trio.CancelScope()
+
+            async def write_big() -> None:
+                with scope:
+                    await writer.write(big)  # returns: the line is out (or the stream broken)
+                    returned.append(True)
+                    await trio.lowlevel.checkpoint()  # where the cancellation is met
+
+            nursery.start_soon(write_big)
+            await trio.testing.wait_all_tasks_blocked()  # part of the line is out; the pipe is full
+            scope.cancel()
+            if drained:
+                os.set_blocking(r, False)
+                with trio.move_on_after(10):  # a cut line would never complete
+                    while len(got) < len(_encode(big)):
+                        await trio.lowlevel.wait_readable(r)
+                        got.extend(os.read(r, 1 << 16))
+        assert scope.cancelled_caught and returned == [True]
+        if drained:
+            assert bytes(got) == _encode(big) and not writer.broken and broken == []
+            await writer.write({"after": True})
+            assert _read_all(r) == b'{"after": true}\n'
+        else:
+            assert writer.broken and broken == [1]
+            await writer.write({"after": True})  # dropped: it would follow a cut line
+            assert b"after" not in _read_all(r)
+        await send.aclose()
+        os.close(r)
+
+
 @pytest.mark.parametrize("parked", [False, True])
 async def test_a_gone_reader_is_reported_once_and_later_lines_are_dropped(parked: bool) -> None:
     """Also with ``parked=True``: the direct write's EPIPE leaves the line to ``send_all``,

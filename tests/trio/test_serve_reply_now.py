@@ -255,3 +255,39 @@ async def test_r_op_1_an_answer_is_replied_before_the_send_it_unblocks(
     check(wire.lines, [1])
     assert wire.daemon.channels["c"].answers_open == 0
     await wire.to_send.aclose()
+
+
+async def test_r_d_3_a_command_the_reader_handles_when_serve_stops_still_gets_its_one_reply(
+        nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGTERM (``abort``) stops the reader while it is handling a command itself — here an
+    approval's answer whose write to the app-server does not return: that command still gets
+    one reply (``CLOSED``: whether it took effect is unknown), and so does the send it was
+    answering; serve finishes."""
+    wire = await _start(nursery, "reverse-approval")
+    await wire.send_lines([(1, "codex.send", {"channelId": "c", "message": "run it",
+                                              "settings": {"approvalPolicy": "untrusted"}})])
+    with trio.fail_after(30):
+        while not (asked := [ln for ln in wire.lines if ln.get("kind") == "interactionRequested"]):
+            await trio.sleep(0.01)
+    rt = wire.daemon.channels["c"].rt
+    entered = trio.Event()
+
+    async def stuck(*_args: Any, **_kw: Any) -> None:
+        entered.set()
+        await trio.sleep_forever()
+
+    monkeypatch.setattr(rt, "respond_interaction", stuck)
+    payload = asked[0]["payload"]
+    await wire.send_lines([("ans", "codex.respondInteraction", {"interactionKey": payload["interactionKey"],
+                                                                 "dialogToken": payload["dialogToken"],
+                                                                 "result": {"decision": "accept"}})])
+    with trio.fail_after(30):
+        await entered.wait()
+        wire.daemon.abort()
+        await wire.daemon.finished.wait()
+    await trio.testing.wait_all_tasks_blocked()
+    replies = [ln for ln in wire.lines if ln.get("type") == "response"]
+    assert collections.Counter(ln["id"] for ln in replies) == {"ans": 1, 1: 1}
+    [ans] = [ln for ln in replies if ln["id"] == "ans"]
+    assert ans["ok"] is False and ans["error"]["code"] == "CLOSED"
+    assert wire.daemon.channels == {} or wire.daemon.channels["c"].answers_open == 0
