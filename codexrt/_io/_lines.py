@@ -156,7 +156,9 @@ class LineWriter:
         went out, it raises ``Cancelled``: then nothing was written.
         On a trio ``FdStream`` the writes are ``send_all``'s own (non-blocking ``os.write``,
         waiting for room), so how much went out is known; another stream is written with
-        ``send_all``, shielded in the same bound when ``begun``."""
+        ``send_all``, shielded in the same bound when ``begun`` — one whose ``send_all`` is
+        cancellable only before it writes (serve's thread-backed stream for files and
+        terminals, which waits for its writing thread; trio's memory streams)."""
         send = self._send
         if not isinstance(send, trio.lowlevel.FdStream):
             with trio.CancelScope(shield=begun) as scope:
