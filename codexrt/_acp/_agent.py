@@ -164,7 +164,9 @@ class _Stdout:
     """The protocol lines out (:class:`LineWriter`), which shutdown can give up: after stdin
     EOF, a stdout that takes nothing for the grace while lines wait (a client that stopped
     reading, then closed stdin) would hold the agent and its children forever. Given up, the
-    blocked writes end and later lines are dropped (the last one may be cut short)."""
+    blocked writes end and later lines are dropped; a line already begun is finished first, for
+    at most ``LineWriter.FINISH_BOUND`` more, else stdout counts as broken (never a cut line
+    followed by another)."""
 
     def __init__(self, writer: LineWriter) -> None:
         self._writer = writer

@@ -135,7 +135,8 @@ class LineWriter:
                 return
             try:
                 await self._send_line(data, begun=cut)
-                self.lines_written += 1
+                if not self.broken:  # (a line left cut breaks the stream: not counted)
+                    self.lines_written += 1
             except _GONE as exc:
                 log.warning("stdout is gone (%s); stopping", exc)
                 self._broke()

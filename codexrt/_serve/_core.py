@@ -45,8 +45,8 @@ PROTOCOL_VERSION = 1
 #: How long a long command's waiter waits for the forwarder to pass ``operationDone`` before
 #: replying anyway (the event can only be late when stdout itself is stuck).
 DONE_EVENT_GRACE = 5.0
-#: How long a reply to a command interrupted by ``abort`` may wait for stdout
-#: (:meth:`DaemonCore.answer_interrupted`).
+#: How long a reply whose writer was cancelled before it went out (``abort`` stopping the
+#: reader) may still wait for stdout (:meth:`DaemonCore.write`).
 INTERRUPTED_REPLY_BOUND = 1.0
 #: The kind of serve's own marker on a channel's subscription (:meth:`DaemonCore.events_written`).
 _EVENTS_WRITTEN = "_serve.eventsWritten"
@@ -203,12 +203,22 @@ class DaemonCore:
 
     # -- output ----------------------------------------------------------------------------
 
-    async def write(self, obj: Any) -> None:
-        """Write one protocol line, whole, in FIFO order. A broken stdout (the host went away)
+    async def write(self, obj: Any, *, parked: bool = False) -> None:
+        """Write one reply line, whole, in FIFO order. A broken stdout (the host went away)
         stops reading — which drains — and later lines are dropped. A line nested deeper than
         serve accepts on its own input (:data:`MAX_COMMAND_DEPTH`) is not forwarded as it is
-        (:func:`shallow_line`)."""
-        await self._out.write(obj)  # a broken stdout aborts: nobody can read the results
+        (:func:`shallow_line`). A caller cancelled before the line went out (``abort`` stopping
+        the reader while it answers a command itself) still writes it — a reply that is due is
+        not dropped for that — shielded, for at most :data:`INTERRUPTED_REPLY_BOUND` seconds
+        (a line begun by then is finished within ``LineWriter.FINISH_BOUND``); then the
+        cancellation goes on."""
+        try:
+            await self._out.write(obj, parked=parked)  # a broken stdout aborts: nobody can read the results
+        except trio.Cancelled:  # raised only when nothing of the line went out (LineWriter.write)
+            with trio.CancelScope(shield=True):
+                with trio.move_on_after(INTERRUPTED_REPLY_BOUND):
+                    await self._out.write(obj)
+            raise
 
     @property
     def stdout_broken(self) -> bool:
@@ -237,11 +247,10 @@ class DaemonCore:
                 hook()
         line = error_reply(rid, error) if error is not None else response_ok(rid, result)  # type: ignore[arg-type]
         try:
-            await self._out.write(line, parked=parked)
-        except (UnencodableLine, trio.Cancelled):
+            await self.write(line, parked=parked)
+        except UnencodableLine:
             if answer is not None:
-                # nothing went out: the fault barrier (or answer_interrupted) answers instead
-                answer.done = False
+                answer.done = False  # nothing went out: the fault barrier answers in its place
             raise
 
     # -- the fault barrier -----------------------------------------------------------------
@@ -269,18 +278,17 @@ class DaemonCore:
 
     async def answer_interrupted(self, cmd: Command, answer: Answer) -> None:
         """The reader was stopped (``abort``: SIGTERM, SIGINT, stdout gone) while it handled
-        ``cmd`` itself and before its reply went out: the command still gets its one reply,
-        ``CLOSED``. Written shielded, for at most :data:`INTERRUPTED_REPLY_BOUND` seconds (a
-        host that reads nothing more does not hold serve's exit)."""
+        ``cmd`` itself and before its reply was due (a reply that was due is written by
+        :meth:`write`): the command still gets its one reply, ``CLOSED``, written as
+        :meth:`write` writes a due reply when cancelled (a host that reads nothing more does
+        not hold serve's exit)."""
         if answer.done or answer.handed_off:
             return
         answer.done = True
         self._replying(cmd.id)
         error = ClosedError(f"serve is stopping: {cmd.name} was interrupted; whether it took effect is unknown",
                             details={"command": cmd.name})
-        with trio.CancelScope(shield=True):
-            with trio.move_on_after(INTERRUPTED_REPLY_BOUND):
-                await self.write(error_reply(cmd.id, error))
+        await self.write(error_reply(cmd.id, error))
 
     async def _guarded(self, fn: Callable[..., Any], cmd: Command, *args: Any) -> None:
         """Run one command's handler task, ``fn(self, cmd, *args)``, behind the fault barrier

@@ -226,9 +226,10 @@ class Daemon(DaemonCore):
         answer = Answer(cmd.id)
         token = answering.set(answer)
         try:
-            await self._dispatch(cmd)
-        except Exception as exc:
-            await self.answer_failure(cmd, answer, exc)
+            try:
+                await self._dispatch(cmd)
+            except Exception as exc:
+                await self.answer_failure(cmd, answer, exc)
         except trio.Cancelled:  # abort() stopped the reader mid-command: it still gets its reply
             await self.answer_interrupted(cmd, answer)
             raise

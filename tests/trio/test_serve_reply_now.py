@@ -291,3 +291,38 @@ async def test_r_d_3_a_command_the_reader_handles_when_serve_stops_still_gets_it
     [ans] = [ln for ln in replies if ln["id"] == "ans"]
     assert ans["ok"] is False and ans["error"]["code"] == "CLOSED"
     assert wire.daemon.channels == {} or wire.daemon.channels["c"].answers_open == 0
+
+
+@pytest.mark.parametrize("cmd, code", [
+    (("st", "status", {}), None),
+    (("x", "codex.respondInteraction", {"interactionKey": "ik-nope", "dialogToken": "t",
+                                        "result": {"decision": "accept"}}), "INTERACTION_UNKNOWN"),
+    (("x", "codex.respondInteraction", {"channelId": "c", "interactionKey": "ik-nope", "dialogToken": "t",
+                                        "result": {"decision": "accept"}}), "INTERACTION_UNKNOWN"),
+    (("b", "codex.noSuchCommand", {}), "UNKNOWN_COMMAND"),
+    (("y", "codex.send", {"channelId": "c", "message": "hi"}), "ACCESS_INACTIVE"),
+])
+async def test_r_d_3_a_reply_due_when_serve_stops_still_goes_out(
+        nursery: trio.Nursery, cmd: Cmd, code: str | None) -> None:
+    """SIGTERM (``abort``) while the reader waits for stdout to write a reply it owes — a
+    status, a refusal, the reader's own error for a bad line, an inactive-mode refusal: the
+    reply is still written (bounded), with what it says, once; serve finishes."""
+    inactive = cmd[1] == "codex.send"
+    wire = await _start(nursery, inactive=inactive)
+    if not inactive:
+        await wire.send_lines([(0, "codex.updateSettings", {"channelId": "c", "settings": {"model": "m"}})])
+        await wire.wait_replies([0])
+    lock = wire.daemon._out._lock
+    await lock.acquire()  # stdout busy (another line on its way to a slow host)
+    try:
+        await wire.send_lines([cmd])
+        await trio.testing.wait_all_tasks_blocked()  # the reader waits for stdout with the reply
+        wire.daemon.abort()
+        await trio.testing.wait_all_tasks_blocked()  # and still waits, shielded, after the stop
+    finally:
+        lock.release()
+    with trio.fail_after(30):
+        await wire.daemon.finished.wait()
+    await trio.testing.wait_all_tasks_blocked()
+    [reply] = [ln for ln in wire.lines if ln.get("type") == "response" and ln.get("id") == cmd[0]]
+    assert (reply["ok"], reply.get("error", {}).get("code")) == ((True, None) if code is None else (False, code))
