@@ -109,6 +109,7 @@ class LineWriter:
         self._pipe = _whole_or_nothing(send)  # a pipe, or a Unix socket written like one
         self.broken = False
         self.lines_written = 0
+        self._progress = 0  # writes that took bytes (give_up_when_stuck's measure)
 
     async def write(self, obj: Any, *, parked: bool = False) -> None:
         """Write ``obj``'s line. ``parked=True``: the caller has just passed a schedule point of
@@ -166,6 +167,7 @@ class LineWriter:
                 if begun:
                     scope.deadline = trio.current_time() + self.FINISH_BOUND
                 await send.send_all(data)
+                self._progress += 1
             if scope.cancelled_caught:
                 log.warning("stdout took no more of a line for %gs; stopping", self.FINISH_BOUND)
                 self._broke()
@@ -179,6 +181,7 @@ class LineWriter:
             while sent < len(view):
                 try:
                     sent += os.write(fd, view[sent:])
+                    self._progress += 1
                 except BlockingIOError:
                     await trio.lowlevel.wait_writable(fd)
 
@@ -195,6 +198,26 @@ class LineWriter:
             if sent < len(view):
                 log.warning("stdout took no more of a line for %gs; stopping", self.FINISH_BOUND)
                 self._broke()
+
+    async def give_up_when_stuck(self, grace: float) -> None:
+        """Run until cancelled — unless the stream takes no byte for ``grace`` seconds while a
+        line waits to be written (a host that stopped reading but keeps the pipe open): then
+        the writer is broken (``on_broken`` runs once, the waiting and later lines are dropped)
+        and the stream is closed, which ends the write blocked on it, and this returns. For a
+        shutdown that must not wait on such a host forever (``codexrt serve`` after SIGTERM or
+        stdin EOF). A thread-backed stream's blocked write cannot be ended this way."""
+        last, since = self._progress, trio.current_time()
+        while True:
+            await trio.sleep(min(0.1, grace))
+            if self._progress != last or not self._lock.locked():
+                last, since = self._progress, trio.current_time()
+            elif trio.current_time() - since >= grace:
+                log.warning("stdout took nothing for %g s while lines waited: the host stopped reading; "
+                            "dropping what is left to write", grace)
+                self._broke()
+                with trio.CancelScope(shield=True):
+                    await self._send.aclose()
+                return
 
     def _encoded(self, obj: Any) -> bytes:
         try:
@@ -238,6 +261,8 @@ class LineWriter:
         if fd < 0:  # closed
             return 0
         try:
-            return os.write(fd, data)
+            n = os.write(fd, data)
         except OSError:
             return 0
+        self._progress += 1
+        return n

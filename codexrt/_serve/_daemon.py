@@ -87,7 +87,10 @@ reply is written — for at most ``DaemonConfig.drain_timeout`` seconds. :meth:`
 every channel's runtime is closed: queued operations are cancelled, the running one is stopped
 within the stop budget (R-OP-5), the child is retired and reaped; the waiters then write their
 (``cancelled``/``interrupted``/``failed``) replies, the forwarders flush the last events, and
-:func:`serve_daemon` returns.
+:func:`serve_daemon` returns. From the end of reading on, a stdout that takes no byte for
+:data:`STDOUT_GIVE_UP_GRACE` while lines wait (a host that stopped reading but keeps the pipe
+open) is given up (``LineWriter.give_up_when_stuck``): its lines are dropped and the drain
+ends as on a signal, so such a host never holds serve or its children.
 
 *Bounds.* A channel's ``ops``/``request_ids``/``done_forwarded``/``awaiting`` hold unreplied
 long commands only (:meth:`Channel.forget` when the waiter ends, one scheduler pass after a
@@ -133,6 +136,10 @@ async def _no_host_policy(inter: Any) -> Any:
     return safe_negative_reply(inter.method, inter.params)
 
 
+#: After stdin EOF or a signal: a stdout that takes nothing for this long while lines wait is
+#: given up (its lines dropped, the drain ended as by a signal) — the host stopped reading.
+STDOUT_GIVE_UP_GRACE = 5.0
+
 #: Commands accepted and not yet replied to (each a task or a waiter). One more — other than
 #: ``status`` and the control commands — gets ``QUEUE_FULL`` at once. Far above an IDE's need.
 MAX_OPEN_COMMANDS = 1024
@@ -142,6 +149,14 @@ class Daemon(DaemonCore):
     """The command loop over one pair of byte streams. Use :func:`serve_daemon`."""
 
     async def run(self) -> None:
+        async with trio.open_nursery() as outer:
+            watch = trio.CancelScope()
+            try:
+                await self._run(outer, watch)
+            finally:
+                watch.cancel()  # every task is done: nothing waits on stdout any more
+
+    async def _run(self, outer: trio.Nursery, watch: trio.CancelScope) -> None:
         async with trio.open_nursery() as nursery:
             self.nursery = nursery
             aux = trio.CancelScope()
@@ -157,6 +172,9 @@ class Daemon(DaemonCore):
             with self._reader_scope:
                 await self._read_loop()
             self.draining = True
+            # From here on nobody may read serve's stdout again: a host that stopped reading but
+            # keeps the pipe open must not hold the drain, the children or serve's exit forever.
+            outer.start_soon(self._give_up_stuck_stdout, watch)
             if not self.abort_requested and self.config.drain_timeout > 0:
                 # stdin EOF: the host said everything it will say; finish what it asked for
                 # (bounded), then stop what is left as a signal would. Nobody is left to answer
@@ -172,6 +190,10 @@ class Daemon(DaemonCore):
             for ch in list(self.channels.values()):
                 ch.close_requested.set()
             aux.cancel()
+
+    async def _give_up_stuck_stdout(self, watch: trio.CancelScope) -> None:
+        with watch:
+            await self._out.give_up_when_stuck(STDOUT_GIVE_UP_GRACE)
 
     async def _answer_for_absent_host(self) -> None:
         declined = 0

@@ -269,3 +269,52 @@ async def test_issue_34_write_now_to_a_full_unix_socket_declines_and_never_cuts_
     b.close()
     msgs = [json.loads(x) for x in bytes(got).splitlines()]
     assert msgs == [{"n": i, "pad": "y" * (i * 37 % 3000)} for i in range(n)] + [{"last": True}]
+
+
+async def test_a_stuck_stdout_is_given_up_but_a_slow_one_is_not() -> None:
+    """``give_up_when_stuck`` (serve's shutdown): a host that reads slowly keeps its lines
+    coming, whatever the backlog; one that stopped reading but keeps the pipe open is given up
+    after the grace — the writer broken (reported once), the blocked write ended, the stream
+    closed — so a shutdown never waits on it forever."""
+    for reading in (True, False):
+        r, send = _pipe()
+        broken: list[int] = []
+        writer = LineWriter(send, _encode, lambda: broken.append(1))
+        lines = [{"n": i, "pad": "p" * 20_000} for i in range(40)]  # 800 KB: many pipes full
+        got = bytearray()
+        gave_up = False
+        all_read = trio.Event()
+
+        async def slow_reader() -> None:
+            os.set_blocking(r, False)
+            while len(got) < sum(len(_encode(x)) for x in lines):
+                await trio.sleep(0.05)  # well inside the grace between reads
+                try:
+                    got.extend(os.read(r, 1 << 16))
+                except BlockingIOError:
+                    pass
+            all_read.set()
+
+        async def watch() -> None:
+            nonlocal gave_up
+            await writer.give_up_when_stuck(0.5)
+            gave_up = True
+
+        with trio.fail_after(60):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(watch)
+                if reading:
+                    nursery.start_soon(slow_reader)
+                for line in lines:
+                    await writer.write(line)
+                if reading:
+                    await all_read.wait()
+                    assert not gave_up
+                    nursery.cancel_scope.cancel()
+        if reading:
+            assert [json.loads(x) for x in bytes(got).splitlines()] == lines and broken == []
+            await send.aclose()
+        else:
+            assert gave_up and writer.broken and broken == [1]
+            assert writer.lines_written < len(lines)
+        os.close(r)

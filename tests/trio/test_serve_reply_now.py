@@ -326,3 +326,30 @@ async def test_r_d_3_a_reply_due_when_serve_stops_still_goes_out(
     await trio.testing.wait_all_tasks_blocked()
     [reply] = [ln for ln in wire.lines if ln.get("type") == "response" and ln.get("id") == cmd[0]]
     assert (reply["ok"], reply.get("error", {}).get("code")) == ((True, None) if code is None else (False, code))
+
+
+@pytest.mark.parametrize("stop", ["eof", "signal"])
+async def test_r_d_3_a_host_that_stopped_reading_does_not_hold_serves_exit(
+        nursery: trio.Nursery, stop: str) -> None:
+    """A host that stops reading serve's stdout but keeps the pipe open, then closes stdin (or
+    signals): once stdout has taken nothing for ``STDOUT_GIVE_UP_GRACE`` while lines wait, serve
+    gives it up — its lines are dropped, the drain ends as on a signal — and finishes."""
+    from codexrt._serve import _daemon
+
+    wire = PipeWire()
+    cfg = DaemonConfig(runtime=RuntimeConfig(transports=[MemoryPeers(nursery).factory("handshake-ok")]),
+                       idle_timeout=None)
+    daemon = await nursery.start(serve_daemon, wire.to_recv, wire.w, cfg)  # nobody reads wire.r
+    await wire.send_lines([(i, "codex.send", {"channelId": f"c{i % 3}", "message": "x" * 3000})
+                           for i in range(60)])
+    with trio.fail_after(30):
+        while not daemon._out._lock.locked():  # stdout is full: a writer waits
+            await trio.sleep(0.05)
+    if stop == "eof":
+        await wire.to_send.aclose()
+    else:
+        daemon.abort()
+    with trio.fail_after(_daemon.STDOUT_GIVE_UP_GRACE + 30):
+        await daemon.finished.wait()
+    assert daemon._out.broken and daemon.channels == {}
+    await wire.r.aclose()
