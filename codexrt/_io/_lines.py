@@ -86,6 +86,19 @@ def _whole_or_nothing(stream: trio.abc.SendStream) -> bool:
         return False
 
 
+def _has_room(stream: trio.lowlevel.FdStream) -> bool:
+    """Whether a write to ``stream`` would take bytes now (a writer may just not have run yet)."""
+    fd = stream.fileno()
+    if fd < 0:
+        return False
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    try:
+        return any(ev & select.POLLOUT for _, ev in poller.poll(0))
+    except OSError:
+        return False
+
+
 class UnencodableLine(Exception):
     """:meth:`LineWriter.write` could not encode the object it was given (a bug upstream):
     nothing was written, so the caller can still write another line in its place."""
@@ -172,13 +185,15 @@ class LineWriter:
                 log.warning("stdout took no more of a line for %gs; stopping", self.FINISH_BOUND)
                 self._broke()
             return
-        fd = send.fileno()
         view = memoryview(data)
         sent = 0
 
         async def rest() -> None:
             nonlocal sent
             while sent < len(view):
+                fd = send.fileno()  # each time: the stream may be closed meanwhile (give_up_when_stuck)
+                if fd < 0:
+                    raise trio.ClosedResourceError("stdout was closed")
                 try:
                     sent += os.write(fd, view[sent:])
                     self._progress += 1
@@ -201,22 +216,32 @@ class LineWriter:
 
     async def give_up_when_stuck(self, grace: float) -> None:
         """Run until cancelled — unless the stream takes no byte for ``grace`` seconds while a
-        line waits to be written (a host that stopped reading but keeps the pipe open): then
-        the writer is broken (``on_broken`` runs once, the waiting and later lines are dropped)
-        and the stream is closed, which ends the write blocked on it, and this returns. For a
-        shutdown that must not wait on such a host forever (``codexrt serve`` after SIGTERM or
-        stdin EOF). A thread-backed stream's blocked write cannot be ended this way."""
-        last, since = self._progress, trio.current_time()
+        line waits to be written and it has no room now (a host that stopped reading but keeps
+        the pipe open): then the writer is broken (``on_broken`` runs once, the waiting and
+        later lines are dropped) and the stream is closed, which ends the write blocked on it,
+        and this returns. For a shutdown that must not wait on such a host forever (``codexrt
+        serve`` after SIGTERM or stdin EOF). Time this process itself did not run (stopped,
+        swapped) does not count: each look adds at most two periods. Only a trio ``FdStream``
+        is watched: a thread-backed stream's blocked write cannot be ended, nor its progress
+        seen within a line."""
+        send = self._send
+        if not isinstance(send, trio.lowlevel.FdStream):
+            await trio.sleep_forever()
+        period = min(0.1, grace)
+        last, quiet, before = self._progress, 0.0, trio.current_time()
         while True:
-            await trio.sleep(min(0.1, grace))
-            if self._progress != last or not self._lock.locked():
-                last, since = self._progress, trio.current_time()
-            elif trio.current_time() - since >= grace:
+            await trio.sleep(period)
+            now = trio.current_time()
+            quiet += min(now - before, 2 * period)
+            before = now
+            if self._progress != last or not self._lock.locked() or _has_room(send):
+                last, quiet = self._progress, 0.0
+            elif quiet >= grace:
                 log.warning("stdout took nothing for %g s while lines waited: the host stopped reading; "
                             "dropping what is left to write", grace)
                 self._broke()
                 with trio.CancelScope(shield=True):
-                    await self._send.aclose()
+                    await send.aclose()
                 return
 
     def _encoded(self, obj: Any) -> bytes:

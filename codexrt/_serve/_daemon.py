@@ -90,7 +90,9 @@ within the stop budget (R-OP-5), the child is retired and reaped; the waiters th
 :func:`serve_daemon` returns. From the end of reading on, a stdout that takes no byte for
 :data:`STDOUT_GIVE_UP_GRACE` while lines wait (a host that stopped reading but keeps the pipe
 open) is given up (``LineWriter.give_up_when_stuck``): its lines are dropped and the drain
-ends as on a signal, so such a host never holds serve or its children.
+ends as on a signal, so such a host does not hold serve or its children. (A reader blocked on
+stdout itself never sees the EOF — a signal still ends it — and a thread-backed stdout is
+never given up.)
 
 *Bounds.* A channel's ``ops``/``request_ids``/``done_forwarded``/``awaiting`` hold unreplied
 long commands only (:meth:`Channel.forget` when the waiter ends, one scheduler pass after a

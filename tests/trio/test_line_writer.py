@@ -318,3 +318,15 @@ async def test_a_stuck_stdout_is_given_up_but_a_slow_one_is_not() -> None:
             assert gave_up and writer.broken and broken == [1]
             assert writer.lines_written < len(lines)
         os.close(r)
+
+
+async def test_a_thread_backed_or_memory_stdout_is_never_given_up() -> None:
+    """Only an ``FdStream``'s progress is seen within a line, and only its blocked write can be
+    ended by closing it: ``give_up_when_stuck`` leaves any other stream alone, however long a
+    line waits (a slow terminal writing a long line is not a host that stopped reading)."""
+    send, _receive = trio.testing.memory_stream_one_way_pair()
+    writer = LineWriter(send, _encode, lambda: None)
+    async with writer._lock:  # a line waits, and nothing moves
+        with trio.move_on_after(1.0) as waited:
+            await writer.give_up_when_stuck(0.2)
+    assert waited.cancelled_caught and not writer.broken
