@@ -110,7 +110,7 @@ def check(lines: list[dict[str, Any]], ids: Iterable[Any]) -> None:
         assert kinds.count("operationDone") <= 1
 
 
-async def _start(nursery: trio.Nursery, scenario: str = "handshake-ok", stdout: str = "pipe", **kw: Any) -> PipeWire:
+async def _start(nursery: trio.Nursery, scenario: Any = "handshake-ok", stdout: str = "pipe", **kw: Any) -> PipeWire:
     wire = PipeWire(stdout)
     cfg = DaemonConfig(runtime=RuntimeConfig(transports=[MemoryPeers(nursery).factory(scenario)]),
                        idle_timeout=None, **kw)
@@ -353,3 +353,49 @@ async def test_r_d_3_a_host_that_stopped_reading_does_not_hold_serves_exit(
         await daemon.finished.wait()
     assert daemon._out.broken and daemon.channels == {}
     await wire.r.aclose()
+
+
+async def test_r_op_1_an_answer_is_replied_before_the_execute_plan_it_unblocks(
+        nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As for a send, for ``codex.executePlan`` (R-INT-5), whose reply its own waiter writes
+    (``await_plan``): the turn it starts asks an approval; the answer's reply is held until the
+    turn's ``operationDone`` is out, and still goes before the execution's reply."""
+    import json as _json
+    from pathlib import Path
+
+    from tests.trio.test_plans import PLAN_TURN
+
+    approval = _json.loads((Path(__file__).parents[2] / "peer_fixtures" / "scenarios" /
+                            "reverse-approval.json").read_text())
+    scenario = {"name": "plan-then-approval", "defaults": True, "rules": PLAN_TURN["rules"] + approval["rules"]}
+    wire = await _start(nursery, scenario)
+    await wire.send_lines([(1, "codex.send", {"channelId": "c", "message": "plan it", "settings": {"model": "m1"}})])
+    await wire.wait_replies([1])
+    [plan] = [ln for ln in wire.lines if ln.get("type") == "response" and ln["id"] == 1]
+    with trio.fail_after(30):
+        while not any(ln.get("kind") == "planCompleted" for ln in wire.lines):
+            await trio.sleep(0.01)
+    orig = DaemonCore.reply
+
+    async def late_answer_reply(self: DaemonCore, rid: Any, *args: Any, **kw: Any) -> None:
+        if rid == "ans":
+            with trio.fail_after(30):
+                while sum(ln.get("kind") == "operationDone" for ln in wire.lines) < 2:
+                    await trio.sleep(0.01)
+        await orig(self, rid, *args, **kw)
+
+    monkeypatch.setattr(DaemonCore, "reply", late_answer_reply)
+    await wire.send_lines([("exec", "codex.executePlan", {"channelId": "c", "threadId": plan["result"]["threadId"],
+                                                          "planItemId": "plan_1", "model": "m1"})])
+    with trio.fail_after(30):
+        while not (asked := [ln for ln in wire.lines if ln.get("kind") == "interactionRequested"]):
+            await trio.sleep(0.01)
+    payload = asked[0]["payload"]
+    await wire.send_lines([("ans", "codex.respondInteraction", {"interactionKey": payload["interactionKey"],
+                                                                 "dialogToken": payload["dialogToken"],
+                                                                 "result": {"decision": "accept"}})])
+    await wire.wait_replies(["ans", "exec"])
+    replies = [ln for ln in wire.lines if ln.get("type") == "response" and ln["id"] in ("ans", "exec")]
+    assert [ln["id"] for ln in replies] == ["ans", "exec"]
+    assert replies[0]["ok"] is True and replies[1]["result"]["ok"] is True, replies
+    await wire.to_send.aclose()
