@@ -68,17 +68,17 @@ and the channel goes on.
 task that writes that event's line — the forwarder, or the task that published the event when
 it wrote the line directly (most often the connection's reader) — writes the reply right behind
 it when stdout is a pipe (or a Linux Unix socket, as Node gives its children), nobody holds the
-writer's lock and the reply goes out whole at once (``DaemonCore._reply_now``, issue 34). Otherwise the command's waiter writes it, after waiting
-until the event's line is written; that wait is bounded by
-:data:`~codexrt._serve._core.DONE_EVENT_GRACE`, so only a stdout stuck longer than that lets a
-reply go before its event. The reply to a ``codex.respondInteraction[Error]`` goes before the
-reply to the command whose turn it unblocked, though the app-server may end that turn as soon as
-it reads the answer: while such a reply is pending on a channel
+writer's lock and the reply goes out whole at once (``DaemonCore._reply_now``, issue 34).
+Otherwise the command's waiter writes it, after waiting until the event's line is written; that
+wait is bounded by :data:`~codexrt._serve._core.DONE_EVENT_GRACE`, so only a stdout stuck longer
+than that lets a reply go before its event. The reply to a ``codex.respondInteraction[Error]``
+goes before the reply to the command whose turn it unblocked, though the app-server may end that
+turn as soon as it reads the answer: while such a reply is pending on a channel
 (``Channel.answering_host``), a long command's reply there is left to its waiter, which waits
-for it within the same grace. Its ``operationQueued`` event carries the
-command's request id as ``payload.requestId``: the op is created synchronously in the reader
-and its id is mapped to the request id before the reader can yield, so the forwarder (which
-always writes that event) finds it.
+for it within the same grace. Its ``operationQueued`` event carries the command's request id as
+``payload.requestId``: the op is created synchronously in the reader and its id is mapped to
+the request id before the reader can yield, so the forwarder (which always writes that event)
+finds it.
 
 *Drain.* stdin EOF (:meth:`Daemon.stop_reading`) stops reading and first lets the commands
 already accepted finish — every command task is counted by :meth:`DaemonCore.spawn` until its
