@@ -32,13 +32,12 @@ closed (children reaped) and :func:`run_acp_agent` returns.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import traceback
 import uuid
 from datetime import datetime, timezone
-from typing import Any, AsyncIterator
+from typing import Any
 
 import attrs
 import trio
@@ -160,58 +159,6 @@ def _codex_error_answer(exc: CodexError) -> tuple[int, str, Any]:
     return INTERNAL_ERROR, exc.message, data
 
 
-class _Stdout:
-    """The protocol lines out (:class:`LineWriter`), which shutdown can give up: after stdin
-    EOF, a stdout that takes nothing for the grace while lines wait (a client that stopped
-    reading, then closed stdin) would hold the agent and its children forever. Given up, the
-    blocked writes end and later lines are dropped; a line already begun is finished first, for
-    at most ``LineWriter.FINISH_BOUND`` more, else stdout counts as broken (never a cut line
-    followed by another)."""
-
-    def __init__(self, writer: LineWriter) -> None:
-        self._writer = writer
-        self._blocked: set[trio.CancelScope] = set()
-        self.given_up = False
-
-    @property
-    def lines_written(self) -> int:
-        return self._writer.lines_written
-
-    async def write(self, obj: Any) -> None:
-        if self.given_up:
-            return
-        with trio.CancelScope() as scope:
-            self._blocked.add(scope)
-            try:
-                await self._writer.write(obj)
-            finally:
-                self._blocked.discard(scope)
-
-    @contextlib.asynccontextmanager
-    async def watching(self, grace: float) -> AsyncIterator[None]:
-        """:meth:`watch` while the block runs (shutdown)."""
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self.watch, grace)
-            try:
-                yield
-            finally:
-                nursery.cancel_scope.cancel()
-
-    async def watch(self, grace: float) -> None:
-        """Give stdout up once it has taken no line for ``grace`` while lines wait."""
-        last, since = self.lines_written, trio.current_time()
-        while not self.given_up:
-            await trio.sleep(min(0.1, max(grace, 0.01)))
-            if self.lines_written != last or not self._blocked:
-                last, since = self.lines_written, trio.current_time()
-            elif trio.current_time() - since >= grace:
-                log.warning("stdout took nothing for %.1f s after stdin EOF: the client is gone; "
-                            "dropping what is left to write", grace)
-                self.given_up = True
-                for scope in list(self._blocked):
-                    scope.cancel()
-
-
 class _Pending:
     __slots__ = ("method", "done", "result", "error")
 
@@ -229,7 +176,7 @@ class AcpAgent:
         self._receive = receive
         self.config = config
         self._reader_scope = trio.CancelScope()
-        self._out = _Stdout(LineWriter(send, encode, self._reader_scope.cancel))
+        self._out = LineWriter(send, encode, self._reader_scope.cancel)
         self.client_capabilities = ClientCapabilities()
         self.sessions: dict[str, Session] = {}
         self._catalog: Session | None = None  # the runtime that serves session/list
@@ -282,7 +229,7 @@ class AcpAgent:
     # -- the loop --------------------------------------------------------------------------
 
     async def run(self) -> None:
-        async with trio.open_nursery() as nursery:
+        async with self._out.stuck_watch(self.config.eof_grace) as watch_stdout, trio.open_nursery() as nursery:
             self.nursery = nursery
             aux = trio.CancelScope()
 
@@ -294,6 +241,9 @@ class AcpAgent:
             nursery.start_soon(aux_tasks)
             with self._reader_scope:
                 await self._read_loop()
+            # From here on nobody may read stdout again: a client that stopped reading but keeps
+            # the pipe open must not hold the shutdown, the children or the exit forever.
+            watch_stdout()
             await self._shutdown()
             aux.cancel()
 
@@ -691,30 +641,30 @@ class AcpAgent:
     async def _shutdown(self) -> None:
         """stdin EOF (or stdout gone): cancel the turns, decline open questions, give them
         :attr:`AcpConfig.eof_grace` to end, kill the children still busy, close every runtime (children
-        reaped); running handlers are cancelled and answered (a stuck stdout is given up: :class:`_Stdout`)."""
+        reaped); running handlers are cancelled and answered. A stdout that takes nothing for
+        ``eof_grace`` while lines wait is given up meanwhile (:meth:`LineWriter.give_up_when_stuck`)."""
         self.draining = True
-        async with self._out.watching(self.config.eof_grace):
-            sessions = self._all_sessions()
-            for s in sessions:
-                if s.rt is not None:
-                    s.rt.set_interaction_policy(_asks.no_host_policy)
-                self.cancel_turn(s)
-            with trio.move_on_after(self.config.eof_grace):
-                await self._open.wait_none()
-            for s in sessions:
-                rt = s.rt
-                if rt is not None and rt.busy:
-                    log.info("session %s: the turn did not end in time; killing its app-server", s.id)
-                    rt.kill_child()
-            for s in sessions:
-                s.request_close()
-            with trio.move_on_after(self.config.eof_grace):
-                await self._open.wait_none()
-            for scopes in list(self._requests.values()):
-                for scope in scopes:
-                    scope.cancel()
-            for s in sessions:
-                await s.close_runtime()
+        sessions = self._all_sessions()
+        for s in sessions:
+            if s.rt is not None:
+                s.rt.set_interaction_policy(_asks.no_host_policy)
+            self.cancel_turn(s)
+        with trio.move_on_after(self.config.eof_grace):
+            await self._open.wait_none()
+        for s in sessions:
+            rt = s.rt
+            if rt is not None and rt.busy:
+                log.info("session %s: the turn did not end in time; killing its app-server", s.id)
+                rt.kill_child()
+        for s in sessions:
+            s.request_close()
+        with trio.move_on_after(self.config.eof_grace):
+            await self._open.wait_none()
+        for scopes in list(self._requests.values()):
+            for scope in scopes:
+                scope.cancel()
+        for s in sessions:
+            await s.close_runtime()
 
 
 async def run_acp_agent(receive: trio.abc.ReceiveStream, send: trio.abc.SendStream, config: AcpConfig | None = None,

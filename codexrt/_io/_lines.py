@@ -19,6 +19,7 @@ handing serve an event): the line is written whole at once, or not at all and Fa
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import select
@@ -243,6 +244,19 @@ class LineWriter:
                 with trio.CancelScope(shield=True):
                     await send.aclose()
                 return
+
+    @contextlib.asynccontextmanager
+    async def stuck_watch(self, grace: float) -> AsyncIterator[Callable[[], None]]:
+        """A block for a stdio service's whole run that yields ``start``: called once reading
+        has ended (nobody may read the service's stdout again: stdin EOF, a signal), it runs
+        :meth:`give_up_when_stuck` until the block exits — every task done, the last answer
+        written — so a host that stopped reading but keeps the pipe open holds neither the
+        shutdown nor the exit (``codexrt serve``, ``codexrt acp``)."""
+        async with trio.open_nursery() as nursery:
+            try:
+                yield lambda: nursery.start_soon(self.give_up_when_stuck, grace)
+            finally:
+                nursery.cancel_scope.cancel()  # every task is done: nothing waits on stdout any more
 
     def _encoded(self, obj: Any) -> bytes:
         try:

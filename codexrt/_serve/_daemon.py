@@ -151,15 +151,7 @@ class Daemon(DaemonCore):
     """The command loop over one pair of byte streams. Use :func:`serve_daemon`."""
 
     async def run(self) -> None:
-        async with trio.open_nursery() as outer:
-            watch = trio.CancelScope()
-            try:
-                await self._run(outer, watch)
-            finally:
-                watch.cancel()  # every task is done: nothing waits on stdout any more
-
-    async def _run(self, outer: trio.Nursery, watch: trio.CancelScope) -> None:
-        async with trio.open_nursery() as nursery:
+        async with self._out.stuck_watch(STDOUT_GIVE_UP_GRACE) as watch_stdout, trio.open_nursery() as nursery:
             self.nursery = nursery
             aux = trio.CancelScope()
 
@@ -176,7 +168,7 @@ class Daemon(DaemonCore):
             self.draining = True
             # From here on nobody may read serve's stdout again: a host that stopped reading but
             # keeps the pipe open must not hold the drain, the children or serve's exit forever.
-            outer.start_soon(self._give_up_stuck_stdout, watch)
+            watch_stdout()
             if not self.abort_requested and self.config.drain_timeout > 0:
                 # stdin EOF: the host said everything it will say; finish what it asked for
                 # (bounded), then stop what is left as a signal would. Nobody is left to answer
@@ -192,10 +184,6 @@ class Daemon(DaemonCore):
             for ch in list(self.channels.values()):
                 ch.close_requested.set()
             aux.cancel()
-
-    async def _give_up_stuck_stdout(self, watch: trio.CancelScope) -> None:
-        with watch:
-            await self._out.give_up_when_stuck(STDOUT_GIVE_UP_GRACE)
 
     async def _answer_for_absent_host(self) -> None:
         declined = 0

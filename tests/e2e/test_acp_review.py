@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, AsyncIterator
 
 import trio
 
@@ -145,17 +146,16 @@ async def test_a_prompt_the_server_refuses_as_invalid_params_is_32602(tmp_path):
         assert await agent.finish() == 0
 
 
-async def test_stdin_eof_from_a_client_that_stopped_reading_still_ends_the_agent(tmp_path):
-    """An editor whose reading stalled (stdout pipe full, mid-stream) and that then ends the
-    agent by closing stdin, keeping the pipe: the agent used to wait forever to write the
-    turn's last updates and answers — never exiting, its app-server never reaped. After stdin
-    EOF a stdout that takes nothing for ``eof_grace`` is given up (what is left unwritten is
-    dropped): the agent exits and leaves no child. (The bound is a hang detector, far above the
-    issue's 2 s; ``tests/e2e/test_acp_e2e.py`` checks 2 s for a client that reads.)"""
-    sc = {"name": "acp-flood", "description": "a long stream", "rules": [],
-          "settings": {"text": "x" * 400_000, "deltas": 20_000}}
-    path = tmp_path / "flood.json"
-    path.write_text(json.dumps(sc))
+@contextlib.asynccontextmanager
+async def _prompted_then_unread(tmp_path: Path, settings: dict[str, Any]) -> AsyncIterator[
+        tuple[trio.Process, bytearray, set[int]]]:
+    """``codexrt acp`` as a process on the fake app-server (``settings``: the scenario's), sent
+    ``initialize``, ``session/new`` and a ``session/prompt`` (id 3), then left unread until its
+    stdout pipe is full. Yields (the process, the bytes read so far, its descendants); killed
+    and its children with it on the way out."""
+    path = tmp_path / "scenario.json"
+    path.write_text(json.dumps({"name": "acp-stdout", "description": "a long stream", "rules": [],
+                                "settings": settings}))
     ws = tmp_path / "ws"
     ws.mkdir()
     argv = [sys.executable, "-m", "codexrt_cli", "--log-level", "info", "acp", "--codex-bin",
@@ -170,7 +170,7 @@ async def test_stdin_eof_from_a_client_that_stopped_reading_still_ends_the_agent
                                     (2, "session/new", {"cwd": str(ws), "mcpServers": []})):
             await proc.stdin.send_all(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method,
                                                   "params": params}).encode() + b"\n")
-        buf = b""
+        buf = bytearray()
         while buf.count(b"\n") < 2:
             buf += await proc.stdout.receive_some()
         sid = json.loads(buf.split(b"\n")[1])["result"]["sessionId"]
@@ -184,14 +184,8 @@ async def test_stdin_eof_from_a_client_that_stopped_reading_still_ends_the_agent
             await wait_until(lambda: not select.select([], [probe], [], 0)[1], "the stdout pipe to fill")
         finally:
             os.close(probe)
-        children = descendants(proc.pid)
-        assert children, "the app-server child is running"
-        await proc.stdin.aclose()  # stdin EOF; the pipe stays open and unread
-        with trio.move_on_after(TEARDOWN_BOUND):
-            await proc.wait()
-        assert proc.returncode == 0, "the agent did not exit after stdin EOF (stdout unread)"
-        await wait_until(lambda: not [c for c in children if process_alive(c)], "the children to be reaped",
-                         timeout=TEARDOWN_BOUND)
+        children |= descendants(proc.pid)
+        yield proc, buf, children
     finally:
         if proc.returncode is None:
             proc.kill()
@@ -199,3 +193,51 @@ async def test_stdin_eof_from_a_client_that_stopped_reading_still_ends_the_agent
         for c in children:
             with contextlib.suppress(OSError):
                 os.kill(c, signal.SIGKILL)
+
+
+async def test_stdin_eof_from_a_client_that_stopped_reading_still_ends_the_agent(tmp_path):
+    """An editor whose reading stalled (stdout pipe full, mid-stream) and that then ends the
+    agent by closing stdin, keeping the pipe: the agent used to wait forever to write the
+    turn's last updates and answers — never exiting, its app-server never reaped. After stdin
+    EOF a stdout that takes nothing for ``eof_grace`` is given up (what is left unwritten is
+    dropped): the agent exits and leaves no child. (The bound is a hang detector, far above the
+    issue's 2 s; ``tests/e2e/test_acp_e2e.py`` checks 2 s for a client that reads.)"""
+    async with _prompted_then_unread(tmp_path, {"text": "x" * 400_000, "deltas": 20_000}) as (proc, _, children):
+        assert children, "the app-server child is running"
+        assert proc.stdin is not None
+        await proc.stdin.aclose()  # stdin EOF; the pipe stays open and unread
+        with trio.move_on_after(TEARDOWN_BOUND):
+            await proc.wait()
+        assert proc.returncode == 0, "the agent did not exit after stdin EOF (stdout unread)"
+        await wait_until(lambda: not [c for c in children if process_alive(c)], "the children to be reaped",
+                         timeout=TEARDOWN_BOUND)
+
+
+async def test_stdin_eof_from_a_client_reading_a_huge_line_slowly_still_gets_every_answer(tmp_path):
+    """The other side of the give-up above: after stdin EOF a client that still reads — here one
+    3 MB ``session/update`` line at about 0.8 MB/s, so for seconds no whole line is written —
+    is not given up. The give-up counts bytes taken, not lines (``LineWriter.give_up_when_stuck``);
+    the agent's own watch counted whole lines and dropped the prompt's answer after ``eof_grace``.
+    Every line arrives whole, the prompt is answered, the agent exits 0 and leaves no child."""
+    text = "y" * 3_000_000
+    async with _prompted_then_unread(tmp_path, {"text": text, "deltas": 1}) as (proc, buf, children):
+        assert proc.stdin is not None and proc.stdout is not None
+        await proc.stdin.aclose()  # stdin EOF; then read on, slowly
+        with trio.fail_after(TEARDOWN_BOUND + 10):
+            while chunk := await proc.stdout.receive_some(16384):
+                buf += chunk
+                await trio.sleep(0.02)
+            await proc.wait()
+        assert proc.returncode == 0
+        lines = [json.loads(line) for line in buf.split(b"\n") if line]  # every line whole
+        answers = [m for m in lines if m.get("id") == 3 and "method" not in m]
+        assert len(answers) == 1, answers
+        # the turn ended, or was still waiting behind the huge line when the shutdown cancelled it
+        assert (answers[0].get("result", {}).get("stopReason") in ("end_turn", "cancelled")
+                or answers[0]["error"]["code"] == -32800), answers[0]
+        streamed = "".join(m["params"]["update"]["content"]["text"] for m in lines
+                           if m.get("method") == "session/update"
+                           and m["params"]["update"].get("sessionUpdate") == "agent_message_chunk")
+        assert streamed == text
+        await wait_until(lambda: not [c for c in children if process_alive(c)], "the children to be reaped",
+                         timeout=TEARDOWN_BOUND)
