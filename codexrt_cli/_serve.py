@@ -251,7 +251,11 @@ def main_on_stdio(args: argparse.Namespace, name: str, make_config: Callable[[ar
 
 class _ThreadFdStream(trio.abc.Stream):
     """Blocking fd I/O in worker threads, for fds epoll cannot watch or must not make
-    non-blocking. Reads are abandoned on cancel (the thread finishes on its own)."""
+    non-blocking. Reads are abandoned on cancel (the thread finishes on its own); a write is
+    not (its thread may still write the rest), so ``LineWriter.give_up_when_stuck`` leaves
+    this stream alone."""
+
+    writes_in_thread = True
 
     def __init__(self, fd: int) -> None:
         self.fd = fd

@@ -311,8 +311,10 @@ class AcpAgent:
             try:
                 with scope:
                     result = await self._handle(req)
-                if scope.cancelled_caught:
-                    answer = error_response(req.id, REQUEST_CANCELLED, f"{req.method}: cancelled by the client")
+                if scope.cancelled_caught:  # by $/cancel_request, or by the shutdown (nothing is read then)
+                    answer = error_response(req.id, REQUEST_CANCELLED, f"{req.method}: cancelled "
+                                            + ("because the agent is shutting down" if self.draining
+                                               else "by the client"))
                 else:
                     answer = response(req.id, result)
             except AcpError as exc:

@@ -124,6 +124,7 @@ class LineWriter:
         self.broken = False
         self.lines_written = 0
         self._progress = 0  # writes that took bytes (give_up_when_stuck's measure)
+        self._sending: trio.CancelScope | None = None  # a send_all to a stream that is not an FdStream
 
     async def write(self, obj: Any, *, parked: bool = False) -> None:
         """Write ``obj``'s line. ``parked=True``: the caller has just passed a schedule point of
@@ -180,9 +181,13 @@ class LineWriter:
             with trio.CancelScope(shield=begun) as scope:
                 if begun:
                     scope.deadline = trio.current_time() + self.FINISH_BOUND
-                await send.send_all(data)
+                self._sending = scope  # give_up_when_stuck's way to end it
+                try:
+                    await send.send_all(data)
+                finally:
+                    self._sending = None
                 self._progress += 1
-            if scope.cancelled_caught:
+            if scope.cancelled_caught and not self.broken:  # (broken: given up, give_up_when_stuck)
                 log.warning("stdout took no more of a line for %gs; stopping", self.FINISH_BOUND)
                 self._broke()
             return
@@ -216,33 +221,45 @@ class LineWriter:
                 self._broke()
 
     async def give_up_when_stuck(self, grace: float) -> None:
-        """Run until cancelled — unless the stream takes no byte for ``grace`` seconds while a
-        line waits to be written and it has no room now (a host that stopped reading but keeps
-        the pipe open): then the writer is broken (``on_broken`` runs once, the waiting and
-        later lines are dropped) and the stream is closed, which ends the write blocked on it,
-        and this returns. For a shutdown that must not wait on such a host forever (``codexrt
-        serve`` after SIGTERM or stdin EOF). Time this process itself did not run (stopped,
-        swapped) does not count: each look adds at most two periods. Only a trio ``FdStream``
-        is watched: a thread-backed stream's blocked write cannot be ended, nor its progress
-        seen within a line."""
+        """Run until cancelled — unless the stream takes nothing for ``grace`` seconds while a
+        line waits to be written (a host that stopped reading but keeps the pipe open): then the
+        writer is broken (``on_broken`` runs once, the waiting and later lines are dropped) and
+        the write blocked on the stream is ended, and this returns. For a shutdown that must not
+        wait on such a host forever (``codexrt serve`` and ``codexrt acp`` after SIGTERM or
+        stdin EOF). Time this process itself did not run (stopped, swapped) does not count: each
+        look adds at most two periods.
+
+        A trio ``FdStream`` (a pipe, a socket) is watched byte by byte: a host still reading,
+        however slowly, is kept, and so is a stream with room now; given up, it is closed,
+        which ends the blocked write. Another stream's progress shows only per whole line (a
+        line that takes longer than ``grace`` to be read counts as stuck), and given up, its
+        blocked ``send_all`` is cancelled (a trio ``SocketStream``, a memory stream). A stream
+        whose ``writes_in_thread`` attribute is true is not watched: its blocked write cannot be
+        ended, and its progress is not seen within a line (``codexrt_cli``'s stream for a file,
+        a terminal or a pipe shared with stderr — a slow terminal writing a long line is not a
+        host that stopped reading)."""
         send = self._send
-        if not isinstance(send, trio.lowlevel.FdStream):
+        if getattr(send, "writes_in_thread", False):
             await trio.sleep_forever()
-        period = min(0.1, grace)
+        period = min(0.1, max(grace, 0.01))
         last, quiet, before = self._progress, 0.0, trio.current_time()
         while True:
             await trio.sleep(period)
             now = trio.current_time()
             quiet += min(now - before, 2 * period)
             before = now
-            if self._progress != last or not self._lock.locked() or _has_room(send):
+            if (self._progress != last or not self._lock.locked()
+                    or (isinstance(send, trio.lowlevel.FdStream) and _has_room(send))):
                 last, quiet = self._progress, 0.0
             elif quiet >= grace:
                 log.warning("stdout took nothing for %g s while lines waited: the host stopped reading; "
                             "dropping what is left to write", grace)
                 self._broke()
-                with trio.CancelScope(shield=True):
-                    await send.aclose()
+                if isinstance(send, trio.lowlevel.FdStream):
+                    with trio.CancelScope(shield=True):
+                        await send.aclose()
+                elif self._sending is not None:
+                    self._sending.cancel()
                 return
 
     @contextlib.asynccontextmanager

@@ -320,13 +320,71 @@ async def test_a_stuck_stdout_is_given_up_but_a_slow_one_is_not() -> None:
         os.close(r)
 
 
-async def test_a_thread_backed_or_memory_stdout_is_never_given_up() -> None:
-    """Only an ``FdStream``'s progress is seen within a line, and only its blocked write can be
-    ended by closing it: ``give_up_when_stuck`` leaves any other stream alone, however long a
-    line waits (a slow terminal writing a long line is not a host that stopped reading)."""
+async def test_a_stuck_stream_other_than_a_pipe_is_given_up_by_whole_lines() -> None:
+    """A stream that is not an ``FdStream`` (an in-process service on a trio ``SocketStream``
+    or a memory stream): its progress shows per whole line, and given up its blocked
+    ``send_all`` is cancelled, so the writers waiting behind it end too (helper-41's review: an
+    in-process ``codexrt acp`` whose client stopped reading never returned)."""
+    send, _receive = trio.testing.lockstep_stream_one_way_pair()  # send_all waits for a reader
+    broken: list[int] = []
+    writer = LineWriter(send, _encode, lambda: broken.append(1))
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(writer.give_up_when_stuck, 0.3)
+            for n in range(3):  # each waits for the one before; nobody reads
+                nursery.start_soon(writer.write, {"n": n})
+    assert writer.broken and broken == [1] and writer.lines_written == 0
+
+
+async def test_a_slow_stream_other_than_a_pipe_is_kept_while_whole_lines_go_out() -> None:
+    """…and one whose lines keep going out, each within the grace, is never given up."""
+    send, receive = trio.testing.lockstep_stream_one_way_pair()
+    writer = LineWriter(send, _encode, lambda: None)
+    lines = [{"n": n} for n in range(12)]
+    got = bytearray()
+
+    async def slow_reader() -> None:
+        while got.count(b"\n") < len(lines):
+            await trio.sleep(0.1)  # well inside the grace between whole lines
+            got.extend(await receive.receive_some())
+
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(writer.give_up_when_stuck, 0.5)
+            nursery.start_soon(slow_reader)
+            for line in lines:
+                await writer.write(line)
+            while got.count(b"\n") < len(lines):
+                await trio.sleep(0.05)
+            nursery.cancel_scope.cancel()
+    assert not writer.broken and [json.loads(x) for x in bytes(got).splitlines()] == lines
+
+
+async def test_a_stream_written_from_a_thread_is_never_given_up() -> None:
+    """A stream with ``writes_in_thread`` (``codexrt_cli``'s for a file or a terminal): its
+    blocked write cannot be ended nor its progress seen within a line, so
+    ``give_up_when_stuck`` leaves it alone, however long a line waits."""
     send, _receive = trio.testing.memory_stream_one_way_pair()
+    send.writes_in_thread = True  # type: ignore[attr-defined]
     writer = LineWriter(send, _encode, lambda: None)
     async with writer._lock:  # a line waits, and nothing moves
         with trio.move_on_after(1.0) as waited:
             await writer.give_up_when_stuck(0.2)
     assert waited.cancelled_caught and not writer.broken
+
+
+async def test_a_zero_grace_does_not_spin() -> None:
+    """``give_up_when_stuck(0)`` looks at most every 10 ms (helper-41: a zero grace made the
+    watch a busy loop until the service ended)."""
+    r, send = _pipe()
+    writer = LineWriter(send, _encode, lambda: None)
+    counter = StepCounter("")  # every task's steps
+    trio.lowlevel.add_instrument(counter)
+    try:
+        with trio.move_on_after(0.5):
+            await writer.give_up_when_stuck(0.0)
+    finally:
+        trio.lowlevel.remove_instrument(counter)
+    assert counter.steps < 200, counter.steps
+    await send.aclose()
+    os.close(r)
