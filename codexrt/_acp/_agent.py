@@ -229,7 +229,8 @@ class AcpAgent:
     # -- the loop --------------------------------------------------------------------------
 
     async def run(self) -> None:
-        async with self._out.stuck_watch(self.config.eof_grace) as watch_stdout, trio.open_nursery() as nursery:
+        stuck = self._out.stuck_watch(self.config.eof_grace, self._receive)
+        async with stuck as watch_stdout, trio.open_nursery() as nursery:
             self.nursery = nursery
             aux = trio.CancelScope()
 

@@ -42,6 +42,8 @@ _GONE = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 
 #: A pipe takes a write of at most this many bytes whole or not at all (POSIX), also non-blocking.
 _PIPE_BUF = getattr(select, "PIPE_BUF", 512)
+#: A stream socket's peer shut down writing (Linux; elsewhere only a full hang-up is seen).
+_POLLRDHUP = getattr(select, "POLLRDHUP", 0)
 
 
 async def read_frames(receive: trio.abc.ReceiveStream, max_line: int) -> AsyncIterator[Frame]:
@@ -100,6 +102,20 @@ def _has_room(stream: trio.lowlevel.FdStream) -> bool:
         return False
 
 
+def _hung_up(stream: trio.lowlevel.FdStream) -> bool:
+    """Whether the other end of ``stream`` (a pipe's or a socket's reading end) was closed for
+    writing — it may still hold unread data — or ``stream`` itself was closed."""
+    fd = stream.fileno()
+    if fd < 0:
+        return True
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | _POLLRDHUP)
+    try:
+        return any(ev & (select.POLLHUP | _POLLRDHUP | select.POLLNVAL) for _, ev in poller.poll(0))
+    except OSError:
+        return True
+
+
 class UnencodableLine(Exception):
     """:meth:`LineWriter.write` could not encode the object it was given (a bug upstream):
     nothing was written, so the caller can still write another line in its place."""
@@ -125,6 +141,7 @@ class LineWriter:
         self.lines_written = 0
         self._progress = 0  # writes that took bytes (give_up_when_stuck's measure)
         self._sending: trio.CancelScope | None = None  # a send_all to a stream that is not an FdStream
+        self._full: trio.Event | None = None  # set when a write waits for room (stuck_watch)
 
     async def write(self, obj: Any, *, parked: bool = False) -> None:
         """Write ``obj``'s line. ``parked=True``: the caller has just passed a schedule point of
@@ -204,6 +221,8 @@ class LineWriter:
                     sent += os.write(fd, view[sent:])
                     self._progress += 1
                 except BlockingIOError:
+                    if self._full is not None:
+                        self._full.set()  # (stuck_watch's look at stdin)
                     await trio.lowlevel.wait_writable(fd)
 
         if not begun:
@@ -263,17 +282,48 @@ class LineWriter:
                 return
 
     @contextlib.asynccontextmanager
-    async def stuck_watch(self, grace: float) -> AsyncIterator[Callable[[], None]]:
+    async def stuck_watch(self, grace: float, stdin: trio.abc.ReceiveStream | None = None
+                          ) -> AsyncIterator[Callable[[], None]]:
         """A block for a stdio service's whole run that yields ``start``: called once reading
         has ended (nobody may read the service's stdout again: stdin EOF, a signal), it runs
         :meth:`give_up_when_stuck` until the block exits — every task done, the last answer
         written — so a host that stopped reading but keeps the pipe open holds neither the
-        shutdown nor the exit (``codexrt serve``, ``codexrt acp``)."""
+        shutdown nor the exit (``codexrt serve``, ``codexrt acp``).
+
+        ``stdin`` (the service's, a trio ``FdStream``): the same watch also starts when stdin
+        was closed by the host while stdout is full — before the reader reaches the EOF, which
+        it may never do when it is itself waiting on stdout (an inline reply to a host that
+        closed stdin and then waits for the service to exit, never reading: ``proc.stdin.close();
+        proc.wait()``). Only while a write waits for room is stdin looked at (every 0.1 s), so
+        an idle service is never woken."""
         async with trio.open_nursery() as nursery:
+            early = trio.CancelScope()
+            if isinstance(stdin, trio.lowlevel.FdStream) and isinstance(self._send, trio.lowlevel.FdStream):
+                nursery.start_soon(self._watch_when_hung_up, grace, stdin, early)
+
+            def start() -> None:
+                early.cancel()
+                nursery.start_soon(self.give_up_when_stuck, grace)
+
             try:
-                yield lambda: nursery.start_soon(self.give_up_when_stuck, grace)
+                yield start
             finally:
                 nursery.cancel_scope.cancel()  # every task is done: nothing waits on stdout any more
+
+    async def _watch_when_hung_up(self, grace: float, stdin: trio.lowlevel.FdStream,
+                                  scope: trio.CancelScope) -> None:
+        with scope:
+            while not self.broken:
+                self._full = full = trio.Event()
+                await full.wait()
+                self._full = None
+                while self._lock.locked() and not self.broken:  # a write still waits for room
+                    if _hung_up(stdin):
+                        log.info("stdin was closed while stdout was full: stdout is given up if it takes "
+                                 "nothing more for %g s", grace)
+                        await self.give_up_when_stuck(grace)
+                        return
+                    await trio.sleep(min(0.1, max(grace, 0.01)))
 
     def _encoded(self, obj: Any) -> bytes:
         try:

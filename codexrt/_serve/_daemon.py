@@ -90,9 +90,10 @@ within the stop budget (R-OP-5), the child is retired and reaped; the waiters th
 :func:`serve_daemon` returns. From the end of reading on, a stdout that takes no byte for
 :data:`STDOUT_GIVE_UP_GRACE` while lines wait (a host that stopped reading but keeps the pipe
 open) is given up (``LineWriter.give_up_when_stuck``): its lines are dropped and the drain
-ends as on a signal, so such a host does not hold serve or its children. (A reader blocked on
-stdout itself never sees the EOF — a signal still ends it — and a thread-backed stdout is
-never given up.)
+ends as on a signal, so such a host does not hold serve or its children. The watch also starts
+when stdin (a pipe or a socket) was closed while a write waits for room — a reader waiting on
+stdout itself would never see the EOF (``LineWriter.stuck_watch``). A thread-backed stdout is
+never given up.
 
 *Bounds.* A channel's ``ops``/``request_ids``/``done_forwarded``/``awaiting`` hold unreplied
 long commands only (:meth:`Channel.forget` when the waiter ends, one scheduler pass after a
@@ -151,7 +152,8 @@ class Daemon(DaemonCore):
     """The command loop over one pair of byte streams. Use :func:`serve_daemon`."""
 
     async def run(self) -> None:
-        async with self._out.stuck_watch(STDOUT_GIVE_UP_GRACE) as watch_stdout, trio.open_nursery() as nursery:
+        stuck = self._out.stuck_watch(STDOUT_GIVE_UP_GRACE, self._receive)
+        async with stuck as watch_stdout, trio.open_nursery() as nursery:
             self.nursery = nursery
             aux = trio.CancelScope()
 

@@ -242,3 +242,31 @@ async def test_stdin_eof_from_a_client_reading_a_huge_line_slowly_still_gets_eve
         assert streamed == text
         await wait_until(lambda: not [c for c in children if process_alive(c)], "the children to be reaped",
                          timeout=TEARDOWN_BOUND)
+
+
+async def test_stdin_closed_while_the_reader_itself_waits_on_stdout_still_ends_the_agent(tmp_path):
+    """A client that sends lines it never reads the answers of, then closes stdin and waits
+    for the agent to exit (``proc.stdin.close(); proc.wait()``): the agent's reader answers a
+    bad line itself, so it waits on the full stdout and never reaches the EOF. Seeing stdin
+    closed while a write waits for room, the agent gives the stuck stdout up after
+    ``eof_grace`` and exits 0."""
+    argv = [sys.executable, "-m", "codexrt_cli", "--log-level", "info", "acp", "--codex-bin", "/nonexistent/codex"]
+    with open(tmp_path / "acp.stderr", "wb") as err:
+        proc = await trio.lowlevel.open_process(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                                                cwd=str(ROOT), env=agent_env(tmp_path))
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        await proc.stdin.send_all(b"not json\n" * 3000)  # 27 KB in; ≈ 3000 error answers out, none read
+        probe = os.open(f"/proc/self/fd/{proc.stdout.fileno()}", os.O_WRONLY | os.O_NONBLOCK)  # type: ignore[attr-defined]
+        try:
+            await wait_until(lambda: not select.select([], [probe], [], 0)[1], "the stdout pipe to fill")
+        finally:
+            os.close(probe)
+        await proc.stdin.aclose()
+        with trio.move_on_after(TEARDOWN_BOUND):
+            await proc.wait()
+        assert proc.returncode == 0, "the agent did not exit after stdin was closed (stdout unread)"
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()

@@ -388,3 +388,29 @@ async def test_a_zero_grace_does_not_spin() -> None:
     assert counter.steps < 200, counter.steps
     await send.aclose()
     os.close(r)
+
+
+async def test_a_closed_stdin_is_seen_before_its_eof_is_read() -> None:
+    """``stuck_watch``'s look at stdin: a pipe whose writer closed it — unread data still in it
+    — and a Unix socket whose peer shut down writing (Node's ``stdin.end()``) are hung up; an
+    open one is not, with or without data waiting."""
+    from codexrt._io._lines import _hung_up
+
+    r, w = os.pipe()
+    stream = trio.lowlevel.FdStream(r)
+    os.write(w, b"a line not read yet\n")
+    assert not _hung_up(stream)
+    os.close(w)
+    assert _hung_up(stream)
+    await stream.aclose()
+    assert _hung_up(stream)  # closed here too
+    if sys.platform == "linux":
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock_in = trio.lowlevel.FdStream(b.detach())
+        assert not _hung_up(sock_in)
+        a.sendall(b"{}\n")
+        assert not _hung_up(sock_in)
+        a.shutdown(socket.SHUT_WR)
+        assert _hung_up(sock_in)
+        a.close()
+        await sock_in.aclose()

@@ -399,3 +399,33 @@ async def test_r_op_1_an_answer_is_replied_before_the_execute_plan_it_unblocks(
     assert [ln["id"] for ln in replies] == ["ans", "exec"]
     assert replies[0]["ok"] is True and replies[1]["result"]["ok"] is True, replies
     await wire.to_send.aclose()
+
+
+async def test_r_d_3_a_host_that_closed_stdin_unread_does_not_hold_serve_whose_reader_waits(
+        nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The naive host's ``proc.stdin.close(); proc.wait()`` after commands whose replies it
+    never read: serve's reader itself waits on the full stdout (``status`` is replied inline),
+    so it never reaches stdin's EOF. Seeing stdin closed while a write waits for room, serve
+    still gives the stuck stdout up after the grace and finishes (stdin a real pipe here: its
+    hang-up is what is seen)."""
+    from codexrt._serve import _daemon
+
+    monkeypatch.setattr(_daemon, "STDOUT_GIVE_UP_GRACE", 0.5)
+    wire = PipeWire()
+    in_r, in_w = os.pipe()
+    cfg = DaemonConfig(runtime=RuntimeConfig(transports=[MemoryPeers(nursery).factory("handshake-ok")]),
+                       idle_timeout=None)
+    stdin = trio.lowlevel.FdStream(in_r)
+    daemon = await nursery.start(serve_daemon, stdin, wire.w, cfg)  # nobody reads wire.r
+    lines = b"".join(json.dumps({"id": i, "command": "status"}).encode() + b"\n" for i in range(1500))
+    assert len(lines) < 60_000  # all of it fits in stdin's pipe: this write never waits
+    os.write(in_w, lines)
+    with trio.fail_after(30):
+        while not daemon._out._lock.locked():  # stdout is full: the reader waits on it
+            await trio.sleep(0.05)
+    os.close(in_w)  # stdin closed, its last lines unread; stdout still open, never read
+    with trio.fail_after(_daemon.STDOUT_GIVE_UP_GRACE + 30):
+        await daemon.finished.wait()
+    assert daemon._out.broken
+    await wire.r.aclose()
+    await stdin.aclose()
