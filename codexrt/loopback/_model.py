@@ -80,6 +80,8 @@ KEEPALIVE_S = 0.5
 MAX_DELTAS = 100_000
 MAX_DELTA_INTERVAL_S = 1.0
 MAX_BODY = 256 << 20  # bytes of one request body (codex sends the whole thread so far); more is a 400
+_HEX_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")  # a chunk size: no sign, prefix or underscore (int() takes those)
+_DECIMAL = re.compile(r"[0-9]{1,16}")  # a Content-Length
 
 _DIRECTIVE = re.compile(r"\[\[mock:([a-z0-9_]+)(?::(.*?))?\]\]", re.DOTALL)
 
@@ -402,10 +404,17 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _read_body(self) -> bytes:
         """ValueError for a body it cannot read: a bad length or chunk size, over :data:`MAX_BODY`, a
         framing line over 64 KiB, chunk data longer than its size."""
-        if self.headers.get("transfer-encoding", "").lower() == "chunked":
+        codings = [c.strip().lower() for v in self.headers.get_all("transfer-encoding") or () for c in v.split(",")
+                   if c.strip()]
+        if codings:  # (it wins over any Content-Length: RFC 9112, 6.3)
+            if codings != ["chunked"]:
+                raise ValueError(f"transfer-coding {', '.join(codings)[:100]!r}: only chunked is read")
             out = bytearray()
             while True:
-                size = int(self._line().strip().split(b";")[0] or b"0", 16)
+                token = self._line().split(b";")[0].strip()  # 1*HEXDIG, blanks around it tolerated
+                if not _HEX_SIZE.fullmatch(token):
+                    raise ValueError(f"chunk size {token[:20]!r} is not a hex number")
+                size = int(token, 16)
                 if size == 0:
                     while self._line() not in (b"\r\n", b"\n", b""):
                         pass
@@ -415,8 +424,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 out += self.rfile.read(size)
                 if self._line() not in (b"\r\n", b"\n", b""):
                     raise ValueError("chunk data longer than its size")
-        length = int(self.headers.get("content-length") or 0)
-        if not 0 <= length <= MAX_BODY:
+        lengths = {v.strip() for h in self.headers.get_all("content-length") or () for v in h.split(",")}
+        if len(lengths) > 1:  # (the same value repeated is one: RFC 9112, 6.3)
+            raise ValueError(f"content-length values disagree: {sorted(lengths)[:4]}")
+        text = lengths.pop() if lengths else "0"
+        if not _DECIMAL.fullmatch(text):
+            raise ValueError(f"content-length {text[:20]!r} is not a decimal number")
+        length = int(text)
+        if length > MAX_BODY:
             raise ValueError(f"content-length {length}")
         return self.rfile.read(length) if length else b""
 
@@ -745,6 +760,8 @@ class MockResponsesServer:
             rec.outcome = outcome
             if self._log_path is not None:  # each line once it has its outcome, before waiters wake
                 done = [r for r in self._requests if r.outcome is not None and not getattr(r, "_logged", False)]
+                if not getattr(rec, "_logged", False) and all(r is not rec for r in self._requests):
+                    done.append(rec)  # dropped by clear() while it was answered: still logged
                 lines = "".join(json.dumps(r.to_json()) + "\n" for r in done)
                 if lines:
                     try:

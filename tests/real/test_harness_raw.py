@@ -238,6 +238,14 @@ def test_mock_never_drops_an_unlogged_record(tmp_path: Path, monkeypatch: pytest
     (b"Content-Length: 4000000000", b"{}"),  # over MAX_BODY: never allocated nor waited for
     (b"Transfer-Encoding: chunked", b"2;" + b"e" * 70000 + b"\r\n{}\r\n0\r\n\r\n"),  # a size line over 64 KiB
     (b"Transfer-Encoding: chunked", b"2\r\n{}XX\r\n0\r\n\r\n"),  # chunk data longer than its size
+    (b"Transfer-Encoding: chunked", b"0x2\r\n{}\r\n0\r\n\r\n"),  # int(.., 16) takes these three
+    (b"Transfer-Encoding: chunked", b"+2\r\n{}\r\n0\r\n\r\n"),
+    (b"Transfer-Encoding: chunked", b"0_2\r\n{}\r\n0\r\n\r\n"),
+    (b"Transfer-Encoding: gzip, chunked", b"2\r\n{}\r\n0\r\n\r\n"),  # a coding the mock cannot undo
+    (b"Transfer-Encoding: gzip\r\nContent-Length: 2", b"{}"),  # was read by its Content-Length
+    (b"Content-Length: 2\r\nContent-Length: 3", b"{}"),  # two lengths: which one frames the body?
+    (b"Content-Length: 2, 3", b"{}"),
+    (b"Content-Length: +2", b"{}"),
 ])
 def test_mock_answers_a_body_it_cannot_read_with_400(tmp_path: Path, head: bytes, body: bytes) -> None:
     """A request body the mock cannot read (a bad or out-of-range length or chunk size, a framing
@@ -263,6 +271,34 @@ def test_mock_answers_a_body_it_cannot_read_with_400(tmp_path: Path, head: bytes
         assert rec.outcome == "400" and rec.body_error and rec.body_error.startswith("unreadable body: ")
         assert post_responses(mock, "fine")[0] == 200
     assert [json.loads(x)["outcome"] for x in log.read_text().splitlines()] == ["400", "completed"]
+
+
+def test_mock_reads_a_repeated_equal_content_length() -> None:
+    """The same Content-Length twice (a proxy may repeat it) frames the body as once."""
+    import socket
+
+    body = json.dumps({"model": "m", "stream": True, "input": [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "twice"}]}]}).encode()
+    with MockResponsesServer() as mock, socket.create_connection(("127.0.0.1", mock.port), timeout=10) as s:
+        s.sendall(b"POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nContent-Length: %d\r\n\r\n%s"
+                  % (len(body), len(body), body))
+        wait_until_blocking(lambda: len(mock.requests) == 1 and mock.requests[0].outcome is not None, "the answer")
+        assert (mock.requests[0].body_error, mock.requests[0].outcome) == (None, "completed")
+
+
+def test_mock_logs_a_request_cleared_while_it_was_answered(tmp_path: Path) -> None:
+    """``clear()`` drops the records, also one still being answered; its log line is still
+    written once it has its outcome (before, it was lost)."""
+    import types
+
+    log = tmp_path / "log.jsonl"
+    with MockResponsesServer(log_path=log) as mock:
+        handler = types.SimpleNamespace(command="POST", path="/v1/responses", headers={})
+        rec = mock._record(handler, None, None)  # type: ignore[arg-type]
+        mock.clear()
+        mock._changed(rec, "completed")
+        assert post_responses(mock, "next")[0] == 200
+    assert [json.loads(x)["outcome"] for x in log.read_text().splitlines()] == ["completed", "completed"]
 
 
 def test_mock_reads_a_chunked_body() -> None:
