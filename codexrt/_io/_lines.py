@@ -294,8 +294,9 @@ class LineWriter:
         was closed by the host while stdout is full — before the reader reaches the EOF, which
         it may never do when it is itself waiting on stdout (an inline reply to a host that
         closed stdin and then waits for the service to exit, never reading: ``proc.stdin.close();
-        proc.wait()``). Only while a write waits for room is stdin looked at (every 0.1 s), so
-        an idle service is never woken."""
+        proc.wait()``). Given up then, the lines stdin still holds are never read. stdin is
+        looked at (every 0.1 s) only from a write that had to wait for room until the lock is
+        free again, so an idle service is never woken."""
         async with trio.open_nursery() as nursery:
             early = trio.CancelScope()
             if isinstance(stdin, trio.lowlevel.FdStream) and isinstance(self._send, trio.lowlevel.FdStream):

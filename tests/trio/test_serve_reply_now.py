@@ -408,6 +408,7 @@ async def test_r_d_3_a_host_that_closed_stdin_unread_does_not_hold_serve_whose_r
     so it never reaches stdin's EOF. Seeing stdin closed while a write waits for room, serve
     still gives the stuck stdout up after the grace and finishes (stdin a real pipe here: its
     hang-up is what is seen)."""
+    from codexrt._io._lines import _has_room
     from codexrt._serve import _daemon
 
     monkeypatch.setattr(_daemon, "STDOUT_GIVE_UP_GRACE", 0.5)
@@ -421,7 +422,7 @@ async def test_r_d_3_a_host_that_closed_stdin_unread_does_not_hold_serve_whose_r
     assert len(lines) < 60_000  # all of it fits in stdin's pipe: this write never waits
     os.write(in_w, lines)
     with trio.fail_after(30):
-        while not daemon._out._lock.locked():  # stdout is full: the reader waits on it
+        while not (daemon._out._lock.locked() and not _has_room(wire.w)):  # stdout is full: the reader waits
             await trio.sleep(0.05)
     os.close(in_w)  # stdin closed, its last lines unread; stdout still open, never read
     with trio.fail_after(_daemon.STDOUT_GIVE_UP_GRACE + 30):
