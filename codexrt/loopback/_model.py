@@ -70,6 +70,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from codexrt.loopback._http import read_body
+
 __all__ = ["MockResponsesServer", "Script", "RecordedRequest", "DEFAULT_TEXT", "DEFAULT_REASONING", "HANG_CAP_S",
            "parse_directives", "patch_command", "main"]
 
@@ -80,8 +82,6 @@ KEEPALIVE_S = 0.5
 MAX_DELTAS = 100_000
 MAX_DELTA_INTERVAL_S = 1.0
 MAX_BODY = 256 << 20  # bytes of one request body (codex sends the whole thread so far); more is a 400
-_HEX_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")  # a chunk size: no sign, prefix or underscore (int() takes those)
-_DECIMAL = re.compile(r"[0-9]{1,16}")  # a Content-Length
 
 _DIRECTIVE = re.compile(r"\[\[mock:([a-z0-9_]+)(?::(.*?))?\]\]", re.DOTALL)
 
@@ -356,7 +356,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         try:
-            raw = self._read_body()
+            raw = read_body(self.rfile, self.headers, MAX_BODY)
         except ValueError as exc:  # a body it cannot read: a 400, recorded; the connection is closed
             rec, self.close_connection = self.server.mock._record(self, None, f"unreadable body: {exc}"[:200]), True
             self._answered(rec, "400")
@@ -400,46 +400,6 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             outcome, self.close_connection = f"mock error: {type(exc).__name__}", True
         if rec.outcome is None:  # not answered before its end (a hang the mock's stop ended, a client gone)
             self._answered(rec, outcome)
-
-    def _read_body(self) -> bytes:
-        """ValueError for a body it cannot read: a bad length or chunk size, over :data:`MAX_BODY`, a
-        framing line over 64 KiB, chunk data longer than its size."""
-        codings = [c.strip().lower() for v in self.headers.get_all("transfer-encoding") or () for c in v.split(",")
-                   if c.strip()]
-        if codings:  # (it wins over any Content-Length: RFC 9112, 6.3)
-            if codings != ["chunked"]:
-                raise ValueError(f"transfer-coding {', '.join(codings)[:100]!r}: only chunked is read")
-            out = bytearray()
-            while True:
-                token = self._line().split(b";")[0].strip()  # 1*HEXDIG, blanks around it tolerated
-                if not _HEX_SIZE.fullmatch(token):
-                    raise ValueError(f"chunk size {token[:20]!r} is not a hex number")
-                size = int(token, 16)
-                if size == 0:
-                    while self._line() not in (b"\r\n", b"\n", b""):
-                        pass
-                    return bytes(out)
-                if not 0 < size <= MAX_BODY - len(out):
-                    raise ValueError(f"a chunk of {size} bytes after {len(out)}")
-                out += self.rfile.read(size)
-                if self._line() not in (b"\r\n", b"\n", b""):
-                    raise ValueError("chunk data longer than its size")
-        lengths = {v.strip() for h in self.headers.get_all("content-length") or () for v in h.split(",")}
-        if len(lengths) > 1:  # (the same value repeated is one: RFC 9112, 6.3)
-            raise ValueError(f"content-length values disagree: {sorted(lengths)[:4]}")
-        text = lengths.pop() if lengths else "0"
-        if not _DECIMAL.fullmatch(text):
-            raise ValueError(f"content-length {text[:20]!r} is not a decimal number")
-        length = int(text)
-        if length > MAX_BODY:
-            raise ValueError(f"content-length {length}")
-        return self.rfile.read(length) if length else b""
-
-    def _line(self, limit: int = 65536) -> bytes:
-        line = self.rfile.readline(limit + 1)
-        if len(line) > limit:  # never cut: its rest would be read as the next line
-            raise ValueError(f"a chunked-framing line over {limit} bytes")
-        return line
 
     def _send_json(self, status: int, obj: Any) -> None:
         data = json.dumps(obj).encode()

@@ -59,7 +59,9 @@ def _check(events: list[dict[str, Any]], reply: dict[str, Any], rid: str, n: int
     kinds = [ev["kind"] for ev in mine]
     assert kinds[0] == "operationQueued" and mine[0]["payload"]["requestId"] == rid
     assert kinds[-1] == "operationDone" and kinds.count("operationDone") == 1  # the reply came after it
-    assert kinds.index("operationAcked") < kinds.index("itemUpdated")
+    # operationAcked is informational (docs/daemon-protocol.md): the FIFO worker writes it once
+    # turn/start is answered, and the reader may write deltas read with that answer first
+    assert kinds.count("operationAcked") <= 1
     text = "".join(ev["payload"]["delta"] for ev in mine if ev["kind"] == "itemUpdated")
     assert text == expected_text(n) == reply["result"]["finalText"]
 
