@@ -20,7 +20,9 @@ handing serve an event): the line is written whole at once, or not at all and Fa
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
+import operator
 import os
 import select
 import socket
@@ -89,31 +91,36 @@ def _whole_or_nothing(stream: trio.abc.SendStream) -> bool:
         return False
 
 
-def _has_room(stream: trio.lowlevel.FdStream) -> bool:
-    """Whether a write to ``stream`` would take bytes now (a writer may just not have run yet)."""
+def _poll_now(stream: trio.lowlevel.FdStream, events: int) -> int | None:
+    """The poll events of ``stream``'s fd right now (asking for ``events``), or None when it is
+    closed or cannot be polled."""
     fd = stream.fileno()
     if fd < 0:
-        return False
+        return None
     poller = select.poll()
-    poller.register(fd, select.POLLOUT)
+    poller.register(fd, events)
     try:
-        return any(ev & select.POLLOUT for _, ev in poller.poll(0))
+        return functools.reduce(operator.or_, (ev for _, ev in poller.poll(0)), 0)
     except OSError:
-        return False
+        return None
+
+
+def _has_room(stream: trio.lowlevel.FdStream) -> bool:
+    """Whether a write to ``stream`` would take bytes now (a writer may just not have run yet)."""
+    return bool((_poll_now(stream, select.POLLOUT) or 0) & select.POLLOUT)
 
 
 def _hung_up(stream: trio.lowlevel.FdStream) -> bool:
     """Whether the other end of ``stream`` (a pipe's or a socket's reading end) was closed for
     writing — it may still hold unread data — or ``stream`` itself was closed."""
-    fd = stream.fileno()
-    if fd < 0:
-        return True
-    poller = select.poll()
-    poller.register(fd, select.POLLIN | _POLLRDHUP)
-    try:
-        return any(ev & (select.POLLHUP | _POLLRDHUP | select.POLLNVAL) for _, ev in poller.poll(0))
-    except OSError:
-        return True
+    ev = _poll_now(stream, select.POLLIN | _POLLRDHUP)
+    return ev is None or bool(ev & (select.POLLHUP | _POLLRDHUP | select.POLLNVAL))
+
+
+def _period(grace: float) -> float:
+    """How often a watch of ``grace`` seconds looks: ten times a second, more often for a short
+    grace, never more than a hundred times."""
+    return min(0.1, max(grace, 0.01))
 
 
 class UnencodableLine(Exception):
@@ -260,7 +267,7 @@ class LineWriter:
         send = self._send
         if getattr(send, "writes_in_thread", False):
             await trio.sleep_forever()
-        period = min(0.1, max(grace, 0.01))
+        period = _period(grace)
         last, quiet, before = self._progress, 0.0, trio.current_time()
         while True:
             await trio.sleep(period)
@@ -324,7 +331,7 @@ class LineWriter:
                                  "nothing more for %g s", grace)
                         await self.give_up_when_stuck(grace)
                         return
-                    await trio.sleep(min(0.1, max(grace, 0.01)))
+                    await trio.sleep(_period(grace))
 
     def _encoded(self, obj: Any) -> bytes:
         try:
