@@ -334,6 +334,7 @@ async def test_r_d_3_a_host_that_stopped_reading_does_not_hold_serves_exit(
     """A host that stops reading serve's stdout but keeps the pipe open, then closes stdin (or
     signals): once stdout has taken nothing for ``STDOUT_GIVE_UP_GRACE`` while lines wait, serve
     gives it up — its lines are dropped, the drain ends as on a signal — and finishes."""
+    from codexrt._io._lines import _has_room
     from codexrt._serve import _daemon
 
     wire = PipeWire()
@@ -343,7 +344,9 @@ async def test_r_d_3_a_host_that_stopped_reading_does_not_hold_serves_exit(
     await wire.send_lines([(i, "codex.send", {"channelId": f"c{i % 3}", "message": "x" * 3000})
                            for i in range(60)])
     with trio.fail_after(30):
-        while not daemon._out._lock.locked():  # stdout is full: a writer waits
+        # stdout is full: a writer waits (the lock alone can be held with room, across the
+        # write's checkpoint; a stop that early can let the rest fit in the pipe: nothing stuck)
+        while not (daemon._out._lock.locked() and not _has_room(wire.w)):
             await trio.sleep(0.05)
     if stop == "eof":
         await wire.to_send.aclose()
