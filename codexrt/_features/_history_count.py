@@ -17,7 +17,7 @@ from codexrt._io._retry import call_read
 from codexrt._connection import Connection, PendingCall
 from codexrt._features._paging import CursorRepeated, CursorWalk, walk_pages
 from codexrt._sansio._errors import CodexError, RemoteProtocolError, RpcError
-from codexrt._sansio._paging import peek_page, plain_data
+from codexrt._sansio._paging import peek_page
 from codexrt._sansio._projection import MessageTally, Projector, count_messages
 from codexrt._features._history_values import (
     ConnectionProvider,
@@ -82,9 +82,7 @@ async def _paged_read(conn: Connection, thread_id: str, proj: Projector, *, limi
     items_first: list[PendingCall | None] = []
 
     def turns_page(data: Any) -> None:
-        for t in plain_data(data):
-            if isinstance(t, dict):
-                proj.add_native_turn(t, items_follow=True)
+        proj.add_native_turns(data, items_follow=True)
 
     with contextlib.ExitStack() as early:  # a page asked for early and not read is withdrawn
         turns_walk = await _walk(conn, "thread/turns/list", turns_params, turns_page, max_pages=max_pages,

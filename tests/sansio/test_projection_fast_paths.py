@@ -1,10 +1,12 @@
-"""R-H-1 / issue 34: the native feed's four fast paths — a turn's plain messages appended as
+"""R-H-1 / issue 34: the native feed's five fast paths — a turn's plain messages appended as
 deferred records (``NativeFeed._append_deferred``, ``add_native_turn(items_follow=True)``),
 ``thread/items/list`` entries that replace stored messages of their own turn
 (``NativeFeed._replace_known``), entries that are all new plain messages
 (``NativeFeed._append_new``: the items walk after a turns walk that loaded no items) and the same
 given as the page's JSON text, decoded into structs (``NativeFeed._append_plain``: what
-``read_thread``'s walk hands over) — leave the projector exactly as the general path
+``read_thread``'s walk hands over), and a ``thread/turns/list`` page of turns without items given
+as its JSON text, decoded into structs (``NativeFeed._add_item_less``: ``read_thread``'s turns
+walk) — leave the projector exactly as the general path
 (``_add_batch``) leaves it: the same records shown and the same store behind them (turn order
 and keys, every entry's record, flags, times and deltas, the ``clientId`` bookkeeping), after
 every step of any mix of turns, entries, live items, deltas and local submissions. The
@@ -13,6 +15,7 @@ reference projector has the fast paths turned off and is given every page decode
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -36,6 +39,7 @@ def _general(proj: Projector) -> Projector:
     proj._native._replace_known = lambda entries: False  # type: ignore[method-assign]
     proj._native._append_new = lambda entries: False  # type: ignore[method-assign]
     proj._native._append_plain = lambda raw: False  # type: ignore[method-assign]
+    proj._native._add_item_less = lambda raw: False  # type: ignore[method-assign]
     return proj
 
 
@@ -46,15 +50,28 @@ def _state(proj: Projector) -> Any:
             {k: attrs.astuple(e, recurse=False) for k, e in store.entries.items()}, dict(store.client_ids))
 
 
-def _run(ops: list[Any], fast: bool) -> list[Any]:
-    proj = Projector(TID)
+def _run(ops: list[Any], fast: bool, proj: Projector | None = None,
+         check: Callable[[Projector], None] | None = None) -> list[Any]:
+    """The states seen along ``ops`` (a ``look``, a step that raised, the end); ``check(proj)``
+    after every step."""
+    proj = Projector(TID) if proj is None else proj
     if not fast:
         _general(proj)
     out: list[Any] = []
     for op, *args in ops:
+        if check is not None:
+            check(proj)
         try:
             if op == "turn":
                 proj.add_native_turn(args[0], items_follow=args[1])
+            elif op == "turns":  # a turns walk's page, as its JSON text (the reference: one turn at a time)
+                text = args[0] if isinstance(args[0], bytes) else msgspec.json.encode(args[0])
+                if fast:
+                    proj.add_native_turns(RawPageData(text), items_follow=args[1])
+                else:
+                    for t in RawPageData(text).dicts():
+                        if isinstance(t, dict):
+                            proj.add_native_turn(t, items_follow=args[1])
             elif op == "entries":  # as JSON text too: a walk's page, decoded by the feed
                 as_text = fast and len(args) > 1 and args[1]
                 # spaced (``"type": "image"``), the text's own check of item types passes it on to the structs
@@ -106,12 +123,51 @@ def messages(draw: Any) -> Any:
     return item
 
 
+#: per ``Turn`` field: values of its schema type, values of another, values the general path reads its own way
+TURN_FIELDS: dict[str, list[Any]] = {
+    "id": TURNS * 3 + ["local-turn:c1", "", 5, None],
+    "status": ["completed", "completed", "interrupted", "failed", "inProgress", "in_progress", "Cancelled", "weird",
+               None, {"type": "completed"}],
+    "itemsView": ["notLoaded", "notLoaded", "full", None, 3],
+    "error": [None, None, {"message": "boom", "codexErrorInfo": None}, "text", []],
+    "startedAt": [1, 1764400000, None, True, 1.5, -3, 2**70],
+    "completedAt": [2, None, False, 2.0],
+    "durationMs": [1, None, "1"],
+    "rootTurnId": ["t1", None, 7],
+    "extra": [1, None],  # a field the schema does not name (rarely drawn)
+}
+
+
+@st.composite
+def turn_pages(draw: Any) -> Any:
+    """A ``thread/turns/list`` page: turns with or without each field, now and then one with
+    items, a value of another type, or an entry that is not an object."""
+    page: list[Any] = []
+    for _ in range(draw(st.integers(0, 4))):
+        if draw(st.integers(0, 15)) == 0:
+            page.append(draw(st.sampled_from([None, 3, "t1", []])))
+            continue
+        turn: dict[str, Any] = {}
+        for name, values in TURN_FIELDS.items():
+            present = draw(st.integers(0, 12)) == 0 if name == "extra" else draw(st.integers(0, 3)) > 0
+            if present:  # most fields present, "extra" rarely
+                turn[name] = draw(st.sampled_from(values))
+        turn["items"] = [] if draw(st.integers(0, 5)) else draw(st.lists(messages(), max_size=2))
+        if draw(st.integers(0, 9)) == 0:
+            del turn["items"]
+        page.append(turn)
+    return page
+
+
 @st.composite
 def operations(draw: Any) -> Any:
     ops: list[Any] = []
     for _ in range(draw(st.integers(1, 8))):
-        op = draw(st.sampled_from(["turn", "turn", "entries", "entries", "entries", "item", "delta", "local", "look"]))
-        if op == "turn":
+        op = draw(st.sampled_from(["turn", "turn", "turns", "turns", "entries", "entries", "entries", "item", "delta",
+                                   "local", "look"]))
+        if op == "turns":
+            ops.append(("turns", draw(turn_pages()), draw(st.booleans())))
+        elif op == "turn":
             turn = {"id": draw(st.sampled_from(TURNS)), "status": draw(st.sampled_from(["completed", "interrupted"])),
                     "items": draw(st.lists(messages(), max_size=3))}
             ops.append(("turn", turn, draw(st.booleans())))
@@ -142,6 +198,28 @@ def operations(draw: Any) -> Any:
 @given(ops=operations())
 def test_r_h_1_the_fast_paths_leave_the_store_as_the_general_path_does(ops: list[Any]) -> None:
     assert _run(ops, fast=True) == _run(ops, fast=False)
+
+
+def _finished_as_finish_makes_it(proj: Projector) -> None:
+    store = proj._store
+    store.settle()
+    for t in store.turns.values():
+        for shown in (None, "unknown"):
+            assert store.finished(t, shown) == [store.finish(e, t, shown) for e in store.visible(t)]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(ops=operations(), thread=st.sampled_from([TID, None]), redact=st.booleans())
+def test_r_h_4_a_turns_records_are_those_finish_makes(ops: list[Any], thread: str | None, redact: bool) -> None:
+    """``RecordStore.finished`` (what ``turns()`` shows of a turn on the native path) takes an
+    entry's record as stored only where ``finish`` would give it unchanged (issue 34): open and
+    incomplete entries, compaction boundaries, a record without the thread id, redaction."""
+    proj = Projector(thread, redact=(lambda s: s.upper()) if redact else None)
+    command = {"type": "commandExecution", "id": "cmd", "command": "ls", "status": "inProgress"}
+    _run([*ops, ("item", "t1", {"type": "contextCompaction", "id": "cc"}, False, 11),
+          ("item", "t2", command, True, None)],  # complete, and open: still in progress
+         True, proj, _finished_as_finish_makes_it)
+    _finished_as_finish_makes_it(proj)
 
 
 EMPTY = {"id": "t1", "status": "completed", "items": [], "itemsView": "notLoaded"}
@@ -205,6 +283,16 @@ CASES: dict[str, list[Any]] = {
         ("item", "t1", {**TURN["items"][0], "id": "z", "clientId": "c1"}, True, None),
         ("entries", [_entry({**TURN["items"][1], "id": "y"}, "t2"),
                      _entry({**TURN["items"][0], "id": "q", "clientId": "c2"}, "t3")])],
+    # _add_item_less: what the structs decline is left to the plain decode, which decides as before
+    "a turns page, then its items": [("turns", [EMPTY, {**EMPTY, "id": "t2", "error": {"message": "m"}}], True),
+                                     ("entries", [_entry(TURN["items"][0]), _entry(TURN["items"][1], "t2")])],
+    "a turns page repeating a turn": [("turn", TURN, True), ("turns", [{**EMPTY, "status": "failed"}, EMPTY], True)],
+    "a number out of range in a field the schema does not name": [
+        ("turns", b'[{"id":"t1","status":"completed","items":[],"x":1e400}]', True)],
+    "a number out of range in a named field": [("turns", b'[{"id":"t1","items":[],"durationMs":1e400}]', True)],
+    "a key twice": [("turns", b'[{"id":"t1","id":"t2","status":"failed","status":"completed","items":[]}]', True)],
+    "a turn with items": [("turns", [EMPTY, TURN], True), ("entries", [_entry(i) for i in TURN["items"]])],
+    "text that is not a page": [("turns", b'[{"id":"t1","items":[]}', True)],
     "an entry the fast paths leave": [("entries", [_entry(TURN["items"][1]),
                                                    _entry({"type": "reasoning", "id": "r", "summary": ["s"]})])],
 }
@@ -224,7 +312,7 @@ def test_r_h_1_the_fast_paths_are_taken() -> None:
     taken: list[str] = []
     proj = Projector(TID)
     feed = proj._native
-    for name in ("_append_deferred", "_replace_known", "_append_new", "_append_plain"):
+    for name in ("_append_deferred", "_replace_known", "_append_new", "_append_plain", "_add_item_less"):
         real = getattr(feed, name)
 
         def spy(*args: Any, _real: Any = real, _name: str = name) -> bool:
@@ -251,4 +339,13 @@ def test_r_h_1_the_fast_paths_are_taken() -> None:
     taken.clear()
     proj.add_native_entries(RawPageData(page))  # known ids: declined, decoded, replaced
     assert taken == ["_append_plain:False", "_replace_known:True"]
+    taken.clear()
+    turns = [{**EMPTY, "id": "t4", "startedAt": 3, "rootTurnId": "t4", "durationMs": 2},
+             {**EMPTY, "id": "t5", "status": "failed", "error": {"message": "boom"}}]
+    proj.add_native_turns(RawPageData(msgspec.json.encode(turns)))  # read_thread's turns walk
+    assert taken == ["_add_item_less:True"]
+    assert [(g.turn_id, g.status, g.started_at) for g in proj.turns()][-2:] == [("t4", "completed", 3), ("t5", "failed", None)]
+    taken.clear()
+    proj.add_native_turns(RawPageData(msgspec.json.encode([{**TURN, "id": "t6"}])), items_follow=True)  # items: declined
+    assert taken == ["_add_item_less:False", "_append_deferred:False"]
 

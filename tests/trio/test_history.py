@@ -18,6 +18,7 @@ import trio.testing
 
 import codexrt
 from codexrt._sansio._errors import CodexError, RpcError
+from codexrt._sansio._paging import plain_data
 from codexrt._features._history import MASKING_NOTICE, MessageCounter, open_history_reader
 from codexrt._runtime._runtime import RuntimeConfig
 from codexrt._sansio._privacy import PrivacyIndex
@@ -156,22 +157,22 @@ async def test_issue_34_read_thread_asks_for_the_items_walks_first_page_as_the_t
     from codexrt._sansio._projection import Projector
 
     seen: list[Any] = []
-    early, add_turn = history._early, Projector.add_native_turn
+    early, add_turns = history._early, Projector.add_native_turns
 
     def spy_early(stack: Any, conn: Any, method: str, params: Any, **kw: Any) -> Any:
         pending = early(stack, conn, method, params, **kw)
         seen.append(("asked", method, params.get("cursor"), pending is not None))
         return pending
 
-    def spy_turn(self: Any, t: Any, **kw: Any) -> None:
-        seen.append(("projected", t["id"]))
-        add_turn(self, t, **kw)
+    def spy_turns(self: Any, turns: Any, **kw: Any) -> None:
+        seen.append(("projected", [t["id"] for t in plain_data(turns)]))
+        add_turns(self, turns, **kw)
 
     monkeypatch.setattr(history, "_early", spy_early)
-    monkeypatch.setattr(Projector, "add_native_turn", spy_turn)
+    monkeypatch.setattr(Projector, "add_native_turns", spy_turns)
     async with rt_for(peers, paged_thread_scenario()) as rt, open_history_reader(rt) as reader:
         tr = await reader.read_thread(T1)
-    assert seen == [("projected", "t1"), ("asked", "thread/items/list", None, True), ("projected", "t2")]
+    assert seen == [("projected", ["t1"]), ("asked", "thread/items/list", None, True), ("projected", ["t2"])]
     assert [(r.kind, r.id) for r in tr.records()] == [
         ("userMessage", "u1"), ("commandExecution", "c1"), ("assistantMessage", "a1"),
         ("userMessage", "u2"), ("assistantMessage", "a2")]
@@ -184,14 +185,14 @@ async def test_issue_34_a_failed_turns_walk_withdraws_the_items_page_asked_for_e
     the items page asked for early is withdrawn — here before it was written, so never sent."""
     from codexrt._sansio._projection import Projector
 
-    add_turn = Projector.add_native_turn
+    add_turns = Projector.add_native_turns
 
-    def failing(self: Any, t: Any, **kw: Any) -> None:
-        if t["id"] == "t2":
+    def failing(self: Any, turns: Any, **kw: Any) -> None:
+        if any(t["id"] == "t2" for t in plain_data(turns)):
             raise KeyError("status")
-        add_turn(self, t, **kw)
+        add_turns(self, turns, **kw)
 
-    monkeypatch.setattr(Projector, "add_native_turn", failing)
+    monkeypatch.setattr(Projector, "add_native_turns", failing)
     async with rt_for(peers, paged_thread_scenario()) as rt, open_history_reader(rt) as reader:
         with pytest.raises(CodexError) as err:
             await reader.read_thread(T1, allow_legacy=False)
@@ -208,11 +209,12 @@ async def test_issue_34_read_thread_decodes_a_pages_entries_after_asking_for_the
     entries only once the next page is asked for, so the server works on that page meanwhile:
     every decode comes after the request that follows its page (the last turns page: after the
     items walk's first request)."""
+    import codexrt._sansio._projection._native_feed as feed
     from codexrt._connection import Connection
     from codexrt._sansio._paging import RawPageData
 
     seen: list[Any] = []
-    send, dicts = Connection.send_request, RawPageData.dicts
+    send, dicts, turns = Connection.send_request, RawPageData.dicts, feed._decode_item_less_turns
 
     def spy_send(self: Any, method: str, params: Any, **kw: Any) -> Any:
         seen.append(("asked", method, params.get("cursor"), kw.get("raw")))
@@ -223,8 +225,15 @@ async def test_issue_34_read_thread_decodes_a_pages_entries_after_asking_for_the
         seen.append(("decoded", [e.get("id") or e["item"]["id"] for e in out]))
         return out
 
+    def spy_turns(raw: Any) -> Any:  # a turns page without items: decoded into structs
+        out = turns(raw)
+        if out is not None:
+            seen.append(("decoded", [t.id for t in out]))
+        return out
+
     monkeypatch.setattr(Connection, "send_request", spy_send)
     monkeypatch.setattr(RawPageData, "dicts", spy_dicts)
+    monkeypatch.setattr(feed, "_decode_item_less_turns", spy_turns)
     async with rt_for(peers, paged_thread_scenario(loaded=False)) as rt, open_history_reader(rt) as reader:
         tr = await reader.read_thread(T1)
     assert seen == [

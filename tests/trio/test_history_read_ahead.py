@@ -400,15 +400,17 @@ async def test_issue_34_read_threads_items_page_asked_for_early_is_withdrawn_ove
     from codexrt._sansio._rpc import LateResponse
 
     conn, server, make_reader = served
-    add_turn = Projector.add_native_turn
+    from codexrt._sansio._paging import plain_data
+
+    add_turns = Projector.add_native_turns
     last_turn = server.entries[-1]["turnId"]
 
-    def failing(self: Any, t: Any, **kw: Any) -> None:
-        if t["id"] == last_turn:
+    def failing(self: Any, turns: Any, **kw: Any) -> None:
+        if any(t["id"] == last_turn for t in plain_data(turns)):
             raise KeyError("status")
-        add_turn(self, t, **kw)
+        add_turns(self, turns, **kw)
 
-    monkeypatch.setattr(Projector, "add_native_turn", failing)
+    monkeypatch.setattr(Projector, "add_native_turns", failing)
     reader = make_reader(codex_home=tmp_path)
     with pytest.raises(RemoteProtocolError):
         await reader.read_thread(TID, allow_legacy=False)

@@ -8,6 +8,7 @@ from collections.abc import Callable, Container, Iterable, Sequence
 from typing import Any
 
 import attrs
+import msgspec
 from msgspec import Raw
 
 from .._paging import RawPageData
@@ -20,6 +21,39 @@ from ._store import RecordStore, _Entry, _redact_record, _Unprojected
 #: The item types :func:`plain_page_records` takes: their records depend on the item alone
 #: (no status field, no times, nothing closed or completed at read time).
 _PLAIN_TYPES = frozenset({"userMessage", "agentMessage"})
+
+
+class _PlainTurn(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """A ``Turn`` of a ``thread/turns/list`` page: every field the pinned server writes (the
+    schema's ``Turn``), each with its type. Nothing is skipped: an unknown field or a value of
+    another type fails the decode, and every value is read (a number out of range fails it as it
+    fails a plain decode), so a page this decodes is one the general path reads the same."""
+
+    id: str = ""  # absent: "" (as the general path reads it)
+    status: str = "unknown"
+    items: list[Any] = []
+    itemsView: str | None = None  # noqa: N815 (the wire's names)
+    error: Any = None
+    startedAt: int | None = None  # noqa: N815
+    completedAt: int | None = None  # noqa: N815
+    durationMs: int | None = None  # noqa: N815
+    rootTurnId: str | None = None  # noqa: N815
+
+
+_turns_decoder = msgspec.json.Decoder(list[_PlainTurn])
+
+
+def _decode_item_less_turns(raw: bytes | Raw) -> list[_PlainTurn] | None:
+    """A ``thread/turns/list`` page's ``data`` text as turns without items (``itemsView:
+    "notLoaded"``), or None: not every entry is such a turn (the general path decides)."""
+    try:
+        turns = _turns_decoder.decode(raw)
+    except (msgspec.DecodeError, RecursionError):  # DecodeError includes ValidationError
+        return None
+    for t in turns:
+        if t.items:
+            return None
+    return turns
 
 
 def plain_page_records(entries: Sequence[Any], thread_id: str | None, *,
@@ -143,6 +177,29 @@ class NativeFeed:
         items = turn.get("items")
         if isinstance(items, list) and items and not (items_follow and self._append_deferred(tid, items)):
             self._add_batch(tid, list(items), [(None, None)] * len(items), defer=items_follow)
+
+    def add_native_turns(self, turns: Iterable[Any] | RawPageData, *, items_follow: bool = False) -> None:
+        if isinstance(turns, RawPageData):
+            if self._add_item_less(turns.raw):
+                return
+            turns = turns.dicts()
+        for t in turns:
+            if isinstance(t, dict):
+                self.add_native_turn(t, items_follow=items_follow)
+
+    def _add_item_less(self, raw: bytes | Raw) -> bool:
+        """:meth:`add_native_turn` of each turn of a page's ``data`` given as its JSON text, when
+        every entry is a turn without items (``itemsView: "notLoaded"``: ``read_thread``'s turns
+        walk), decoded into structs (:class:`_PlainTurn`); return True. Return False, having
+        changed nothing, otherwise (the caller decodes the page plainly). Issue 34: a dict per
+        turn and a dozen lookups in it, for the 1,000 turns of a long thread."""
+        plain = _decode_item_less_turns(raw)
+        if plain is None:
+            return False
+        turn_status = self._store.turn_status  # what add_native_turn does with a turn without items
+        for t in plain:
+            turn_status(t.id, t.status, started_at=t.startedAt, completed_at=t.completedAt, error=t.error)
+        return True
 
     def add_native_entries(self, entries: Iterable[dict[str, Any]] | RawPageData) -> None:
         if isinstance(entries, RawPageData):

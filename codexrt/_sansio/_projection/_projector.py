@@ -90,6 +90,13 @@ class Projector:
         either way; the items must not change until then."""
         self._native.add_native_turn(turn, prepend=prepend, items_follow=items_follow)
 
+    def add_native_turns(self, turns: Iterable[Any] | RawPageData, *, items_follow: bool = False) -> None:
+        """:meth:`add_native_turn` of each object of a ``thread/turns/list`` page's ``data``
+        (other values skipped), decoded or as a walk's
+        :class:`~codexrt._sansio._paging.RawPageData` (decoded here: into structs when every turn
+        comes without items, as ``itemsView: "notLoaded"`` asks, issue 34)."""
+        self._native.add_native_turns(turns, items_follow=items_follow)
+
     @classmethod
     def page_records(cls, thread_id: str | None, entries: Sequence[Any], *,
                      redact: Callable[[str], str] | None = None,
@@ -167,14 +174,17 @@ class Projector:
         out = []
         active = self._replay.active()
         res = self._replay.resolve() if active else _Resolution({}, set(), {}, {})
-        local = [tid for tid in self._store.order if tid.startswith("local-turn:")]
-        for tid in [tid for tid in self._store.order if not tid.startswith("local-turn:")] + local:
+        order = self._store.order
+        local = [tid for tid in order if tid.startswith("local-turn:")]
+        if local:
+            order = [tid for tid in order if not tid.startswith("local-turn:")] + local
+        for tid in order:
             t = self._store.turns[tid]
             # a rollout turn still open at the end of the file: a killed writer or one still
             # writing — the file cannot tell, so it is `unknown`, never shown live (R-H-4)
             shown = "unknown" if self._legacy.fed and t.status == "inProgress" else None
             if not active:  # nothing replaced, hidden, updated or added (the native path)
-                recs = [self._store.finish(e, t, shown) for e in self._store.visible(t)]
+                recs = self._store.finished(t, shown)
             else:
                 recs = self._replayed(t, shown, res)
             if t.status == "failed" and t.error:

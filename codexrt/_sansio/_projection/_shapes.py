@@ -30,9 +30,16 @@ _STATUS_MAP = {
 }
 
 
+#: The statuses :func:`_norm_status` keeps as they are (the wire's own spelling): one lookup.
+_STATUS_KEPT = {v: v for v in _STATUS_MAP.values()}
+
+
 def _norm_status(value: Any) -> str:
     if not isinstance(value, str):
         return "unknown"
+    kept = _STATUS_KEPT.get(value)
+    if kept is not None:
+        return kept
     return _STATUS_MAP.get(value.replace("-", "_").lower(), _STATUS_MAP.get(value.lower(), "unknown"))
 
 

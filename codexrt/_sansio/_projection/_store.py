@@ -296,6 +296,23 @@ class RecordStore:
 
         return [e for e in entries if keep(e)]
 
+    def finished(self, t: _Turn, status: str | None = None) -> list[Any]:
+        """``[finish(e, t, status) for e in visible(t)]``: an entry complete and not open is
+        taken as stored when :meth:`finish` would not change it (no redaction, its thread id
+        set or none to set, not a compaction boundary) — most of a long thread's (issue 34)."""
+        if self._redact is not None:
+            return [self.finish(e, t, status) for e in self.visible(t)]
+        need_thread = self.thread_id is not None
+        out = []
+        for e in self.visible(t):
+            r = e.record
+            if (e.complete and not e.open and not (need_thread and r.thread_id is None)
+                    and not isinstance(r, CompactionBoundary)):
+                out.append(r)
+            else:
+                out.append(self.finish(e, t, status))
+        return out
+
     def finish(self, e: _Entry, t: _Turn, status: str | None = None) -> Any:
         """The display record of ``e`` in turn ``t``. ``status``: the turn's status as shown when
         it differs from ``t.status`` — ``unknown`` for a rollout's unfinished last turn, whose open
