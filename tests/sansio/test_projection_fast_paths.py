@@ -83,6 +83,8 @@ def _run(ops: list[Any], fast: bool, proj: Projector | None = None,
                 proj.add_delta(*args)
             elif op == "local":
                 proj.add_local_submission(args[0], "sent")
+            elif op == "tid":  # the thread id known late (a rollout's session_meta): stored records lack it
+                proj.thread_id = args[0]
             else:  # a look settles the deferred records early, as a reader showing a page does
                 out.append(_state(proj))
         except Exception as exc:  # the same error at the same step
@@ -164,8 +166,10 @@ def operations(draw: Any) -> Any:
     ops: list[Any] = []
     for _ in range(draw(st.integers(1, 8))):
         op = draw(st.sampled_from(["turn", "turn", "turns", "turns", "entries", "entries", "entries", "item", "delta",
-                                   "local", "look"]))
-        if op == "turns":
+                                   "local", "look", "tid"]))
+        if op == "tid":
+            ops.append(("tid", draw(st.sampled_from([TID, "0190cccc-0000-7000-8000-000000000005", None]))))
+        elif op == "turns":
             ops.append(("turns", draw(turn_pages()), draw(st.booleans())))
         elif op == "turn":
             turn = {"id": draw(st.sampled_from(TURNS)), "status": draw(st.sampled_from(["completed", "interrupted"])),
@@ -213,7 +217,8 @@ def _finished_as_finish_makes_it(proj: Projector) -> None:
 def test_r_h_4_a_turns_records_are_those_finish_makes(ops: list[Any], thread: str | None, redact: bool) -> None:
     """``RecordStore.finished`` (what ``turns()`` shows of a turn on the native path) takes an
     entry's record as stored only where ``finish`` would give it unchanged (issue 34): open and
-    incomplete entries, compaction boundaries, a record without the thread id, redaction."""
+    incomplete entries, compaction boundaries, a record without the thread id (the projector
+    made without one, its thread id set later by a ``tid`` step), redaction."""
     proj = Projector(thread, redact=(lambda s: s.upper()) if redact else None)
     command = {"type": "commandExecution", "id": "cmd", "command": "ls", "status": "inProgress"}
     _run([*ops, ("item", "t1", {"type": "contextCompaction", "id": "cc"}, False, 11),
@@ -293,6 +298,9 @@ CASES: dict[str, list[Any]] = {
     "a key twice": [("turns", b'[{"id":"t1","id":"t2","status":"failed","status":"completed","items":[]}]', True)],
     "a turn with items": [("turns", [EMPTY, TURN], True), ("entries", [_entry(i) for i in TURN["items"]])],
     "text that is not a page": [("turns", b'[{"id":"t1","items":[]}', True)],
+    "items null, items spaced, items out of range": [
+        ("turns", b'[{"id":"t1","items":null},{"id":"t2","status":"failed","items":[ ]}]', True),
+        ("turns", b'[{"id":"t3","items":[1e400]}]', True)],
     "an entry the fast paths leave": [("entries", [_entry(TURN["items"][1]),
                                                    _entry({"type": "reasoning", "id": "r", "summary": ["s"]})])],
 }

@@ -23,15 +23,20 @@ from ._store import RecordStore, _Entry, _redact_record, _Unprojected
 _PLAIN_TYPES = frozenset({"userMessage", "agentMessage"})
 
 
+_NO_ITEMS = Raw(b"[]")
+
+
 class _PlainTurn(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     """A ``Turn`` of a ``thread/turns/list`` page: every field the pinned server writes (the
-    schema's ``Turn``), each with its type. Nothing is skipped: an unknown field or a value of
-    another type fails the decode, and every value is read (a number out of range fails it as it
-    fails a plain decode), so a page this decodes is one the general path reads the same."""
+    schema's ``Turn``), each with its type. An unknown field or a value of another type fails the
+    decode, and every value but ``items`` is read (a number out of range fails it as it fails a
+    plain decode); ``items`` is kept as text, and a page is taken only when every turn's is
+    ``[]``. So a page this takes is one the general path reads the same, and a page with items (a
+    server that ignores ``"notLoaded"``) is not decoded twice in full."""
 
     id: str = ""  # absent: "" (as the general path reads it)
     status: str = "unknown"
-    items: list[Any] = []
+    items: Raw = _NO_ITEMS  # left undecoded: a turn with items takes the general path, which reads them
     itemsView: str | None = None  # noqa: N815 (the wire's names)
     error: Any = None
     startedAt: int | None = None  # noqa: N815
@@ -51,7 +56,7 @@ def _decode_item_less_turns(raw: bytes | Raw) -> list[_PlainTurn] | None:
     except (msgspec.DecodeError, RecursionError):  # DecodeError includes ValidationError
         return None
     for t in turns:
-        if t.items:
+        if t.items != _NO_ITEMS:  # items (a server that ignores "notLoaded"), or not a list
             return None
     return turns
 
