@@ -248,3 +248,64 @@ def test_r_wire_5_the_depth_bounds_follow_from_the_types() -> None:
     assert _depth(msgspec.inspect.type_info(PlainPage)) == PAGE_MAX_DEPTH
     records = max(_depth(msgspec.inspect.type_info(c)) for c in (_plain_text._AssistantJson, _plain_text._UserJson))
     assert 1 + records == RECORDS_DEPTH  # the records' list
+
+
+def _decode_entries_by_counts(text: bytes) -> Any:
+    """``decode_entries`` as it was before its pre-check became one regex pass: the four
+    ``bytes.count`` passes (issue 34)."""
+    keys = (b'"type":"userMessage"', b'"type":"agentMessage"', b'"type":"text"')
+    if text.count(b'"type":"') != sum(text.count(k) for k in keys):
+        return None
+    try:
+        return _plain_text._entries_decoder.decode(text)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+
+
+_FRAGMENTS = [b'"type":"', b'userMessage"', b'agentMessage"', b'text"', b'textual"', b'image"', b'type":"',
+              b'"type": "', b'{', b'}', b'[', b']', b',', b':', b'"item":', b'{"type":"agentMessage","id":"a","text":"x"}',
+              b'"', b'\\"', b'a', b'"turnId":"t"', b'"content":[{"type":"text","text":"q"}]']
+
+
+_TYPES = ["agentMessage", "userMessage", "text", "reasoning", "textual", "agentMessages", "image", 'x\\"type\\":\\"y']
+
+
+@st.composite
+def type_check_texts(draw: Any) -> bytes:
+    """A page of entries whose items and blocks name types a page of messages has and has not,
+    keys spaced or not, strings holding an escaped ``"type":"``; or fragments joined at random."""
+    if draw(st.integers(0, 3)) == 0:
+        body = b"".join(draw(st.lists(st.sampled_from(_FRAGMENTS), max_size=14)))
+        return b'[{"item":' + body + b'}]' if draw(st.booleans()) else body
+    entries = []
+    for k in range(draw(st.integers(0, 4))):
+        key = draw(st.sampled_from(['"type":"', '"type":"', '"type":"', '"type": "']))
+        kind = draw(st.sampled_from(_TYPES[:2] * 3 + _TYPES[2:]))
+        if kind == "userMessage":
+            blocks = ",".join(f'{{{draw(st.sampled_from([key, chr(34) + "type" + chr(34) + ":" + chr(34)]))}'
+                              f'{draw(st.sampled_from(_TYPES[2:3] * 4 + _TYPES))}","text":"q"}}'
+                              for _ in range(draw(st.integers(0, 2))))
+            item = f'{{{key}userMessage","id":"u{k}","content":[{blocks}]}}'
+        else:
+            item = f'{{{key}{kind}","id":"a{k}","text":"{draw(st.sampled_from(_TYPES))}"}}'
+        entries.append(f'{{"turnId":"t","item":{item}}}')
+    return ("[" + ",".join(entries) + "]").encode()
+
+
+@settings(max_examples=3000, deadline=None)
+@given(text=type_check_texts())
+def test_issue_34_the_type_pre_check_decides_as_the_counts_did(text: bytes) -> None:
+    """``decode_entries`` looks for a ``"type":"…"`` other than a message's or a text block's
+    with one regex pass: its answer (structs or None) is the one the four counts gave, for any
+    text — overlapping keys, spaced keys, a key split across fragments, broken JSON."""
+    assert _plain_text.decode_entries(text) == _decode_entries_by_counts(text)
+
+
+def test_issue_34_the_type_pre_check_on_the_edges() -> None:
+    item = b'{"turnId":"t","item":{"type":"agentMessage","id":"a","text":"x"}}'
+    for text in (b"[" + item + b"]", b"[" + item.replace(b"agentMessage", b"agentMessages") + b"]",
+                 b'["type":"type":"text"]', b'[{"item":{"type":"type":"text"}}]', b'[{"item":{"type": "reasoning"}}]',
+                 b"[" + item + b',{"turnId":"t","item":{"type":"userMessage","id":"u","content":[{"type":"image"}]}}]',
+                 b'[{"turnId":"t","item":{"type":"userMessage","id":"u","content":[{"type":"text","text":"\\"type\\":\\"x\\""}]}}]'):
+        assert _plain_text.decode_entries(text) == _decode_entries_by_counts(text), text
+    assert _plain_text.decode_entries(b"[" + item + b"]") is not None

@@ -33,6 +33,7 @@ value (the records' text, the depth bound), so the two do not share their struct
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
@@ -128,8 +129,12 @@ _entries_decoder = msgspec.json.Decoder(list[_Entry])
 _encoder = msgspec.json.Encoder()
 
 
-_TYPE_KEY = b'"type":"'
-_PLAIN_TYPE_KEYS = (b'"type":"userMessage"', b'"type":"agentMessage"', b'"type":"text"')
+#: A ``"type":"…"`` naming something other than a message or a text block. One regex pass
+#: (a fast search for ``"type":"``, then a look at what follows each): a third of the four
+#: ``bytes.count`` passes it replaces, ≈ 17 µs against 44 µs a 28 KB page (issue 34). In JSON
+#: text ``"type":"`` is always a ``type`` key and the start of its string value, so this finds
+#: exactly the keys the counts found unequal.
+_OTHER_TYPE = re.compile(rb'"type":"(?!(?:userMessage|agentMessage|text)")')
 
 
 def decode_entries(text: bytes | msgspec.Raw) -> list[_Entry] | None:
@@ -139,7 +144,7 @@ def decode_entries(text: bytes | msgspec.Raw) -> list[_Entry] | None:
     most pages of a real thread) is not tried — the decode would fail part way; a ``"type"``
     written otherwise (spaced) only means the decode decides."""
     data = text if type(text) is bytes else bytes(text)  # a Raw: one copy, ~2 µs for 28 KB
-    if data.count(_TYPE_KEY) != sum(data.count(k) for k in _PLAIN_TYPE_KEYS):
+    if _OTHER_TYPE.search(data) is not None:
         return None
     try:
         return _entries_decoder.decode(data)
