@@ -176,17 +176,17 @@ def plain_ids(entries: list[_Entry]) -> list[tuple[str, str | None]] | None:
 def plain_record(item: _Item, thread_id: str | None, turn_id: str) -> UserMessage | AssistantMessage:
     """What ``project_native_item`` makes of this item's dict form (``completed=True``), for
     an item :func:`plain_ids` accepts."""
+    # positional (id, thread_id, turn_id, status, text, …): ≈ 0.2 µs less a record than by keyword,
+    # 2,000 records a read (issue 34); tests/sansio/test_projection_fast_paths.py compares them
     if item.type == "agentMessage":
-        return AssistantMessage(id=item.id, thread_id=thread_id, turn_id=turn_id, status="completed", text=item.text,
-                                phase=item.phase)
+        return AssistantMessage(item.id, thread_id, turn_id, "completed", item.text, item.phase)
     parts: list[str] = []
     for b in item.content or ():
         if b.type == "text" and b.text is not _UNSET:
             parts.append(b.text)
     text = parts[0] if len(parts) == 1 else "".join(parts)
-    if not may_hold_wrapper(text):
-        return UserMessage(id=item.id, thread_id=thread_id, turn_id=turn_id, status="completed", text=text,
-                           client_id=item.clientId)
+    if not may_hold_wrapper(text):  # images, file_mentions empty; then client_id
+        return UserMessage(item.id, thread_id, turn_id, "completed", text, (), (), item.clientId)
     s = sanitize_user_text(text)
     return UserMessage(id=item.id, thread_id=thread_id, turn_id=turn_id, status="completed", text=s.text,
                        file_mentions=s.file_mentions, client_id=item.clientId, stripped=s.stripped)
