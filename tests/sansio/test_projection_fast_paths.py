@@ -357,3 +357,20 @@ def test_r_h_1_the_fast_paths_are_taken() -> None:
     proj.add_native_turns(RawPageData(msgspec.json.encode([{**TURN, "id": "t6"}])), items_follow=True)  # items: declined
     assert taken == ["_add_item_less:False", "_append_deferred:False"]
 
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False)
+                     | st.text(max_size=5),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+                         st.sampled_from([*TURN_FIELDS, "items", "x"]), inner, max_size=5),
+                     max_leaves=12)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(page=st.lists(_JSON | st.fixed_dictionaries({}, optional={k: _JSON for k in (*TURN_FIELDS, "items")}),
+                     max_size=4))
+def test_r_h_1_any_turns_page_is_read_as_the_general_path_reads_it(page: list[Any]) -> None:
+    """Any JSON array as a turns walk's page (any values, any of the Turn's fields): the struct
+    path leaves the projector as the general path does, or raises what it raises."""
+    ops = [("turns", page, True), ("look",)]
+    assert _run(ops, fast=True) == _run(ops, fast=False)
